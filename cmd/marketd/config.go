@@ -1,0 +1,126 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"marketd/store"
+	"marketd/store/signing"
+)
+
+// config is every setting of CONTRACT.md section 1. Each is a flag and a MARKETD_ variable:
+// the variable wins over the default, the flag over both.
+type config struct {
+	addr           string
+	store          store.Config
+	dev            bool
+	allowedOrigins []string
+	marketFeeBps   int
+	rateRead       int
+	ratePrepare    int
+	logLevel       string
+}
+
+// setting is one flag with its environment variable and default.
+type setting struct {
+	name, env, def, usage string
+	set                   func(string) error
+}
+
+func settings(c *config) []setting {
+	d := store.DefaultConfig()
+	str := func(dst *string) func(string) error { return func(v string) error { *dst = v; return nil } }
+	dur := func(dst *time.Duration) func(string) error {
+		return func(v string) error {
+			x, err := time.ParseDuration(v)
+			if err != nil || x <= 0 {
+				return fmt.Errorf("want a positive Go duration such as 10m")
+			}
+			*dst = x
+			return nil
+		}
+	}
+	num := func(dst *int) func(string) error {
+		return func(v string) error {
+			x, err := strconv.Atoi(v)
+			if err != nil || x < 0 {
+				return fmt.Errorf("want a whole number >= 0")
+			}
+			*dst = x
+			return nil
+		}
+	}
+	return []setting{
+		{"addr", "MARKETD_ADDR", "127.0.0.1:8080", "listen address", str(&c.addr)},
+		{"db", "MARKETD_DB", d.DB, "store: postgres://... or sqlite://PATH or sqlite://:memory:", str(&c.store.DB)},
+		{"public-url", "MARKETD_PUBLIC_URL", d.PublicURL, "public URL: the challenge's URI; its authority is the domain", str(&c.store.PublicURL)},
+		{"network", "MARKETD_NETWORK", d.Network, "the challenge's Network line", str(&c.store.Network)},
+		{"dev", "MARKETD_DEV", "", "dev mode (1 = on): the tap faucet, cookies over plain http", func(v string) error {
+			switch v {
+			case "", "0":
+				c.dev = false
+			case "1":
+				c.dev = true
+			default:
+				return fmt.Errorf("want 1 or 0")
+			}
+			return nil
+		}},
+		{"allowed-origins", "MARKETD_ALLOWED_ORIGINS", "", "comma-separated origins that may also write with the cookie", func(v string) error {
+			c.allowedOrigins = nil
+			for _, o := range strings.Split(v, ",") {
+				if o = strings.TrimSpace(o); o != "" {
+					c.allowedOrigins = append(c.allowedOrigins, o)
+				}
+			}
+			return nil
+		}},
+		{"statement", "MARKETD_STATEMENT", "", "the challenge's statement line", func(v string) error {
+			if v != "" && !signing.ValidStatement(v) {
+				return fmt.Errorf("want one line of text without leading or trailing space")
+			}
+			c.store.Statement = v
+			return nil
+		}},
+		{"market-fee-bps", "MARKETD_MARKET_FEE_BPS", "250", "marketplace fee on NFT sales, basis points", num(&c.marketFeeBps)},
+		{"challenge-ttl", "MARKETD_CHALLENGE_TTL", d.ChallengeTTL.String(), "challenge lifetime", dur(&c.store.ChallengeTTL)},
+		{"token-ttl", "MARKETD_TOKEN_TTL", d.TokenTTL.String(), "token lifetime from its own issue", dur(&c.store.TokenTTL)},
+		{"rotate-after", "MARKETD_ROTATE_AFTER", d.RotateAfter.String(), "token age that triggers cookie rotation", dur(&c.store.RotateAfter)},
+		{"rotate-grace", "MARKETD_ROTATE_GRACE", d.RotateGrace.String(), "how long a superseded token is still accepted", dur(&c.store.RotateGrace)},
+		{"prepared-ttl", "MARKETD_PREPARED_TTL", d.PreparedTTL.String(), "how long a prepared transaction can be executed", dur(&c.store.PreparedTTL)},
+		{"rate-read", "MARKETD_RATE_READ", "300", "read requests per minute per origin; 0 = unlimited", num(&c.rateRead)},
+		{"rate-prepare", "MARKETD_RATE_PREPARE", "60", "prepare requests per minute per party; 0 = unlimited", num(&c.ratePrepare)},
+		{"log-level", "MARKETD_LOG_LEVEL", "info", "debug, info, warn or error", func(v string) error {
+			switch v {
+			case "debug", "info", "warn", "error":
+				c.logLevel = v
+				return nil
+			}
+			return fmt.Errorf("want debug, info, warn or error")
+		}},
+	}
+}
+
+// parseConfig reads the environment, then args, into a config.
+func parseConfig(cmd string, args []string) (*config, []string, error) {
+	c := new(config)
+	fs := flag.NewFlagSet("marketd "+cmd, flag.ContinueOnError)
+	for _, s := range settings(c) {
+		def := s.def
+		if v, ok := os.LookupEnv(s.env); ok {
+			def = v
+		}
+		if err := s.set(def); err != nil {
+			return nil, nil, fmt.Errorf("%s=%q: %v", s.env, def, err)
+		}
+		fs.Func(s.name, fmt.Sprintf("%s (env %s, default %q)", s.usage, s.env, s.def), s.set)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	return c, fs.Args(), nil
+}

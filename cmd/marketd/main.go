@@ -1,0 +1,205 @@
+// Command marketd is the marketplace service: `marketd serve` runs it, `marketd migrate
+// up|down|status` manages its schema. Every setting is a flag and a MARKETD_ variable.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"marketd/rest"
+	"marketd/store"
+)
+
+const usage = `marketd: the marketplace service
+
+usage:
+  marketd serve [flags]                  run the service (applies pending migrations first)
+  marketd migrate up|down|status [flags] manage the schema
+
+Run "marketd serve -h" for the flags; each is also a MARKETD_ environment variable.
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
+	case "serve":
+		err = serve(args)
+	case "migrate":
+		err = migrate(args)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "marketd: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "marketd:", err)
+		os.Exit(1)
+	}
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+func openStore(ctx context.Context, c *config, log *slog.Logger) (*store.Store, error) {
+	c.store.Logger = log
+	return store.Open(ctx, c.store)
+}
+
+func serve(args []string) error {
+	c, rest_, err := parseConfig("serve", args)
+	if err != nil {
+		return err
+	}
+	if len(rest_) > 0 {
+		return fmt.Errorf("serve takes no arguments, got %q", rest_)
+	}
+	log := newLogger(c.logLevel)
+	slog.SetDefault(log)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	s, err := openStore(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	applied, err := s.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		log.Info("migrations applied", "migrations", applied)
+	}
+	api, err := rest.New(s, rest.Config{
+		PublicURL:      c.store.PublicURL,
+		AllowedOrigins: c.allowedOrigins,
+		Dev:            c.dev,
+		RateRead:       c.rateRead,
+		RatePrepare:    c.ratePrepare,
+		Logger:         log,
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	go prune(ctx, s, log)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "public_url", c.store.PublicURL, "dev", c.dev)
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// prune removes expired sign-in state and prepared transactions every minute.
+func prune(ctx context.Context, s *store.Store, log *slog.Logger) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("prune failed", "error", err.Error())
+			} else if n != (store.Pruned{}) {
+				log.Debug("pruned", "nonces", n.Nonces, "prepared", n.Prepared, "sessions", n.Sessions, "superseded", n.Superseded)
+			}
+		}
+	}
+}
+
+func migrate(args []string) error {
+	if len(args) == 0 {
+		return errors.New("migrate wants up, down or status")
+	}
+	verb := args[0]
+	c, extra, err := parseConfig("migrate "+verb, args[1:])
+	if err != nil {
+		return err
+	}
+	if len(extra) > 0 {
+		return fmt.Errorf("migrate %s takes no arguments, got %q", verb, extra)
+	}
+	ctx := context.Background()
+	s, err := openStore(ctx, c, newLogger(c.logLevel))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	var out any
+	switch verb {
+	case "up":
+		names, err := s.Migrate(ctx)
+		if err != nil {
+			return err
+		}
+		out = map[string]any{"applied": nonNil(names)}
+	case "down":
+		names, err := s.MigrateDown(ctx)
+		if err != nil {
+			return err
+		}
+		out = map[string]any{"rolledBack": nonNil(names)}
+	case "status":
+		st, err := s.MigrationStatus(ctx)
+		if err != nil {
+			return err
+		}
+		out = map[string]any{"migrations": st}
+	default:
+		return fmt.Errorf("migrate wants up, down or status, not %q", verb)
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

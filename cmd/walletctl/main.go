@@ -1,0 +1,530 @@
+// Command walletctl is the wallet a person or a script uses with marketd: it keeps an Ed25519
+// key, onboards its party, signs in, and signs prepared transactions after checking that the
+// hash it signs is the hash of the transaction it was shown.
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"marketd/store/signing"
+)
+
+const usage = `walletctl: a wallet for marketd
+
+usage:
+  walletctl [flags] keygen [--hint NAME]    create a key file (mode 0600)
+  walletctl [flags] onboard                 onboard the key's party on the ledger
+  walletctl [flags] login                   sign in: get a challenge, check it, sign it, keep the token
+  walletctl [flags] logout                  end the session
+  walletctl [flags] whoami                  the key's party and the token's expiry
+  walletctl [flags] sign MESSAGE            sign a message (use - to read it from stdin)
+  walletctl [flags] sign --hash B64         sign a prepared transaction hash
+  walletctl [flags] call METHOD PATH [JSON] call the API with the token attached
+  walletctl [flags] exec PATH JSON          PATH/prepare, show the summary, sign, execute
+
+flags:
+  --server URL  the service (env WALLETCTL_SERVER, default http://localhost:8080)
+  --key FILE    the key file (env WALLETCTL_KEY, default wallet.key); the token is kept in FILE.token
+`
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "walletctl:", err)
+		os.Exit(1)
+	}
+}
+
+// wallet is one invocation's settings.
+type wallet struct {
+	server  string
+	keyPath string
+	out     io.Writer
+	log     io.Writer
+	http    *http.Client
+}
+
+func run(args []string, out, log io.Writer) error {
+	w := &wallet{out: out, log: log, http: &http.Client{Timeout: 30 * time.Second}}
+	fs := flag.NewFlagSet("walletctl", flag.ContinueOnError)
+	fs.SetOutput(log)
+	fs.Usage = func() { fmt.Fprint(log, usage) }
+	fs.StringVar(&w.server, "server", envOr("WALLETCTL_SERVER", "http://localhost:8080"), "the service")
+	fs.StringVar(&w.keyPath, "key", envOr("WALLETCTL_KEY", "wallet.key"), "the key file")
+	globals, args := splitGlobalFlags(args)
+	if err := fs.Parse(globals); err != nil {
+		return err
+	}
+	w.server = strings.TrimRight(w.server, "/")
+	args = append(fs.Args(), args...)
+	if len(args) == 0 {
+		fs.Usage()
+		return errors.New("no command")
+	}
+	cmd, args := args[0], args[1:]
+	switch cmd {
+	case "keygen":
+		return w.keygen(args)
+	case "onboard":
+		return w.onboard()
+	case "login":
+		return w.login()
+	case "logout":
+		return w.logout()
+	case "whoami":
+		return w.call("GET", "/api/auth/me", "")
+	case "sign":
+		return w.sign(args)
+	case "call":
+		if len(args) < 2 || len(args) > 3 {
+			return errors.New("usage: walletctl call METHOD PATH [JSON]")
+		}
+		body := ""
+		if len(args) == 3 {
+			body = args[2]
+		}
+		return w.call(strings.ToUpper(args[0]), args[1], body)
+	case "exec":
+		if len(args) != 2 {
+			return errors.New("usage: walletctl exec PATH JSON   (PATH without /prepare, e.g. /api/wallet/cc-transfer)")
+		}
+		return w.exec(args[0], args[1])
+	case "help", "-h", "--help":
+		fmt.Fprint(out, usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q; run walletctl help", cmd)
+}
+
+// splitGlobalFlags takes --server and --key out of args wherever they stand, so that
+// "walletctl keygen --key alice.key" works as well as "walletctl --key alice.key keygen".
+func splitGlobalFlags(args []string) (globals, rest []string) {
+	for i := 0; i < len(args); i++ {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(args[i], "-"), "=")
+		if !strings.HasPrefix(args[i], "-") || (name != "server" && name != "key") {
+			rest = append(rest, args[i])
+			continue
+		}
+		globals = append(globals, args[i])
+		if !hasValue && i+1 < len(args) {
+			i++
+			globals = append(globals, args[i])
+		}
+	}
+	return globals, rest
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// keyFile is what walletctl keeps on disk. The private key is the 32-byte Ed25519 seed.
+type keyFile struct {
+	Hint       string `json:"hint"`
+	PartyID    string `json:"partyId"`
+	PublicKey  string `json:"publicKey"`
+	PrivateKey string `json:"privateKey"`
+}
+
+func (w *wallet) keygen(args []string) error {
+	fs := flag.NewFlagSet("keygen", flag.ContinueOnError)
+	fs.SetOutput(w.log)
+	hint := fs.String("hint", "wallet", "the party id's hint: 1 to 64 of [A-Za-z0-9_-]")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if !signing.ValidHint(*hint) {
+		return fmt.Errorf("hint %q: want 1 to 64 of [A-Za-z0-9_-]", *hint)
+	}
+	if _, err := os.Stat(w.keyPath); err == nil {
+		return fmt.Errorf("%s exists; remove it or choose another --key", w.keyPath)
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	k := keyFile{
+		Hint: *hint, PartyID: signing.PartyIDFor(*hint, pub),
+		PublicKey:  base64.StdEncoding.EncodeToString(pub),
+		PrivateKey: base64.StdEncoding.EncodeToString(priv.Seed()),
+	}
+	if err := writeJSONFile(w.keyPath, k, true); err != nil {
+		return err
+	}
+	fmt.Fprintf(w.log, "wrote %s (mode 0600); onboard it with: walletctl --key %s onboard\n", w.keyPath, w.keyPath)
+	return printJSON(w.out, map[string]string{"partyId": k.PartyID, "publicKey": k.PublicKey})
+}
+
+// writeJSONFile writes v to path, readable by the owner only, without ever widening it.
+func writeJSONFile(path string, v any, exclusive bool) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if exclusive {
+		flags |= os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (w *wallet) loadKey() (*keyFile, ed25519.PrivateKey, error) {
+	b, err := os.ReadFile(w.keyPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil, fmt.Errorf("no key file %s; create one with: walletctl --key %s keygen --hint NAME", w.keyPath, w.keyPath)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var k keyFile
+	if err := json.Unmarshal(b, &k); err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", w.keyPath, err)
+	}
+	seed, err := base64.StdEncoding.DecodeString(k.PrivateKey)
+	if err != nil || len(seed) != ed25519.SeedSize {
+		return nil, nil, fmt.Errorf("%s: privateKey is not a base64 Ed25519 seed", w.keyPath)
+	}
+	return &k, ed25519.NewKeyFromSeed(seed), nil
+}
+
+// session is the token walletctl keeps beside the key.
+type session struct {
+	Server    string `json:"server"`
+	PartyID   string `json:"partyId"`
+	Token     string `json:"token"`
+	ExpiresAt int64  `json:"expiresAt"`
+}
+
+func (w *wallet) tokenPath() string { return w.keyPath + ".token" }
+
+func (w *wallet) loadSession() (*session, error) {
+	b, err := os.ReadFile(w.tokenPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var s session
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %v", w.tokenPath(), err)
+	}
+	if s.Server != w.server {
+		return nil, nil
+	}
+	return &s, nil
+}
+
+func (w *wallet) onboard() error {
+	k, priv, err := w.loadKey()
+	if err != nil {
+		return err
+	}
+	body, _ := json.Marshal(map[string]string{"publicKey": k.PublicKey, "hint": k.Hint})
+	res, err := w.prepareAndExecute("/api/parties/onboard/prepare", "/api/parties/onboard/execute", body, priv, "", k.PartyID)
+	if err != nil {
+		return err
+	}
+	var r struct {
+		PartyID string `json:"partyId"`
+	}
+	json.Unmarshal(res, &r)
+	if r.PartyID != "" && r.PartyID != k.PartyID {
+		// The key was onboarded before under another hint: that party is the key's.
+		k.PartyID = r.PartyID
+		if err := writeJSONFile(w.keyPath, k, false); err != nil {
+			return err
+		}
+	}
+	return printRaw(w.out, res)
+}
+
+func (w *wallet) login() error {
+	k, priv, err := w.loadKey()
+	if err != nil {
+		return err
+	}
+	body, _ := json.Marshal(map[string]string{"partyId": k.PartyID})
+	var nr struct {
+		Message string `json:"message"`
+		Nonce   string `json:"nonce"`
+	}
+	if err := w.do("POST", "/api/auth/nonce", body, "", &nr); err != nil {
+		return err
+	}
+	// A wallet signs a challenge only after reading it: the right site, party and nonce.
+	c, err := signing.ParseChallenge(nr.Message)
+	if err != nil {
+		return fmt.Errorf("the server's challenge is not one to sign: %v", err)
+	}
+	u, _ := url.Parse(w.server)
+	switch {
+	case c.Domain != u.Host:
+		fmt.Fprintf(w.log, "note: the challenge names domain %s, you are talking to %s (a proxy, or MARKETD_PUBLIC_URL differs)\n", c.Domain, u.Host)
+	case c.PartyID != k.PartyID:
+		return fmt.Errorf("the challenge is for party %s, not %s", c.PartyID, k.PartyID)
+	case c.Nonce != nr.Nonce:
+		return errors.New("the challenge's nonce differs from the one returned")
+	}
+	sig := ed25519.Sign(priv, []byte(nr.Message))
+	body, _ = json.Marshal(map[string]string{"partyId": k.PartyID, "signature": base64.StdEncoding.EncodeToString(sig), "nonce": nr.Nonce})
+	var tr struct {
+		Token     string `json:"token"`
+		ExpiresAt int64  `json:"expiresAt"`
+	}
+	if err := w.do("POST", "/api/auth/verify", body, "", &tr); err != nil {
+		return err
+	}
+	s := session{Server: w.server, PartyID: k.PartyID, Token: tr.Token, ExpiresAt: tr.ExpiresAt}
+	if err := writeJSONFile(w.tokenPath(), s, false); err != nil {
+		return err
+	}
+	fmt.Fprintf(w.log, "signed in as %s until %s; token kept in %s\n", k.PartyID, time.Unix(tr.ExpiresAt, 0).Format(time.RFC3339), w.tokenPath())
+	return printJSON(w.out, map[string]any{"partyId": k.PartyID, "expiresAt": tr.ExpiresAt})
+}
+
+func (w *wallet) token() (string, error) {
+	s, err := w.loadSession()
+	if err != nil {
+		return "", err
+	}
+	if s == nil {
+		return "", fmt.Errorf("not signed in to %s; run: walletctl --key %s login", w.server, w.keyPath)
+	}
+	if time.Now().Unix() >= s.ExpiresAt {
+		return "", fmt.Errorf("the token expired at %s; run: walletctl --key %s login", time.Unix(s.ExpiresAt, 0).Format(time.RFC3339), w.keyPath)
+	}
+	return s.Token, nil
+}
+
+func (w *wallet) logout() error {
+	tok, err := w.token()
+	if err != nil {
+		return err
+	}
+	if err := w.do("POST", "/api/auth/logout", nil, tok, nil); err != nil {
+		return err
+	}
+	os.Remove(w.tokenPath())
+	fmt.Fprintln(w.log, "signed out")
+	return nil
+}
+
+func (w *wallet) sign(args []string) error {
+	_, priv, err := w.loadKey()
+	if err != nil {
+		return err
+	}
+	var msg []byte
+	switch {
+	case len(args) == 2 && args[0] == "--hash":
+		msg, err = base64.StdEncoding.DecodeString(args[1])
+		if err != nil || len(msg) != 32 {
+			return errors.New("--hash wants the 32-byte preparedTransactionHash in standard base64")
+		}
+	case len(args) == 1 && args[0] == "-":
+		if msg, err = io.ReadAll(os.Stdin); err != nil {
+			return err
+		}
+	case len(args) == 1:
+		msg = []byte(args[0])
+	default:
+		return errors.New("usage: walletctl sign MESSAGE | sign - | sign --hash B64")
+	}
+	_, err = fmt.Fprintln(w.out, base64.StdEncoding.EncodeToString(ed25519.Sign(priv, msg)))
+	return err
+}
+
+func (w *wallet) call(method, path, body string) error {
+	tok, err := w.token()
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	var b []byte
+	if body != "" {
+		b = []byte(body)
+	}
+	if err := w.do(method, path, b, tok, &raw); err != nil {
+		return err
+	}
+	return printRaw(w.out, raw)
+}
+
+// executePath is where a prepared transaction of prepare path base is executed. Two
+// endpoints do not follow the PATH/prepare, PATH/execute pattern.
+func executePath(base string) string {
+	switch {
+	case strings.HasPrefix(base, "/api/nft/list/") && strings.HasSuffix(base, "/cancel"):
+		return "/api/nft/list/cancel/execute"
+	case base == "/api/swap":
+		return "/api/swap/intent/submit"
+	}
+	return base + "/execute"
+}
+
+func (w *wallet) exec(path, body string) error {
+	k, priv, err := w.loadKey()
+	if err != nil {
+		return err
+	}
+	tok, err := w.token()
+	if err != nil {
+		return err
+	}
+	base := strings.TrimSuffix(strings.TrimRight(path, "/"), "/prepare")
+	res, err := w.prepareAndExecute(base+"/prepare", executePath(base), []byte(body), priv, tok, k.PartyID)
+	if err != nil {
+		return err
+	}
+	return printRaw(w.out, res)
+}
+
+// prepareAndExecute prepares, checks what it is asked to sign, shows the summary, signs the
+// hash and executes.
+func (w *wallet) prepareAndExecute(preparePath, executePath string, body []byte, priv ed25519.PrivateKey, tok, partyID string) (json.RawMessage, error) {
+	var p struct {
+		PreparedTransaction     string          `json:"preparedTransaction"`
+		PreparedTransactionHash string          `json:"preparedTransactionHash"`
+		HashingScheme           string          `json:"hashingScheme"`
+		ActAs                   string          `json:"actAs"`
+		ExpiresAt               int64           `json:"expiresAt"`
+		Summary                 json.RawMessage `json:"summary"`
+	}
+	if err := w.do("POST", preparePath, body, tok, &p); err != nil {
+		return nil, err
+	}
+	tx, err := base64.StdEncoding.DecodeString(p.PreparedTransaction)
+	if err != nil {
+		return nil, errors.New("the preparedTransaction is not base64; not signing")
+	}
+	hash := signing.PreparedHash(tx)
+	switch {
+	case p.HashingScheme != signing.HashingScheme:
+		return nil, fmt.Errorf("unknown hashing scheme %q; not signing", p.HashingScheme)
+	case base64.StdEncoding.EncodeToString(hash) != p.PreparedTransactionHash:
+		return nil, errors.New("the hash is not the SHA-256 of the prepared transaction; not signing")
+	case p.ActAs != partyID:
+		return nil, fmt.Errorf("the transaction acts as %s, this key is %s; not signing", p.ActAs, partyID)
+	}
+	var summary bytes.Buffer
+	json.Indent(&summary, p.Summary, "  ", "  ")
+	fmt.Fprintf(w.log, "signing %s\n  summary: %s\n  expires: %s\n", p.PreparedTransactionHash, summary.String(), time.Unix(p.ExpiresAt, 0).Format(time.RFC3339))
+	sig := ed25519.Sign(priv, hash)
+	exec, _ := json.Marshal(map[string]string{"preparedTransactionHash": p.PreparedTransactionHash, "signature": base64.StdEncoding.EncodeToString(sig)})
+	var res json.RawMessage
+	if err := w.do("POST", executePath, exec, tok, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// apiError is a problem+json answer.
+type apiError struct {
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Detail) }
+
+// do calls the service and decodes a 2xx JSON answer into out; any other answer is an error
+// that says what the server said.
+func (w *wallet) do(method, path string, body []byte, tok string, out any) error {
+	if !strings.HasPrefix(path, "/") {
+		path = "/" + path
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, w.server+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	res, err := w.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach %s: %v (is marketd running? set --server)", w.server, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, 8<<20))
+	if err != nil {
+		return err
+	}
+	if res.StatusCode/100 != 2 {
+		e := &apiError{Status: res.StatusCode}
+		if json.Unmarshal(b, e) != nil || e.Code == "" {
+			e.Code, e.Detail = "error", strings.TrimSpace(string(b))
+		}
+		if ra := res.Header.Get("Retry-After"); ra != "" {
+			e.Detail += " (retry after " + ra + "s)"
+		}
+		return e
+	}
+	if out == nil || len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	if raw, ok := out.(*json.RawMessage); ok {
+		*raw = b
+		return nil
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("unexpected answer from %s %s: %v", method, path, err)
+	}
+	return nil
+}
+
+func printJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+func printRaw(w io.Writer, b []byte) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil
+	}
+	var out bytes.Buffer
+	if json.Indent(&out, bytes.TrimSpace(b), "", "  ") != nil {
+		_, err := w.Write(b)
+		return err
+	}
+	_, err := fmt.Fprintln(w, out.String())
+	return err
+}

@@ -1,0 +1,13 @@
+DROP TABLE service_keys;
+--bun:split
+DROP TABLE superseded_tokens;
+--bun:split
+DROP TABLE signin_sessions;
+--bun:split
+DROP TABLE signin_nonces;
+--bun:split
+DROP TABLE prepared_txs;
+--bun:split
+DROP TABLE updates;
+--bun:split
+DROP TABLE parties;

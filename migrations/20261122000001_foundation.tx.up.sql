@@ -1,0 +1,106 @@
+-- Times are BIGINT Unix microseconds on both dialects, so comparisons in SQL are exact.
+
+-- Parties onboarded on the ledger: an Ed25519 key and the id derived from it.
+CREATE TABLE parties (
+    party_id     TEXT PRIMARY KEY,
+    hint         TEXT NOT NULL,
+    public_key   {{.Bytes}} NOT NULL UNIQUE,
+    onboarded_at BIGINT NOT NULL,
+    update_id    TEXT NOT NULL
+);
+
+--bun:split
+
+-- The ledger's append-only update log: one row per committed transaction, in commit order.
+CREATE TABLE updates (
+    ledger_offset {{.Serial}},
+    update_id     TEXT NOT NULL UNIQUE,
+    kind          TEXT NOT NULL,
+    act_as        TEXT NOT NULL,
+    recorded_at   BIGINT NOT NULL
+);
+
+--bun:split
+
+CREATE INDEX updates_act_as ON updates (act_as, ledger_offset);
+
+--bun:split
+
+-- Prepared transactions: the canonical bytes a party signs, and once executed, the result
+-- every replay answers with.
+CREATE TABLE prepared_txs (
+    hash        {{.Bytes}} PRIMARY KEY,
+    kind        TEXT NOT NULL,
+    act_as      TEXT NOT NULL,
+    signer_key  {{.Bytes}} NOT NULL,
+    body        {{.Bytes}} NOT NULL,
+    prepared_at BIGINT NOT NULL,
+    expires_at  BIGINT NOT NULL,
+    update_id   TEXT,
+    result      {{.Bytes}},
+    executed_at BIGINT
+);
+
+--bun:split
+
+CREATE INDEX prepared_txs_expires_at ON prepared_txs (expires_at);
+
+--bun:split
+
+-- Sign-in challenges; a nonce is consumed by the first verify that names it.
+CREATE TABLE signin_nonces (
+    nonce      TEXT PRIMARY KEY,
+    party_id   TEXT NOT NULL REFERENCES parties (party_id),
+    message    TEXT NOT NULL,
+    issued_at  BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    used_at    BIGINT
+);
+
+--bun:split
+
+CREATE INDEX signin_nonces_expires_at ON signin_nonces (expires_at);
+
+--bun:split
+
+-- Sign-in sessions, one per browser instance, with the session's current token.
+CREATE TABLE signin_sessions (
+    sid              TEXT PRIMARY KEY,
+    party_id         TEXT NOT NULL REFERENCES parties (party_id),
+    created_at       BIGINT NOT NULL,
+    user_agent       TEXT NOT NULL,
+    client_addr      TEXT NOT NULL,
+    token_jti        TEXT NOT NULL,
+    token_issued_at  BIGINT NOT NULL,
+    token_expires_at BIGINT NOT NULL,
+    rotations        INTEGER NOT NULL DEFAULT 0,
+    revoked_at       BIGINT
+);
+
+--bun:split
+
+CREATE INDEX signin_sessions_party ON signin_sessions (party_id, created_at DESC, sid DESC);
+
+--bun:split
+
+-- Tokens a rotation replaced: accepted for the grace window after superseded_at.
+CREATE TABLE superseded_tokens (
+    jti           TEXT PRIMARY KEY,
+    sid           TEXT NOT NULL REFERENCES signin_sessions (sid) ON DELETE CASCADE,
+    superseded_at BIGINT NOT NULL,
+    expires_at    BIGINT NOT NULL
+);
+
+--bun:split
+
+CREATE INDEX superseded_tokens_sid ON superseded_tokens (sid);
+
+--bun:split
+
+-- Keys the service generates on first start and keeps: JWT signing keys and the cursor MAC key.
+CREATE TABLE service_keys (
+    kid        TEXT PRIMARY KEY,
+    purpose    TEXT NOT NULL,
+    secret     {{.Bytes}} NOT NULL,
+    created_at BIGINT NOT NULL
+);

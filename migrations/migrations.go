@@ -1,0 +1,25 @@
+// Package migrations holds the schema as SQL files, embedded in the binary. One set serves both
+// dialects: where their SQL differs, a file names the type through the template data below.
+package migrations
+
+import "embed"
+
+// Files are the migrations, a pair NNN_name.tx.up.sql / NNN_name.tx.down.sql per change.
+//
+//go:embed *.sql
+var Files embed.FS
+
+// Types are the column types that differ between the dialects.
+type Types struct {
+	Bytes   string // binary strings
+	Serial  string // an auto-incrementing integer primary key
+	Decimal string // exact decimals: SQLite's NUMERIC affinity would turn them into floats
+}
+
+// TypesFor returns the types of dialect "postgres" or "sqlite".
+func TypesFor(dialect string) Types {
+	if dialect == "postgres" {
+		return Types{Bytes: "BYTEA", Serial: "BIGSERIAL PRIMARY KEY", Decimal: "NUMERIC(38,10)"}
+	}
+	return Types{Bytes: "BLOB", Serial: "INTEGER PRIMARY KEY AUTOINCREMENT", Decimal: "TEXT"}
+}

@@ -1,0 +1,177 @@
+package rest
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"marketd/store"
+)
+
+const cookieName = "ledger_session"
+
+// access says what a route needs from its caller.
+type access int
+
+const (
+	public access = iota // nothing: onboarding, sign-in, public reads
+	token                // a session token, by Authorization: Bearer or the session cookie
+)
+
+// route is one documented endpoint.
+type route struct {
+	method   string
+	path     string // a ServeMux pattern path, as in openapi.yaml
+	access   access
+	prepare  bool // counted against the per-party prepare limit
+	noRotate bool // never rotates the cookie (logout)
+	handle   func(w http.ResponseWriter, r *http.Request) error
+}
+
+func (srv *Server) wrap(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := srv.serve(rt, w, r); err != nil {
+			srv.writeError(w, r, err)
+		}
+	})
+}
+
+// serve runs the checks every route shares, in the contract's order, then the handler:
+// the read limit (per origin, before authentication), authentication, the cross-origin and
+// party checks, cookie rotation, the prepare limit (per party), and the handler.
+func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error {
+	if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/") {
+		if err := srv.limit(w, "read:"+clientOrigin(r), srv.cfg.RateRead); err != nil {
+			return err
+		}
+	}
+	limitKey := "prepare:" + clientOrigin(r)
+	if rt.access == token {
+		a, viaCookie, err := srv.authenticate(r)
+		if err != nil {
+			return err
+		}
+		if viaCookie && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if err := srv.checkOrigin(r); err != nil {
+				return err
+			}
+		}
+		if err := checkNamedParties(r, a); err != nil {
+			return err
+		}
+		if viaCookie && !rt.noRotate {
+			t, err := srv.store.RotateIfDue(r.Context(), a)
+			if err != nil {
+				return err
+			}
+			if t != nil {
+				srv.setSessionCookie(w, t)
+				w.Header().Set("X-Auth-Token", t.Token)
+				w.Header().Set("X-Auth-Expires-At", strconv.FormatInt(t.ExpiresAt.Unix(), 10))
+				a = &store.Auth{PartyID: t.PartyID, SessionID: t.SessionID, TokenID: t.TokenID, IssuedAt: t.IssuedAt, ExpiresAt: t.ExpiresAt, Current: true}
+			}
+		}
+		r = r.WithContext(context.WithValue(r.Context(), authKey, a))
+		if info := infoOf(r.Context()); info != nil {
+			info.party = a.PartyID
+		}
+		limitKey = "prepare:" + a.PartyID
+	}
+	if rt.prepare {
+		if err := srv.limit(w, limitKey, srv.cfg.RatePrepare); err != nil {
+			return err
+		}
+	}
+	return rt.handle(w, r)
+}
+
+// authOf returns the authenticated identity of a request, or nil.
+func authOf(ctx context.Context) *store.Auth {
+	a, _ := ctx.Value(authKey).(*store.Auth)
+	return a
+}
+
+// authenticate reads the token from Authorization: Bearer when present (an invalid one is
+// refused with no fall-back), else from the session cookie.
+func (srv *Server) authenticate(r *http.Request) (*store.Auth, bool, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, tok, _ := strings.Cut(h, " ")
+		if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+			return nil, false, store.Errorf(store.CodeInvalidToken, "the Authorization header must be \"Bearer <token>\"")
+		}
+		a, err := srv.store.Authenticate(r.Context(), strings.TrimSpace(tok))
+		return a, false, err
+	}
+	if c, err := r.Cookie(cookieName); err == nil && c.Value != "" {
+		a, err := srv.store.Authenticate(r.Context(), c.Value)
+		return a, true, err
+	}
+	return nil, false, store.Errorf(store.CodeUnauthenticated, "sign in first: send Authorization: Bearer <token> or the ledger_session cookie")
+}
+
+// checkOrigin refuses a cookie-authenticated write that a browser sent from another site.
+// A request with neither Origin nor Sec-Fetch-Site is not a browser's and passes.
+func (srv *Server) checkOrigin(r *http.Request) error {
+	if o := r.Header.Get("Origin"); o != "" {
+		if origin, err := originOf(o); err != nil || !srv.origins[origin] {
+			return store.Errorf(store.CodeCrossOrigin, "origin %s may not write with the session cookie; send the token as Authorization: Bearer", truncate(o, 100))
+		}
+		return nil
+	}
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return store.Errorf(store.CodeCrossOrigin, "a cross-site request may not write with the session cookie")
+	}
+	return nil
+}
+
+// checkNamedParties refuses a request whose path or query names a party other than the token's.
+func checkNamedParties(r *http.Request, a *store.Auth) error {
+	if p := r.PathValue("partyId"); p != "" && p != a.PartyID {
+		return store.Errorf(store.CodePartyMismatch, "the path names %s, the token is for %s", truncate(p, 100), a.PartyID)
+	}
+	q := r.URL.Query()
+	for _, name := range []string{"taker", "lp"} {
+		for _, v := range q[name] {
+			if v != a.PartyID {
+				return store.Errorf(store.CodePartyMismatch, "%s names %s, the token is for %s", name, truncate(v, 100), a.PartyID)
+			}
+		}
+	}
+	return nil
+}
+
+func (srv *Server) setSessionCookie(w http.ResponseWriter, t *store.IssuedToken) {
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: t.Token, Path: "/", Expires: t.ExpiresAt,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: !srv.cfg.Dev,
+	})
+}
+
+func (srv *Server) clearSessionCookie(w http.ResponseWriter) {
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: !srv.cfg.Dev,
+	})
+}
+
+// limit counts one request against key and writes the RateLimit headers; over the limit it
+// is rate_limited with Retry-After. A limit of 0 means unlimited.
+func (srv *Server) limit(w http.ResponseWriter, key string, perMinute int) error {
+	if perMinute <= 0 {
+		return nil
+	}
+	d := srv.limiter.Allow(key, perMinute)
+	reset := max(int64(math.Ceil(d.ResetIn.Seconds())), 1)
+	h := w.Header()
+	h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
+	h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	h.Set("RateLimit-Reset", strconv.FormatInt(reset, 10))
+	if !d.Allowed {
+		h.Set("Retry-After", strconv.FormatInt(reset, 10))
+		return store.Errorf(store.CodeRateLimited, "more than %d requests a minute; retry in %s", d.Limit, time.Duration(reset)*time.Second)
+	}
+	return nil
+}

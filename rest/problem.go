@@ -1,0 +1,104 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+
+	"marketd/store"
+)
+
+// problem is an RFC 9457 problem details body with the service's error code.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	Code   string `json:"code"`
+}
+
+// statusOf maps an error code to its HTTP status: the one place the REST API does so.
+func statusOf(code store.Code) int {
+	switch code {
+	case store.CodeInvalidRequest, store.CodeInvalidCursor:
+		return http.StatusBadRequest
+	case store.CodeUnauthenticated, store.CodeInvalidToken, store.CodeTokenRotated, store.CodeTokenRevoked,
+		store.CodeNonceInvalid, store.CodeInvalidSignature:
+		return http.StatusUnauthorized
+	case store.CodePartyMismatch, store.CodeCrossOrigin:
+		return http.StatusForbidden
+	case store.CodeNotFound, store.CodePartyNotFound, store.CodePreparedNotFound:
+		return http.StatusNotFound
+	case store.CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case store.CodeStale, store.CodeConflict, store.CodeInsufficientFunds, store.CodePreapprovalRequired:
+		return http.StatusConflict
+	case store.CodePreparedExpired:
+		return http.StatusGone
+	case store.CodePayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case store.CodeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	case store.CodeRateLimited:
+		return http.StatusTooManyRequests
+	case store.CodeUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// writeError answers err as problem+json. Internal errors are logged with the request id and
+// answered without detail: no stack, no SQL.
+func (srv *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := store.ErrorCode(err)
+	status := statusOf(code)
+	if code == store.CodeInternal || code == store.CodeUnavailable {
+		srv.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r.Context()),
+			"method", r.Method, "path", r.URL.Path, "error", err.Error())
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="marketd"`)
+	}
+	writeProblem(w, status, code, store.ErrorMessage(err))
+}
+
+func writeProblem(w http.ResponseWriter, status int, code store.Code, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(problem{
+		Type:   "urn:marketd:problem:" + string(code),
+		Title:  http.StatusText(status),
+		Status: status,
+		Detail: detail,
+		Code:   string(code),
+	})
+}
+
+// writeJSON answers v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		slog.Error("encode response", "error", err)
+		writeProblem(w, http.StatusInternalServerError, store.CodeInternal, "internal error")
+		return
+	}
+	writeRaw(w, status, buf.Bytes())
+}
+
+// writeRaw answers JSON bytes as they are.
+func writeRaw(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(b)
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		w.Write([]byte{'\n'})
+	}
+}

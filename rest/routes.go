@@ -1,0 +1,67 @@
+package rest
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"net/http"
+	"time"
+)
+
+// apiRoutes is every endpoint the API serves; rest/openapi.yaml documents exactly these.
+func (srv *Server) apiRoutes() []route {
+	return []route{
+		{method: "GET", path: "/healthz", handle: srv.healthz},
+		{method: "GET", path: "/readyz", handle: srv.readyz},
+		{method: "GET", path: "/openapi.yaml", handle: serveOpenAPI},
+		{method: "GET", path: "/.well-known/jwks.json", handle: srv.jwks},
+
+		{method: "POST", path: "/api/parties/onboard/prepare", prepare: true, handle: srv.onboardPrepare},
+		{method: "POST", path: "/api/parties/onboard/execute", handle: srv.execute(kindOnboard)},
+
+		{method: "POST", path: "/api/auth/nonce", handle: srv.nonce},
+		{method: "POST", path: "/api/auth/verify", handle: srv.verify},
+		{method: "GET", path: "/api/auth/me", access: token, handle: srv.me},
+		{method: "POST", path: "/api/auth/logout", access: token, noRotate: true, handle: srv.logout},
+		{method: "GET", path: "/api/auth/sessions", access: token, handle: srv.sessions},
+	}
+}
+
+func (srv *Server) healthz(w http.ResponseWriter, r *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+func (srv *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := srv.store.Ping(ctx); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+//go:embed openapi.yaml
+var openapiYAML []byte
+
+func serveOpenAPI(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/yaml")
+	w.Write(openapiYAML)
+	return nil
+}
+
+func (srv *Server) jwks(w http.ResponseWriter, r *http.Request) error {
+	keys, err := srv.store.JWKS(r.Context())
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(map[string]any{"keys": keys})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Write(b)
+	return nil
+}

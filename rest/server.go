@@ -1,0 +1,227 @@
+// Package rest is marketd's documented REST API (rest/openapi.yaml): sign-in, onboarding and
+// the prepare/execute write endpoints, over the store.
+package rest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"marketd/store"
+	"marketd/store/ratelimit"
+)
+
+// Config is the REST API's part of the service configuration.
+type Config struct {
+	PublicURL      string   // its origin may write with the session cookie
+	AllowedOrigins []string // more origins that may write with the cookie
+	Dev            bool     // dev mode: the tap exists, cookies travel over plain http
+	RateRead       int      // GET requests under /api/ per minute per origin; 0 = unlimited
+	RatePrepare    int      // prepare requests per minute per party (per origin when anonymous); 0 = unlimited
+	Limiter        ratelimit.Limiter
+	Logger         *slog.Logger
+}
+
+// Server serves the REST API.
+type Server struct {
+	store   *store.Store
+	cfg     Config
+	log     *slog.Logger
+	limiter ratelimit.Limiter
+	origins map[string]bool
+	routes  []route
+	mux     *http.ServeMux
+	handler http.Handler
+}
+
+// New builds the REST API over s.
+func New(s *store.Store, cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Limiter == nil {
+		cfg.Limiter = ratelimit.NewMemory(time.Minute, s.Now)
+	}
+	srv := &Server{store: s, cfg: cfg, log: cfg.Logger, limiter: cfg.Limiter, origins: map[string]bool{}}
+	for _, o := range append([]string{cfg.PublicURL}, cfg.AllowedOrigins...) {
+		if strings.TrimSpace(o) == "" {
+			continue
+		}
+		origin, err := originOf(o)
+		if err != nil {
+			return nil, err
+		}
+		srv.origins[origin] = true
+	}
+	srv.routes = srv.apiRoutes()
+	srv.mux = http.NewServeMux()
+	for _, rt := range srv.routes {
+		srv.mux.Handle(rt.method+" "+rt.path, srv.wrap(rt))
+	}
+	srv.mux.HandleFunc("/", srv.unrouted)
+	srv.handler = srv.withRequestLog(srv.withRecover(srv.mux))
+	return srv, nil
+}
+
+func (srv *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { srv.handler.ServeHTTP(w, r) }
+
+// Limiter is the rate limiter the API counts requests with.
+func (srv *Server) Limiter() ratelimit.Limiter { return srv.limiter }
+
+// originOf normalises an origin (scheme://host[:port]) from a URL or origin string.
+func originOf(s string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("origin %q: want scheme://host[:port]", s)
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+}
+
+// unrouted answers what no route matched: 405 when the path exists for another method, else 404.
+func (srv *Server) unrouted(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := srv.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeProblem(w, http.StatusMethodNotAllowed, store.CodeMethodNotAllowed, r.Method+" is not allowed here; allowed: "+strings.Join(allow, ", "))
+		return
+	}
+	writeProblem(w, http.StatusNotFound, store.CodeNotFound, "no endpoint at "+truncate(r.URL.Path, 200)+"; see /openapi.yaml")
+}
+
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	authKey
+	infoKey
+)
+
+// requestInfo is what the handlers learn about a request that the access log reports.
+type requestInfo struct{ party string }
+
+func infoOf(ctx context.Context) *requestInfo {
+	i, _ := ctx.Value(infoKey).(*requestInfo)
+	return i
+}
+
+var requestIDPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+func newRequestID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// statusRecorder remembers the status and size of a response for the access log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	n, err := s.ResponseWriter.Write(b)
+	s.bytes += n
+	return n, err
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// withRequestLog gives every request an id, echoed in X-Request-Id, and logs it once done.
+func (srv *Server) withRequestLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !requestIDPattern.MatchString(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		info := new(requestInfo)
+		ctx := context.WithValue(context.WithValue(r.Context(), requestIDKey, id), infoKey, info)
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r.WithContext(ctx))
+		level := slog.LevelInfo
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			level = slog.LevelDebug
+		}
+		if !srv.log.Enabled(ctx, level) {
+			return
+		}
+		attrs := []slog.Attr{
+			slog.String("request_id", id),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.Path),
+			slog.Int("status", rec.status),
+			slog.Int("bytes", rec.bytes),
+			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+			slog.String("remote", r.RemoteAddr),
+		}
+		if info.party != "" {
+			attrs = append(attrs, slog.String("party", info.party))
+		}
+		srv.log.LogAttrs(ctx, level, "request", attrs...)
+	})
+}
+
+// withRecover turns a panic into a logged 500 without a stack trace in the body.
+func (srv *Server) withRecover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				srv.log.ErrorContext(r.Context(), "panic", "request_id", requestID(r.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				writeProblem(w, http.StatusInternalServerError, store.CodeInternal, "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// clientOrigin is who a request counts against when no party does: its Origin, else its address.
+func clientOrigin(r *http.Request) string {
+	if o := r.Header.Get("Origin"); o != "" {
+		return truncate(o, 200)
+	}
+	return clientAddr(r)
+}
+
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

@@ -1,0 +1,149 @@
+package store
+
+import (
+	"database/sql/driver"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/shopspring/decimal"
+)
+
+// Instrument is a fungible asset the ledger holds.
+type Instrument string
+
+const (
+	CC    Instrument = "CC"    // the native coin, 10 decimals
+	USDCx Instrument = "USDCx" // the stablecoin, 6 decimals
+)
+
+// Instruments lists every instrument in display order.
+var Instruments = []Instrument{CC, USDCx}
+
+// Decimals is the number of fractional digits the instrument carries.
+func (i Instrument) Decimals() int32 {
+	switch i {
+	case CC:
+		return 10
+	case USDCx:
+		return 6
+	}
+	return 0
+}
+
+// ParseInstrument accepts exactly "CC" or "USDCx".
+func ParseInstrument(s string) (Instrument, error) {
+	switch Instrument(s) {
+	case CC, USDCx:
+		return Instrument(s), nil
+	}
+	return "", Errorf(CodeInvalidRequest, "unknown instrument %q (want CC or USDCx)", s)
+}
+
+// Amount is an exact decimal quantity. It never passes through a float: it is parsed from and
+// written as a decimal string, stored as TEXT on SQLite and NUMERIC(38,10) on PostgreSQL.
+type Amount struct{ d decimal.Decimal }
+
+var amountPattern = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+
+// maxAmount bounds amounts to what NUMERIC(38,10) holds: 28 integer digits.
+var maxAmount = decimal.New(1, 28)
+
+// ParseAmount parses a wire amount of inst: a plain decimal string, positive, with no more
+// fractional digits than the instrument has.
+func ParseAmount(s string, inst Instrument) (Amount, error) {
+	a, err := parseDecimal(s, inst.Decimals())
+	if err != nil {
+		return Amount{}, err
+	}
+	if !a.d.IsPositive() {
+		return Amount{}, Errorf(CodeInvalidRequest, "amount must be positive")
+	}
+	return a, nil
+}
+
+// parseDecimal parses a non-negative decimal string with at most decimals fractional digits.
+func parseDecimal(s string, decimals int32) (Amount, error) {
+	if len(s) > 64 || !amountPattern.MatchString(s) {
+		return Amount{}, Errorf(CodeInvalidRequest, "amount %q is not a decimal string like \"12.5\"", truncate(s, 40))
+	}
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		return Amount{}, Errorf(CodeInvalidRequest, "amount %q is not a decimal string", truncate(s, 40))
+	}
+	if i := strings.IndexByte(s, '.'); i >= 0 && int32(len(s)-i-1) > decimals {
+		return Amount{}, Errorf(CodeInvalidRequest, "amount %s has more than %d fractional digits", s, decimals)
+	}
+	if d.Cmp(maxAmount) >= 0 {
+		return Amount{}, Errorf(CodeInvalidRequest, "amount %s is too large", truncate(s, 40))
+	}
+	return Amount{d}, nil
+}
+
+// MustAmount parses s or panics; for constants and tests.
+func MustAmount(s string) Amount {
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		panic(err)
+	}
+	return Amount{d}
+}
+
+// Zero is the zero amount.
+var Zero = Amount{decimal.Zero}
+
+func (a Amount) String() string           { return a.d.String() }
+func (a Amount) Add(b Amount) Amount      { return Amount{a.d.Add(b.d)} }
+func (a Amount) Sub(b Amount) Amount      { return Amount{a.d.Sub(b.d)} }
+func (a Amount) Cmp(b Amount) int         { return a.d.Cmp(b.d) }
+func (a Amount) IsZero() bool             { return a.d.IsZero() }
+func (a Amount) IsPositive() bool         { return a.d.IsPositive() }
+func (a Amount) IsNegative() bool         { return a.d.IsNegative() }
+func (a Amount) Equal(b Amount) bool      { return a.d.Equal(b.d) }
+func (a Amount) Decimal() decimal.Decimal { return a.d }
+
+// MulFloor multiplies by m and rounds down to decimals fractional digits.
+func (a Amount) MulFloor(m decimal.Decimal, decimals int32) Amount {
+	return Amount{a.d.Mul(m).Truncate(decimals)}
+}
+
+func (a Amount) MarshalText() ([]byte, error) { return []byte(a.d.String()), nil }
+
+func (a *Amount) UnmarshalText(b []byte) error {
+	d, err := decimal.NewFromString(string(b))
+	if err != nil {
+		return err
+	}
+	a.d = d
+	return nil
+}
+
+func (a Amount) Value() (driver.Value, error) { return a.d.String(), nil }
+
+func (a *Amount) Scan(src any) error {
+	var s string
+	switch v := src.(type) {
+	case string:
+		s = v
+	case []byte:
+		s = string(v)
+	case int64:
+		a.d = decimal.NewFromInt(v)
+		return nil
+	default:
+		return fmt.Errorf("amount: cannot scan %T", src)
+	}
+	d, err := decimal.NewFromString(s)
+	if err != nil {
+		return fmt.Errorf("amount: %w", err)
+	}
+	a.d = d
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,77 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a machine-readable error code from CONTRACT.md section 6. Each code has exactly one
+// meaning; the front doors map it to a status in one place each.
+type Code string
+
+const (
+	CodeInvalidRequest       Code = "invalid_request"
+	CodeInvalidCursor        Code = "invalid_cursor"
+	CodeUnauthenticated      Code = "unauthenticated"
+	CodeInvalidToken         Code = "invalid_token"
+	CodeTokenRotated         Code = "token_rotated"
+	CodeTokenRevoked         Code = "token_revoked"
+	CodeNonceInvalid         Code = "nonce_invalid"
+	CodeInvalidSignature     Code = "invalid_signature"
+	CodePartyMismatch        Code = "party_mismatch"
+	CodeCrossOrigin          Code = "cross_origin"
+	CodeNotFound             Code = "not_found"
+	CodePartyNotFound        Code = "party_not_found"
+	CodePreparedNotFound     Code = "prepared_not_found"
+	CodeStale                Code = "stale"
+	CodeConflict             Code = "conflict"
+	CodeInsufficientFunds    Code = "insufficient_funds"
+	CodePreapprovalRequired  Code = "preapproval_required"
+	CodePreparedExpired      Code = "prepared_expired"
+	CodeRateLimited          Code = "rate_limited"
+	CodeInternal             Code = "internal"
+	CodeMethodNotAllowed     Code = "method_not_allowed"
+	CodePayloadTooLarge      Code = "payload_too_large"
+	CodeUnsupportedMediaType Code = "unsupported_media_type"
+	CodeUnavailable          Code = "unavailable"
+)
+
+// Error is the one error type of the domain: a code for machines and a message for people.
+// The message is safe to show to the caller; wrapped causes are not.
+type Error struct {
+	Code    Code
+	Message string
+	Err     error // the cause, for logs only
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with code and a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err, CodeInternal for anything that is not an *Error.
+func ErrorCode(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
+
+// ErrorMessage returns the caller-safe message of err; internal errors get a generic one.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "internal error"
+}

@@ -1,0 +1,168 @@
+package store
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+const (
+	purposeJWT    = "jwt-ed25519" // secret: the Ed25519 seed
+	purposeCursor = "cursor-hmac" // secret: the HMAC-SHA256 key that signs list cursors
+	cursorKID     = "cursor-1"
+)
+
+// serviceKeyRow is a key the service generated on its first start and keeps in the store, so
+// tokens and cursors survive a restart and every instance on one store agrees on them.
+type serviceKeyRow struct {
+	bun.BaseModel `bun:"table:service_keys"`
+
+	KID       string    `bun:"kid,pk"`
+	Purpose   string    `bun:"purpose"`
+	Secret    []byte    `bun:"secret"`
+	CreatedAt Timestamp `bun:"created_at"`
+}
+
+// serviceKeys is the loaded set; it never changes once built.
+type serviceKeys struct {
+	signingKID string
+	signing    ed25519.PrivateKey
+	verifying  map[string]ed25519.PublicKey
+	cursorMAC  []byte
+	loadedAt   time.Time
+}
+
+// keyring holds the current serviceKeys; reads are lock-free.
+type keyring struct {
+	cur     atomic.Pointer[serviceKeys]
+	loading chan struct{} // a one-slot lock around loads
+}
+
+func kidOf(pub ed25519.PublicKey) string {
+	sum := sha256.Sum256(pub)
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
+}
+
+// serviceKeys returns the service's keys, creating them on the first start.
+func (s *Store) serviceKeys(ctx context.Context) (*serviceKeys, error) {
+	if k := s.keys.cur.Load(); k != nil {
+		return k, nil
+	}
+	return s.reloadKeys(ctx, nil)
+}
+
+// reloadKeys reads the keys again, unless another caller has done so since seen was loaded.
+// A verifier that meets an unknown kid calls it: another instance may have created that key.
+func (s *Store) reloadKeys(ctx context.Context, seen *serviceKeys) (*serviceKeys, error) {
+	select {
+	case s.keys.loading <- struct{}{}:
+		defer func() { <-s.keys.loading }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if k := s.keys.cur.Load(); k != nil && k != seen {
+		return k, nil
+	}
+	if seen != nil && s.now().Sub(seen.loadedAt) < time.Second {
+		return seen, nil // do not let a stream of forged kids hammer the store
+	}
+	k, err := s.loadKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.keys.cur.Store(k)
+	return k, nil
+}
+
+func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
+	var rows []serviceKeyRow
+	read := func() error {
+		rows = rows[:0]
+		return s.wdb.NewSelect().Model(&rows).Order("created_at", "kid").Scan(ctx)
+	}
+	if err := read(); err != nil {
+		return nil, err
+	}
+	var haveJWT, haveCursor bool
+	for _, r := range rows {
+		haveJWT = haveJWT || r.Purpose == purposeJWT
+		haveCursor = haveCursor || r.Purpose == purposeCursor
+	}
+	if !haveJWT || !haveCursor {
+		err := s.inTx(ctx, func(tx *Tx) error {
+			var fresh []serviceKeyRow
+			if !haveJWT {
+				pub, priv, err := ed25519.GenerateKey(rand.Reader)
+				if err != nil {
+					return err
+				}
+				fresh = append(fresh, serviceKeyRow{KID: kidOf(pub), Purpose: purposeJWT, Secret: priv.Seed(), CreatedAt: At(tx.now)})
+			}
+			if !haveCursor {
+				secret := make([]byte, 32)
+				if _, err := rand.Read(secret); err != nil {
+					return err
+				}
+				fresh = append(fresh, serviceKeyRow{KID: cursorKID, Purpose: purposeCursor, Secret: secret, CreatedAt: At(tx.now)})
+			}
+			// Two instances starting at once may both insert a signing key; both keep
+			// verifying, and every instance signs with the oldest.
+			_, err := tx.NewInsert().Model(&fresh).On("CONFLICT DO NOTHING").Exec(ctx)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := read(); err != nil {
+			return nil, err
+		}
+	}
+	k := &serviceKeys{verifying: map[string]ed25519.PublicKey{}, loadedAt: s.now()}
+	for _, r := range rows {
+		switch r.Purpose {
+		case purposeJWT:
+			priv := ed25519.NewKeyFromSeed(r.Secret)
+			k.verifying[r.KID] = priv.Public().(ed25519.PublicKey)
+			if k.signing == nil {
+				k.signing, k.signingKID = priv, r.KID
+			}
+		case purposeCursor:
+			if k.cursorMAC == nil {
+				k.cursorMAC = r.Secret
+			}
+		}
+	}
+	return k, nil
+}
+
+// JWK is one public key of the JWKS document (RFC 8037, OKP keys).
+type JWK struct {
+	KTY string `json:"kty"`
+	CRV string `json:"crv"`
+	ALG string `json:"alg"`
+	Use string `json:"use"`
+	KID string `json:"kid"`
+	X   string `json:"x"`
+}
+
+// JWKS lists the public keys that verify the service's tokens.
+func (s *Store) JWKS(ctx context.Context) ([]JWK, error) {
+	k, err := s.serviceKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]JWK, 0, len(k.verifying))
+	for kid, pub := range k.verifying {
+		out = append(out, JWK{KTY: "OKP", CRV: "Ed25519", ALG: "EdDSA", Use: "sig", KID: kid, X: base64.RawURLEncoding.EncodeToString(pub)})
+	}
+	slices.SortFunc(out, func(a, b JWK) int { return strings.Compare(a.KID, b.KID) })
+	return out, nil
+}

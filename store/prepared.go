@@ -1,0 +1,241 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"marketd/store/signing"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Kinds of prepared transaction. Each is an entry of actions.
+const (
+	KindOnboard = "party.onboard"
+)
+
+// actions maps every kind to how its execute applies it.
+var actions = map[string]action{
+	KindOnboard: applyAs(applyOnboard),
+}
+
+// action applies a prepared transaction's effects inside the execute transaction and returns
+// what the receipt adds to updateId and status.
+type action func(ctx context.Context, tx *Tx, u *Update, effects json.RawMessage) (any, error)
+
+// applyAs turns a typed apply function into an action.
+func applyAs[E any](apply func(ctx context.Context, tx *Tx, u *Update, e *E) (any, error)) action {
+	return func(ctx context.Context, tx *Tx, u *Update, raw json.RawMessage) (any, error) {
+		e := new(E)
+		if err := json.Unmarshal(raw, e); err != nil {
+			return nil, fmt.Errorf("prepared effects: %w", err)
+		}
+		return apply(ctx, tx, u, e)
+	}
+}
+
+// PreparedTx is a write shown to a party to sign: the canonical bytes of its exact effects,
+// their hash, the key that must sign them and, once executed, the receipt.
+type PreparedTx struct {
+	bun.BaseModel `bun:"table:prepared_txs"`
+
+	Hash       []byte     `bun:"hash,pk"`
+	Kind       string     `bun:"kind"`
+	ActAs      string     `bun:"act_as"`
+	SignerKey  []byte     `bun:"signer_key"`
+	Body       []byte     `bun:"body"`
+	PreparedAt Timestamp  `bun:"prepared_at"`
+	ExpiresAt  Timestamp  `bun:"expires_at"`
+	UpdateID   *string    `bun:"update_id"`
+	Result     []byte     `bun:"result"`
+	ExecutedAt *Timestamp `bun:"executed_at"`
+}
+
+// envelope is the canonical encoding of a prepared transaction: compact JSON with the fields
+// in this order. The nonce makes every prepare a distinct transaction.
+type envelope struct {
+	Scheme     string          `json:"scheme"`
+	Network    string          `json:"network"`
+	Kind       string          `json:"kind"`
+	ActAs      string          `json:"actAs"`
+	Nonce      string          `json:"nonce"`
+	PreparedAt int64           `json:"preparedAt"`
+	ExpiresAt  int64           `json:"expiresAt"`
+	Effects    json.RawMessage `json:"effects"`
+}
+
+// Prepared is what a prepare answers: the bytes to sign, their hash, and a summary of the
+// same effects for the wallet prompt.
+type Prepared struct {
+	Transaction []byte
+	Hash        []byte
+	ActAs       string
+	ExpiresAt   time.Time
+	Summary     any
+	PartyID     string // set by onboarding: the party the key becomes
+}
+
+// prepare records a transaction of kind that actAs must sign with signerKey. It reserves
+// nothing: two prepares may name the same inputs, and the later execute finds them consumed.
+func (s *Store) prepare(ctx context.Context, kind, actAs string, signerKey []byte, effects, summary any) (*Prepared, error) {
+	raw, err := json.Marshal(effects)
+	if err != nil {
+		return nil, err
+	}
+	var nonce [16]byte
+	if _, err := rand.Read(nonce[:]); err != nil {
+		return nil, err
+	}
+	// Instants on the wire are whole seconds; the lifetime runs from the one the body states.
+	preparedAt := s.now().Truncate(time.Second)
+	expiresAt := preparedAt.Add(s.cfg.PreparedTTL)
+	body, err := json.Marshal(envelope{
+		Scheme:     signing.HashingScheme,
+		Network:    s.cfg.Network,
+		Kind:       kind,
+		ActAs:      actAs,
+		Nonce:      hex.EncodeToString(nonce[:]),
+		PreparedAt: preparedAt.Unix(),
+		ExpiresAt:  expiresAt.Unix(),
+		Effects:    raw,
+	})
+	if err != nil {
+		return nil, err
+	}
+	hash := signing.PreparedHash(body)
+	p := &PreparedTx{
+		Hash: hash, Kind: kind, ActAs: actAs, SignerKey: signerKey, Body: body,
+		PreparedAt: At(preparedAt), ExpiresAt: At(expiresAt),
+	}
+	if err := s.inTx(ctx, func(tx *Tx) error {
+		_, err := tx.NewInsert().Model(p).Exec(ctx)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	return &Prepared{Transaction: body, Hash: hash, ActAs: actAs, ExpiresAt: expiresAt, Summary: summary}, nil
+}
+
+// prepareAs prepares a transaction that the onboarded party actAs signs with its own key.
+func (s *Store) prepareAs(ctx context.Context, kind, actAs string, effects, summary any) (*Prepared, error) {
+	p, err := s.Party(ctx, actAs)
+	if err != nil {
+		return nil, err
+	}
+	return s.prepare(ctx, kind, actAs, p.PublicKey, effects, summary)
+}
+
+// Execution asks to apply a prepared transaction.
+type Execution struct {
+	Kinds     []string // the kinds the endpoint executes; any other is prepared_not_found
+	Hash      []byte
+	Signature []byte
+	Caller    string // the token's party; empty on an endpoint that needs no token
+}
+
+// Receipt is the JSON object an execute answers: updateId, status and what the transaction
+// created. Every replay of the execute answers the same bytes.
+type Receipt = json.RawMessage
+
+// Execute verifies the signature over the prepared hash and applies the transaction's
+// effects in one database transaction. Executing an executed transaction again returns its
+// first receipt and applies nothing.
+func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
+	if len(x.Hash) != sha256.Size {
+		return nil, Errorf(CodeInvalidRequest, "preparedTransactionHash must be %d bytes, got %d", sha256.Size, len(x.Hash))
+	}
+	p := new(PreparedTx)
+	err := s.db.NewSelect().Model(p).Where("hash = ?", x.Hash).Scan(ctx)
+	if isNoRows(err) || (err == nil && !slices.Contains(x.Kinds, p.Kind)) {
+		return nil, Errorf(CodePreparedNotFound, "no prepared transaction %s for this endpoint", base64.StdEncoding.EncodeToString(x.Hash))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if x.Caller != "" && x.Caller != p.ActAs {
+		return nil, Errorf(CodePartyMismatch, "the transaction acts as %s, the token is for %s", p.ActAs, x.Caller)
+	}
+	if !ed25519.Verify(p.SignerKey, p.Hash, x.Signature) {
+		return nil, Errorf(CodeInvalidSignature, "the signature does not verify against the key of %s over the 32 hash bytes", p.ActAs)
+	}
+	if p.Result != nil {
+		return p.Result, nil
+	}
+	var receipt Receipt
+	err = s.inTx(ctx, func(tx *Tx) error {
+		// Reread under the lock: a concurrent execute of the same transaction may have won.
+		if err := tx.forUpdate(tx.NewSelect().Model(p).Where("hash = ?", x.Hash)).Scan(ctx); err != nil {
+			return err
+		}
+		if p.Result != nil {
+			receipt = p.Result
+			return nil
+		}
+		if !tx.now.Before(p.ExpiresAt.Time) {
+			return Errorf(CodePreparedExpired, "the prepared transaction expired at %s; prepare it again", p.ExpiresAt.UTC().Format(time.RFC3339))
+		}
+		var env envelope
+		if err := json.Unmarshal(p.Body, &env); err != nil {
+			return fmt.Errorf("prepared body: %w", err)
+		}
+		u := &Update{UpdateID: newUpdateID(), Kind: p.Kind, ActAs: p.ActAs}
+		result, err := actions[p.Kind](ctx, tx, u, env.Effects)
+		if err != nil {
+			return err
+		}
+		if err := tx.appendUpdate(ctx, u); err != nil {
+			return err
+		}
+		receipt, err = committedReceipt(u.UpdateID, result)
+		if err != nil {
+			return err
+		}
+		p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.now)
+		_, err = tx.NewUpdate().Model(p).Column("update_id", "result", "executed_at").WherePK().Exec(ctx)
+		return err
+	})
+	return receipt, err
+}
+
+// committedReceipt is {"updateId", "status": "committed"} followed by the fields of result.
+func committedReceipt(updateID string, result any) (Receipt, error) {
+	head, err := json.Marshal(struct {
+		UpdateID string `json:"updateId"`
+		Status   string `json:"status"`
+	}{updateID, "committed"})
+	if err != nil {
+		return nil, err
+	}
+	if result == nil {
+		return head, nil
+	}
+	tail, err := json.Marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	tail = bytes.TrimSpace(tail)
+	if len(tail) < 2 || tail[0] != '{' {
+		return nil, fmt.Errorf("receipt fields must be a JSON object, got %s", tail)
+	}
+	if len(tail) == 2 {
+		return head, nil
+	}
+	return append(append(head[:len(head)-1], ','), tail[1:]...), nil
+}
+
+// newUpdateID returns a fresh update id: 32 lowercase hex digits.
+func newUpdateID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return hex.EncodeToString(b[:])
+}

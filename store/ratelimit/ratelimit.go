@@ -1,0 +1,154 @@
+// Package ratelimit counts requests per key in fixed windows. The limiter is an interface so a
+// shared store (Redis) can replace the in-memory one when several instances serve one API; its
+// state can be listed and reset for the admin console.
+package ratelimit
+
+import (
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Limiter decides whether a request under key may proceed.
+type Limiter interface {
+	// Allow counts one request against key's window of at most limit requests.
+	Allow(key string, limit int) Decision
+	// State lists every key with a live window, sorted by key.
+	State() []KeyState
+	// Reset forgets key's window; it reports whether there was one.
+	Reset(key string) bool
+}
+
+// Decision is the outcome of one Allow.
+type Decision struct {
+	Allowed   bool
+	Limit     int
+	Remaining int
+	ResetIn   time.Duration // until the window resets
+}
+
+// KeyState is one key's window, for inspection.
+type KeyState struct {
+	Key           string
+	Limit         int
+	Used          int
+	Remaining     int
+	WindowStart   time.Time
+	ResetAt       time.Time
+	Rejected      int   // requests refused in this window
+	RejectedTotal int64 // requests refused since the key was last idle for a whole window
+}
+
+// Memory is an in-process Limiter with fixed windows that start at a key's first request.
+type Memory struct {
+	now    func() time.Time
+	window time.Duration
+	seed   maphash.Seed
+	shards [32]shard
+}
+
+type shard struct {
+	mu    sync.Mutex
+	keys  map[string]*counter
+	calls int
+}
+
+type counter struct {
+	limit         int
+	start         time.Time
+	used          int
+	rejected      int
+	rejectedTotal int64
+}
+
+// NewMemory returns a limiter with windows of the given length, reading time from now.
+func NewMemory(window time.Duration, now func() time.Time) *Memory {
+	m := &Memory{now: now, window: window, seed: maphash.MakeSeed()}
+	for i := range m.shards {
+		m.shards[i].keys = make(map[string]*counter)
+	}
+	return m
+}
+
+func (m *Memory) shard(key string) *shard {
+	return &m.shards[maphash.String(m.seed, key)%uint64(len(m.shards))]
+}
+
+// Allow counts one request. The request that finds the window full is refused and counted
+// as refused; the first request after the window ends opens the next one.
+func (m *Memory) Allow(key string, limit int) Decision {
+	now := m.now()
+	sh := m.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.calls++
+	if sh.calls%4096 == 0 {
+		sh.sweep(now, m.window)
+	}
+	c := sh.keys[key]
+	if c == nil {
+		c = &counter{start: now}
+		sh.keys[key] = c
+	}
+	if !now.Before(c.start.Add(m.window)) {
+		if now.Sub(c.start) >= 2*m.window {
+			c.rejectedTotal = 0 // idle for a whole window: a fresh history
+		}
+		c.start, c.used, c.rejected = now, 0, 0
+	}
+	c.limit = limit
+	d := Decision{Limit: limit, ResetIn: c.start.Add(m.window).Sub(now)}
+	if c.used >= limit {
+		c.rejected++
+		c.rejectedTotal++
+		return d
+	}
+	c.used++
+	d.Allowed, d.Remaining = true, limit-c.used
+	return d
+}
+
+// sweep drops keys whose window ended a whole window ago.
+func (sh *shard) sweep(now time.Time, window time.Duration) {
+	for k, c := range sh.keys {
+		if now.Sub(c.start) >= 2*window {
+			delete(sh.keys, k)
+		}
+	}
+}
+
+// State lists the keys whose window is still open or ended less than a window ago.
+func (m *Memory) State() []KeyState {
+	now := m.now()
+	var out []KeyState
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		for k, c := range sh.keys {
+			if now.Sub(c.start) >= 2*m.window {
+				continue
+			}
+			st := KeyState{Key: k, Limit: c.limit, WindowStart: c.start, ResetAt: c.start.Add(m.window), RejectedTotal: c.rejectedTotal}
+			if now.Before(st.ResetAt) {
+				st.Used, st.Rejected = c.used, c.rejected
+			}
+			st.Remaining = max(st.Limit-st.Used, 0)
+			out = append(out, st)
+		}
+		sh.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b KeyState) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// Reset forgets key's window, so its next request opens a fresh one.
+func (m *Memory) Reset(key string) bool {
+	sh := m.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	_, ok := sh.keys[key]
+	delete(sh.keys, key)
+	return ok
+}

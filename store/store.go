@@ -1,0 +1,239 @@
+// Package store is the domain layer of marketd: bun models and queries, the embedded ledger's
+// atomic apply, and sign-in state. Nothing here knows about HTTP, GraphQL or HTML.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	_ "modernc.org/sqlite" // the embedded store's driver, pure Go
+)
+
+// Dialect names the SQL database behind the store.
+type Dialect string
+
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+// Config is everything the domain needs to know about its deployment.
+type Config struct {
+	DB           string        // postgres://... or sqlite://PATH or sqlite://:memory:
+	PublicURL    string        // the challenge's URI line; its authority is the domain
+	Network      string        // the challenge's Network line
+	Statement    string        // the challenge's optional statement
+	ChallengeTTL time.Duration // how long a sign-in challenge can be answered
+	TokenTTL     time.Duration // a token's lifetime from its own issue
+	RotateAfter  time.Duration // token age after which a cookie-borne token is replaced
+	RotateGrace  time.Duration // how long a superseded token is still accepted
+	PreparedTTL  time.Duration // how long a prepared transaction can be executed
+	Clock        Clock         // nil means the system clock
+	Logger       *slog.Logger  // nil means slog.Default()
+	MaxConns     int           // PostgreSQL pool size, or SQLite reader pool size; 0 picks a default
+}
+
+// DefaultConfig returns the settings of CONTRACT.md section 1.
+func DefaultConfig() Config {
+	return Config{
+		DB:           "sqlite://./data/marketd.db",
+		PublicURL:    "http://localhost:8080",
+		Network:      "devnet",
+		ChallengeTTL: 10 * time.Minute,
+		TokenTTL:     4 * time.Hour,
+		RotateAfter:  30 * time.Minute,
+		RotateGrace:  5 * time.Minute,
+		PreparedTTL:  10 * time.Minute,
+	}
+}
+
+// Store is the domain layer. All methods are safe for concurrent use.
+type Store struct {
+	cfg     Config
+	dialect Dialect
+	db      *bun.DB // reads
+	wdb     *bun.DB // writes; on SQLite a single connection so writers queue in Go, not in SQLite's busy loop
+	pool    *pgxpool.Pool
+	clock   Clock
+	log     *slog.Logger
+	domain  string // the authority of PublicURL
+
+	keys keyring // loaded on first use, after migrations
+
+	sessions *sessionCache
+	tokens   *tokenCache
+}
+
+// Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
+	def := DefaultConfig()
+	if cfg.DB == "" {
+		cfg.DB = def.DB
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	u, err := url.Parse(cfg.PublicURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("public URL %q: want http(s)://host[:port]", cfg.PublicURL)
+	}
+	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, domain: u.Host}
+	s.keys.loading = make(chan struct{}, 1)
+	switch {
+	case strings.HasPrefix(cfg.DB, "postgres://"), strings.HasPrefix(cfg.DB, "postgresql://"):
+		err = s.openPostgres(ctx, cfg.DB)
+	case strings.HasPrefix(cfg.DB, "sqlite://"):
+		err = s.openSQLite(strings.TrimPrefix(cfg.DB, "sqlite://"))
+	default:
+		err = fmt.Errorf("store %q: want postgres://... or sqlite://PATH", cfg.DB)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.sessions = newSessionCache()
+	s.tokens = newTokenCache()
+	return s, nil
+}
+
+func (s *Store) openPostgres(ctx context.Context, dsn string) error {
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		pc.MaxConns = 16
+		if s.cfg.MaxConns > 0 {
+			pc.MaxConns = int32(s.cfg.MaxConns)
+		}
+	}
+	// bun renders arguments into the SQL text itself, so every statement is new to the server:
+	// the simple protocol sends it in one round trip instead of preparing it first.
+	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	s.pool = pool
+	s.dialect = Postgres
+	s.db = bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
+	s.wdb = s.db
+	return nil
+}
+
+func (s *Store) openSQLite(path string) error {
+	s.dialect = SQLite
+	const pragmas = "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)"
+	if path == ":memory:" || path == "" {
+		// One connection: every connection to :memory: would be a database of its own.
+		sqldb, err := sql.Open("sqlite", "file::memory:?"+pragmas)
+		if err != nil {
+			return err
+		}
+		sqldb.SetMaxOpenConns(1)
+		sqldb.SetConnMaxLifetime(0)
+		sqldb.SetConnMaxIdleTime(0)
+		s.db = bun.NewDB(sqldb, sqlitedialect.New())
+		s.wdb = s.db
+		return nil
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("sqlite: %w", err)
+		}
+	}
+	base := "file:" + path + "?" + pragmas + "&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+	w, err := sql.Open("sqlite", base+"&_txlock=immediate")
+	if err != nil {
+		return err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+	r, err := sql.Open("sqlite", base+"&_pragma=query_only(1)")
+	if err != nil {
+		w.Close()
+		return err
+	}
+	n := s.cfg.MaxConns
+	if n <= 0 {
+		n = 8
+	}
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	s.wdb = bun.NewDB(w, sqlitedialect.New())
+	s.db = bun.NewDB(r, sqlitedialect.New())
+	return nil
+}
+
+// Close releases the store's connections.
+func (s *Store) Close() error {
+	var errs []error
+	if s.wdb != s.db {
+		errs = append(errs, s.wdb.Close())
+	}
+	errs = append(errs, s.db.Close())
+	if s.pool != nil {
+		s.pool.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// Dialect tells which database is behind the store.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// Config returns the configuration the store runs with.
+func (s *Store) Config() Config { return s.cfg }
+
+// Ping answers nil while the store answers.
+func (s *Store) Ping(ctx context.Context) error {
+	var one int
+	if err := s.db.NewSelect().ColumnExpr("1").Scan(ctx, &one); err != nil {
+		return &Error{Code: CodeUnavailable, Message: "the store does not answer", Err: err}
+	}
+	return nil
+}
+
+// Tx is one database transaction of the domain. It carries the instant the transaction
+// runs at, so every row it writes agrees on the time.
+type Tx struct {
+	bun.Tx
+	s   *Store
+	now time.Time
+}
+
+// inTx runs fn in one write transaction and commits once; any error rolls everything back.
+func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.wdb.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
+		return fn(&Tx{Tx: btx, s: s, now: s.now()})
+	})
+}
+
+// forUpdate locks the selected rows on PostgreSQL. SQLite rejects FOR UPDATE, and needs no
+// row locks: its write transactions begin IMMEDIATE and run one at a time.
+func (tx *Tx) forUpdate(q *bun.SelectQuery) *bun.SelectQuery {
+	if tx.s.dialect == Postgres {
+		return q.For("UPDATE")
+	}
+	return q
+}
+
+// isNoRows tells whether err says a single-row query found nothing.
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

@@ -1,0 +1,59 @@
+package store_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"testing"
+
+	"marketd/store"
+	"marketd/store/signing"
+	"marketd/store/storetest"
+)
+
+func TestMigrate_UpDownUp(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(new(storetest.Clock)))
+		st, err := s.MigrationStatus(ctx)
+		if err != nil || len(st) == 0 || !st[0].Applied {
+			t.Fatalf("status after up: %+v, %v", st, err)
+		}
+		if _, err := s.MigrateDown(ctx); err != nil {
+			t.Fatalf("down: %v", err)
+		}
+		st, _ = s.MigrationStatus(ctx)
+		for _, m := range st {
+			if m.Applied {
+				t.Fatalf("%s still applied after down", m.Name)
+			}
+		}
+		if applied, err := s.Migrate(ctx); err != nil || len(applied) == 0 {
+			t.Fatalf("up again: %v, %v", applied, err)
+		}
+	})
+}
+
+func TestOnboard_SameKeyTwiceIsSameParty(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(new(storetest.Clock)))
+		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+		var ids []string
+		for _, hint := range []string{"alice", "alice2"} {
+			p, err := s.PrepareOnboarding(ctx, pub, hint)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := s.Execute(ctx, store.Execution{Kinds: []string{store.KindOnboard}, Hash: p.Hash, Signature: ed25519.Sign(priv, p.Hash)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("receipt %s", r)
+			ids = append(ids, p.PartyID)
+		}
+		if ids[0] != ids[1] || ids[0] != signing.PartyIDFor("alice", pub) {
+			t.Fatalf("party ids %v", ids)
+		}
+	})
+}

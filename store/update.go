@@ -1,0 +1,35 @@
+package store
+
+import (
+	"context"
+
+	"github.com/uptrace/bun"
+)
+
+// Update is one committed transaction in the ledger's append-only log. Offsets increase in
+// commit order, so a reader that has seen offset N has seen everything before it.
+type Update struct {
+	bun.BaseModel `bun:"table:updates"`
+
+	Offset     int64     `bun:"ledger_offset,pk,autoincrement"`
+	UpdateID   string    `bun:"update_id"`
+	Kind       string    `bun:"kind"`
+	ActAs      string    `bun:"act_as"`
+	RecordedAt Timestamp `bun:"recorded_at"`
+}
+
+// updateLogLock serialises appends on PostgreSQL from the append to the commit, so offsets
+// are handed out in commit order (a sequence alone hands them out in start order).
+const updateLogLock = 0x75706461746573 // "updates"
+
+// appendUpdate writes u to the log; it is the last write of its transaction.
+func (tx *Tx) appendUpdate(ctx context.Context, u *Update) error {
+	if tx.s.dialect == Postgres {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", updateLogLock); err != nil {
+			return err
+		}
+	}
+	u.RecordedAt = At(tx.now)
+	_, err := tx.NewInsert().Model(u).Returning("ledger_offset").Exec(ctx)
+	return err
+}
