@@ -10,7 +10,7 @@ import (
 
 // apiRoutes is every endpoint the API serves; rest/openapi.yaml documents exactly these.
 func (srv *Server) apiRoutes() []route {
-	return []route{
+	return append([]route{
 		{method: "GET", path: "/healthz", handle: srv.healthz},
 		{method: "GET", path: "/readyz", handle: srv.readyz},
 		{method: "GET", path: "/openapi.yaml", handle: serveOpenAPI},
@@ -24,7 +24,7 @@ func (srv *Server) apiRoutes() []route {
 		{method: "GET", path: "/api/auth/me", access: token, handle: srv.me},
 		{method: "POST", path: "/api/auth/logout", access: token, noRotate: true, handle: srv.logout},
 		{method: "GET", path: "/api/auth/sessions", access: token, handle: srv.sessions},
-	}
+	}, srv.walletRoutes()...)
 }
 
 func (srv *Server) healthz(w http.ResponseWriter, r *http.Request) error {

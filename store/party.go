@@ -74,7 +74,7 @@ func (s *Store) PrepareOnboarding(ctx context.Context, pub []byte, hint string) 
 		e.PartyID, e.Hint = p.PartyID, p.Hint
 	}
 	summary := map[string]any{"action": "onboard party", "partyId": e.PartyID}
-	prep, err := s.prepare(ctx, KindOnboard, e.PartyID, pub, e, summary)
+	prep, err := s.prepare(ctx, KindOnboard, e.PartyID, pub, e, summary, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -17,14 +17,23 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Kinds of prepared transaction. Each is an entry of actions.
+// Kinds of ledger update. Each prepared kind is an entry of actions.
 const (
-	KindOnboard = "party.onboard"
+	KindOnboard          = "party.onboard"
+	KindTap              = "wallet.tap"
+	KindCCTransfer       = "wallet.cc-transfer"
+	KindNFTPreapproval   = "wallet.nft-preapproval"
+	KindUSDCxPreapproval = "wallet.usdcx-preapproval"
+	KindPreapprovalRenew = "wallet.preapproval-renew" // committed directly, not prepared
 )
 
-// actions maps every kind to how its execute applies it.
+// actions maps every prepared kind to how its execute applies it.
 var actions = map[string]action{
-	KindOnboard: applyAs(applyOnboard),
+	KindOnboard:          applyAs(applyOnboard),
+	KindTap:              applyAs(applyTap),
+	KindCCTransfer:       applyAs(applyTransfer),
+	KindNFTPreapproval:   applyAs(applyPreapproval),
+	KindUSDCxPreapproval: applyAs(applyPreapproval),
 }
 
 // action applies a prepared transaction's effects inside the execute transaction and returns
@@ -83,9 +92,18 @@ type Prepared struct {
 	PartyID     string // set by onboarding: the party the key becomes
 }
 
-// prepare records a transaction of kind that actAs must sign with signerKey. It reserves
-// nothing: two prepares may name the same inputs, and the later execute finds them consumed.
-func (s *Store) prepare(ctx context.Context, kind, actAs string, signerKey []byte, effects, summary any) (*Prepared, error) {
+// preparedInput records a contract a prepared transaction would consume.
+type preparedInput struct {
+	bun.BaseModel `bun:"table:prepared_inputs"`
+
+	Hash []byte `bun:"hash,pk"`
+	CID  string `bun:"cid,pk"`
+}
+
+// prepare records a transaction of kind that actAs must sign with signerKey; claims are the
+// contracts it would consume. It reserves nothing: two prepares may name the same inputs, and
+// the later execute finds them consumed.
+func (s *Store) prepare(ctx context.Context, kind, actAs string, signerKey []byte, effects, summary any, claims []string) (*Prepared, error) {
 	raw, err := json.Marshal(effects)
 	if err != nil {
 		return nil, err
@@ -116,7 +134,17 @@ func (s *Store) prepare(ctx context.Context, kind, actAs string, signerKey []byt
 		PreparedAt: At(preparedAt), ExpiresAt: At(expiresAt),
 	}
 	if err := s.inTx(ctx, func(tx *Tx) error {
-		_, err := tx.NewInsert().Model(p).Exec(ctx)
+		if _, err := tx.NewInsert().Model(p).Exec(ctx); err != nil {
+			return err
+		}
+		if len(claims) == 0 {
+			return nil
+		}
+		inputs := make([]preparedInput, len(claims))
+		for i, cid := range claims {
+			inputs[i] = preparedInput{Hash: hash, CID: cid}
+		}
+		_, err := tx.NewInsert().Model(&inputs).Exec(ctx)
 		return err
 	}); err != nil {
 		return nil, err
@@ -125,12 +153,27 @@ func (s *Store) prepare(ctx context.Context, kind, actAs string, signerKey []byt
 }
 
 // prepareAs prepares a transaction that the onboarded party actAs signs with its own key.
-func (s *Store) prepareAs(ctx context.Context, kind, actAs string, effects, summary any) (*Prepared, error) {
+func (s *Store) prepareAs(ctx context.Context, kind, actAs string, effects, summary any, claims []string) (*Prepared, error) {
 	p, err := s.Party(ctx, actAs)
 	if err != nil {
 		return nil, err
 	}
-	return s.prepare(ctx, kind, actAs, p.PublicKey, effects, summary)
+	return s.prepare(ctx, kind, actAs, p.PublicKey, effects, summary, claims)
+}
+
+// claimedBy returns the contracts that actAs's pending prepared transactions would consume.
+func (s *Store) claimedBy(ctx context.Context, actAs string) (map[string]bool, error) {
+	var cids []string
+	err := s.db.NewSelect().TableExpr("prepared_inputs AS pi").
+		Join("JOIN prepared_txs AS p ON p.hash = pi.hash").
+		ColumnExpr("pi.cid").
+		Where("p.act_as = ?", actAs).Where("p.update_id IS NULL").Where("p.expires_at > ?", At(s.now())).
+		Scan(ctx, &cids)
+	claimed := make(map[string]bool, len(cids))
+	for _, c := range cids {
+		claimed[c] = true
+	}
+	return claimed, err
 }
 
 // Execution asks to apply a prepared transaction.
@@ -186,23 +229,38 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 		if err := json.Unmarshal(p.Body, &env); err != nil {
 			return fmt.Errorf("prepared body: %w", err)
 		}
-		u := &Update{UpdateID: newUpdateID(), Kind: p.Kind, ActAs: p.ActAs}
-		result, err := actions[p.Kind](ctx, tx, u, env.Effects)
-		if err != nil {
-			return err
-		}
-		if err := tx.appendUpdate(ctx, u); err != nil {
-			return err
-		}
-		receipt, err = committedReceipt(u.UpdateID, result)
-		if err != nil {
-			return err
-		}
-		p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.now)
-		_, err = tx.NewUpdate().Model(p).Column("update_id", "result", "executed_at").WherePK().Exec(ctx)
-		return err
+		return tx.record(ctx, p.Kind, p.ActAs, func(u *Update) (any, error) {
+			result, err := actions[p.Kind](ctx, tx, u, env.Effects)
+			if err != nil {
+				return nil, err
+			}
+			if receipt, err = committedReceipt(u.UpdateID, result); err != nil {
+				return nil, err
+			}
+			p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.now)
+			_, err = tx.NewUpdate().Model(p).Column("update_id", "result", "executed_at").WherePK().Exec(ctx)
+			return result, err
+		})
 	})
 	return receipt, err
+}
+
+// commit runs fn as one ledger update of kind acting as actAs, in its own transaction: the
+// path of writes that need no prepared transaction (a preapproval renewal).
+func (s *Store) commit(ctx context.Context, kind, actAs string, fn func(tx *Tx, u *Update) (any, error)) error {
+	return s.inTx(ctx, func(tx *Tx) error {
+		return tx.record(ctx, kind, actAs, func(u *Update) (any, error) { return fn(tx, u) })
+	})
+}
+
+// record runs fn as a new update and appends the update to the log last, so the log's order
+// is the commit order.
+func (tx *Tx) record(ctx context.Context, kind, actAs string, fn func(u *Update) (any, error)) error {
+	u := &Update{UpdateID: newUpdateID(), Kind: kind, ActAs: actAs}
+	if _, err := fn(u); err != nil {
+		return err
+	}
+	return tx.appendUpdate(ctx, u)
 }
 
 // committedReceipt is {"updateId", "status": "committed"} followed by the fields of result.

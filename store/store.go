@@ -33,31 +33,33 @@ const (
 
 // Config is everything the domain needs to know about its deployment.
 type Config struct {
-	DB           string        // postgres://... or sqlite://PATH or sqlite://:memory:
-	PublicURL    string        // the challenge's URI line; its authority is the domain
-	Network      string        // the challenge's Network line
-	Statement    string        // the challenge's optional statement
-	ChallengeTTL time.Duration // how long a sign-in challenge can be answered
-	TokenTTL     time.Duration // a token's lifetime from its own issue
-	RotateAfter  time.Duration // token age after which a cookie-borne token is replaced
-	RotateGrace  time.Duration // how long a superseded token is still accepted
-	PreparedTTL  time.Duration // how long a prepared transaction can be executed
-	Clock        Clock         // nil means the system clock
-	Logger       *slog.Logger  // nil means slog.Default()
-	MaxConns     int           // PostgreSQL pool size, or SQLite reader pool size; 0 picks a default
+	DB             string        // postgres://... or sqlite://PATH or sqlite://:memory:
+	PublicURL      string        // the challenge's URI line; its authority is the domain
+	Network        string        // the challenge's Network line
+	Statement      string        // the challenge's optional statement
+	ChallengeTTL   time.Duration // how long a sign-in challenge can be answered
+	TokenTTL       time.Duration // a token's lifetime from its own issue
+	RotateAfter    time.Duration // token age after which a cookie-borne token is replaced
+	RotateGrace    time.Duration // how long a superseded token is still accepted
+	PreparedTTL    time.Duration // how long a prepared transaction can be executed
+	PreapprovalTTL time.Duration // how long a receive-preapproval lasts, from creation or renewal
+	Clock          Clock         // nil means the system clock
+	Logger         *slog.Logger  // nil means slog.Default()
+	MaxConns       int           // PostgreSQL pool size, or SQLite reader pool size; 0 picks a default
 }
 
 // DefaultConfig returns the settings of CONTRACT.md section 1.
 func DefaultConfig() Config {
 	return Config{
-		DB:           "sqlite://./data/marketd.db",
-		PublicURL:    "http://localhost:8080",
-		Network:      "devnet",
-		ChallengeTTL: 10 * time.Minute,
-		TokenTTL:     4 * time.Hour,
-		RotateAfter:  30 * time.Minute,
-		RotateGrace:  5 * time.Minute,
-		PreparedTTL:  10 * time.Minute,
+		DB:             "sqlite://./data/marketd.db",
+		PublicURL:      "http://localhost:8080",
+		Network:        "devnet",
+		ChallengeTTL:   10 * time.Minute,
+		TokenTTL:       4 * time.Hour,
+		RotateAfter:    30 * time.Minute,
+		RotateGrace:    5 * time.Minute,
+		PreparedTTL:    10 * time.Minute,
+		PreapprovalTTL: 30 * 24 * time.Hour,
 	}
 }
 
@@ -72,7 +74,8 @@ type Store struct {
 	log     *slog.Logger
 	domain  string // the authority of PublicURL
 
-	keys keyring // loaded on first use, after migrations
+	keys   keyring // loaded on first use, after migrations
+	ledger Ledger
 
 	sessions *sessionCache
 	tokens   *tokenCache
@@ -96,6 +99,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, domain: u.Host}
 	s.keys.loading = make(chan struct{}, 1)
+	s.ledger = embeddedLedger{}
 	switch {
 	case strings.HasPrefix(cfg.DB, "postgres://"), strings.HasPrefix(cfg.DB, "postgresql://"):
 		err = s.openPostgres(ctx, cfg.DB)

@@ -16,14 +16,21 @@ type Update struct {
 	Kind       string    `bun:"kind"`
 	ActAs      string    `bun:"act_as"`
 	RecordedAt Timestamp `bun:"recorded_at"`
+	Reward     *Amount   `bun:"reward"` // the CC reward the update earned ActAs, if any
 }
 
 // updateLogLock serialises appends on PostgreSQL from the append to the commit, so offsets
 // are handed out in commit order (a sequence alone hands them out in start order).
 const updateLogLock = 0x75706461746573 // "updates"
 
-// appendUpdate writes u to the log; it is the last write of its transaction.
+// appendUpdate writes u to the log, and credits its reward; it is the last write of its
+// transaction.
 func (tx *Tx) appendUpdate(ctx context.Context, u *Update) error {
+	if u.Reward != nil {
+		if err := tx.creditReward(ctx, u.ActAs, *u.Reward); err != nil {
+			return err
+		}
+	}
 	if tx.s.dialect == Postgres {
 		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", updateLogLock); err != nil {
 			return err

@@ -1,0 +1,160 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/uptrace/bun"
+)
+
+const templateHolding = "holdings"
+
+// Holding is a UTXO-style contract: an exact amount of one instrument owned by one party.
+type Holding struct {
+	bun.BaseModel `bun:"table:holdings"`
+	Lifecycle
+
+	Owner      string     `bun:"owner"`
+	Instrument Instrument `bun:"instrument"`
+	Amount     Amount     `bun:"amount"`
+
+	// Consented marks a credit that settles the owner's own signed offer (a listing, an LP
+	// quote), which needs no preapproval. It is not stored.
+	Consented bool `bun:"-"`
+}
+
+func (*Holding) template() string { return templateHolding }
+
+// checkAmountBounds refuses an amount the store cannot hold exactly.
+func checkAmountBounds(a Amount) error {
+	if !a.IsPositive() {
+		return Errorf(CodeInvalidRequest, "a holding must hold a positive amount")
+	}
+	if a.d.Cmp(maxAmount) >= 0 {
+		return Errorf(CodeInvalidRequest, "amount %s is too large", a)
+	}
+	return nil
+}
+
+// activeHoldings lists the party's unconsumed holdings of inst.
+func (s *Store) activeHoldings(ctx context.Context, db bun.IDB, owner string, inst Instrument) ([]Holding, error) {
+	var hs []Holding
+	err := db.NewSelect().Model(&hs).
+		Where("owner = ?", owner).Where("instrument = ?", inst).Where("consumed_update IS NULL").
+		Scan(ctx)
+	return hs, err
+}
+
+// Balance is what a party holds of one instrument.
+type Balance struct {
+	Instrument Instrument
+	Amount     Amount // what it can spend
+	Locked     Amount // what its open LP quotes and pending intents hold
+	Holdings   int    // how many holdings make up Amount
+}
+
+// Balances returns the party's balance of every instrument, in the order of Instruments.
+func (s *Store) Balances(ctx context.Context, partyID string) ([]Balance, error) {
+	if _, err := s.Party(ctx, partyID); err != nil {
+		return nil, err
+	}
+	var hs []Holding
+	err := s.db.NewSelect().Model(&hs).Column("instrument", "amount").
+		Where("owner = ?", partyID).Where("consumed_update IS NULL").
+		Scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Balance, len(Instruments))
+	for i, inst := range Instruments {
+		out[i] = Balance{Instrument: inst, Amount: Zero, Locked: Zero}
+	}
+	for _, h := range hs {
+		if i := slices.Index(Instruments, h.Instrument); i >= 0 {
+			out[i].Amount = out[i].Amount.Add(h.Amount)
+			out[i].Holdings++
+		}
+	}
+	return out, nil
+}
+
+// UTXOCount returns how many active holdings the party has of each instrument.
+func (s *Store) UTXOCount(ctx context.Context, partyID string) (map[Instrument]int, error) {
+	bs, err := s.Balances(ctx, partyID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[Instrument]int, len(bs))
+	for _, b := range bs {
+		out[b.Instrument] = b.Holdings
+	}
+	return out, nil
+}
+
+// Coin selection bounds. A transfer spends the holdings it needs (at most maxInputs) and,
+// while it has room under consolidateTo inputs, the sender's smallest holdings below the
+// amount as well, so a fragmented wallet gets fewer, larger holdings as it is used.
+const (
+	maxInputs     = 100
+	consolidateTo = 32
+)
+
+// selectHoldings chooses the holdings that pay amount. It prefers holdings no pending
+// prepared transaction names (claimed), so several transfers prepared at once from one
+// wallet spend disjoint holdings; it reserves nothing, and falls back on claimed ones.
+func selectHoldings(hs []Holding, claimed map[string]bool, amount Amount) ([]Holding, error) {
+	total := Zero
+	for _, h := range hs {
+		total = total.Add(h.Amount)
+	}
+	if total.Cmp(amount) < 0 {
+		return nil, Errorf(CodeInsufficientFunds, "the balance is %s, less than %s", total, amount)
+	}
+	// Unclaimed first, then larger first: the fewest inputs that cover the amount.
+	slices.SortFunc(hs, func(a, b Holding) int {
+		if c := cmpBool(claimed[a.CID], claimed[b.CID]); c != 0 {
+			return c
+		}
+		if c := b.Amount.Cmp(a.Amount); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.CID, b.CID)
+	})
+	var picked []Holding
+	sum := Zero
+	for i := 0; sum.Cmp(amount) < 0; i++ {
+		picked = append(picked, hs[i])
+		sum = sum.Add(hs[i].Amount)
+	}
+	if len(picked) > maxInputs {
+		return nil, Errorf(CodeConflict, "paying %s takes %d holdings, more than %d in one transaction; send a smaller amount first to consolidate", amount, len(picked), maxInputs)
+	}
+	// Consolidate: the smallest unclaimed holdings worth less than the amount ride along.
+	rest := hs[len(picked):]
+	slices.SortFunc(rest, func(a, b Holding) int {
+		if c := a.Amount.Cmp(b.Amount); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.CID, b.CID)
+	})
+	for _, h := range rest {
+		if len(picked) >= consolidateTo || h.Amount.Cmp(amount) >= 0 {
+			break
+		}
+		if !claimed[h.CID] {
+			picked = append(picked, h)
+		}
+	}
+	return picked, nil
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}

@@ -1,0 +1,166 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+const templatePreapproval = "preapprovals"
+
+// PreapprovalKind is what a receive-preapproval consents to receive.
+type PreapprovalKind string
+
+const (
+	PreapprovalNFT   PreapprovalKind = "nft"
+	PreapprovalUSDCx PreapprovalKind = "usdcx"
+)
+
+// ParsePreapprovalKind accepts "nft" or "usdcx".
+func ParsePreapprovalKind(s string) (PreapprovalKind, error) {
+	switch PreapprovalKind(s) {
+	case PreapprovalNFT, PreapprovalUSDCx:
+		return PreapprovalKind(s), nil
+	}
+	return "", Errorf(CodeInvalidRequest, "kind must be \"nft\" or \"usdcx\", not %q", truncate(s, 40))
+}
+
+// Preapproval is a party's consent, until ExpiresAt, to be credited NFTs or USDCx by
+// transactions other parties sign.
+type Preapproval struct {
+	bun.BaseModel `bun:"table:preapprovals"`
+	Lifecycle
+
+	PartyID   string          `bun:"party_id"`
+	Kind      PreapprovalKind `bun:"kind"`
+	ExpiresAt Timestamp       `bun:"expires_at"`
+}
+
+func (*Preapproval) template() string { return templatePreapproval }
+
+// currentPreapproval returns the party's unconsumed preapproval of kind, expired or not, or nil.
+func currentPreapproval(ctx context.Context, db bun.IDB, partyID string, kind PreapprovalKind) (*Preapproval, error) {
+	p := new(Preapproval)
+	err := db.NewSelect().Model(p).
+		Where("party_id = ?", partyID).Where("kind = ?", kind).Where("consumed_update IS NULL").
+		OrderExpr("expires_at DESC").Limit(1).Scan(ctx)
+	if isNoRows(err) {
+		return nil, nil
+	}
+	return p, err
+}
+
+// checkPreapproval returns preapproval_required unless partyID has an active preapproval of
+// kind at now.
+func checkPreapproval(ctx context.Context, db bun.IDB, partyID string, kind PreapprovalKind, now time.Time) error {
+	p, err := currentPreapproval(ctx, db, partyID, kind)
+	if err != nil {
+		return err
+	}
+	if p == nil || !now.Before(p.ExpiresAt.Time) {
+		return Errorf(CodePreapprovalRequired, "%s has no active %s receive-preapproval; it must create one (POST /api/wallet/%s-preapproval/prepare) before it can be credited", partyID, kind, kind)
+	}
+	return nil
+}
+
+// requirePreapproval is checkPreapproval inside an execute.
+func (tx *Tx) requirePreapproval(ctx context.Context, partyID string, kind PreapprovalKind) error {
+	return checkPreapproval(ctx, tx, partyID, kind, tx.now)
+}
+
+// preapprovalEffects creates a preapproval, archiving the one it replaces.
+type preapprovalEffects struct {
+	PartyID   string          `json:"partyId"`
+	Kind      PreapprovalKind `json:"kind"`
+	ExpiresAt int64           `json:"expiresAt"`
+	Replaces  string          `json:"replaces,omitempty"`
+}
+
+// PreparePreapproval prepares the party's consent to receive kind for the preapproval
+// lifetime; it replaces the party's current preapproval of that kind.
+func (s *Store) PreparePreapproval(ctx context.Context, partyID string, kind PreapprovalKind) (*Prepared, error) {
+	e := preapprovalEffects{PartyID: partyID, Kind: kind}
+	cur, err := currentPreapproval(ctx, s.db, partyID, kind)
+	if err != nil {
+		return nil, err
+	}
+	var claims []string
+	if cur != nil {
+		e.Replaces, claims = cur.CID, []string{cur.CID}
+	}
+	expires := s.now().Truncate(time.Second).Add(s.cfg.PreapprovalTTL)
+	e.ExpiresAt = expires.Unix()
+	summary := map[string]any{"action": "consent to receive " + kindNoun(kind), "party": partyID, "expiresAt": e.ExpiresAt}
+	if cur != nil {
+		summary["replaces"] = cur.CID
+	}
+	return s.prepareAs(ctx, kindOfPreapproval(kind), partyID, e, summary, claims)
+}
+
+func kindNoun(k PreapprovalKind) string {
+	if k == PreapprovalNFT {
+		return "NFTs"
+	}
+	return "USDCx"
+}
+
+func kindOfPreapproval(k PreapprovalKind) string {
+	if k == PreapprovalNFT {
+		return KindNFTPreapproval
+	}
+	return KindUSDCxPreapproval
+}
+
+// PreapprovalResult is what a preapproval execute adds to the receipt.
+type PreapprovalResult struct {
+	CID       string `json:"cid"`
+	ExpiresAt int64  `json:"expiresAt"`
+}
+
+func applyPreapproval(ctx context.Context, tx *Tx, u *Update, e *preapprovalEffects) (any, error) {
+	p := &Preapproval{PartyID: e.PartyID, Kind: e.Kind, ExpiresAt: At(time.Unix(e.ExpiresAt, 0))}
+	t := &Transaction{Create: []Contract{p}}
+	if e.Replaces != "" {
+		t.Consume = []ContractRef{{templatePreapproval, e.Replaces}}
+	}
+	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
+		return nil, err
+	}
+	return PreapprovalResult{CID: p.CID, ExpiresAt: e.ExpiresAt}, nil
+}
+
+// RenewPreapproval moves the party's preapproval of kind to expire one preapproval lifetime
+// from now: a ledger update that replaces it. It needs no signature: it renews a consent the
+// party signed, it gives none anew. It is not_found when the party has none.
+func (s *Store) RenewPreapproval(ctx context.Context, partyID string, kind PreapprovalKind) (*PreapprovalResult, error) {
+	var out *PreapprovalResult
+	err := s.commit(ctx, KindPreapprovalRenew, partyID, func(tx *Tx, u *Update) (any, error) {
+		cur, err := currentPreapproval(ctx, tx, partyID, kind)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			return nil, Errorf(CodeNotFound, "there is no %s preapproval to renew; create one with POST /api/wallet/%s-preapproval/prepare", kind, kind)
+		}
+		expires := tx.now.Truncate(time.Second).Add(tx.s.cfg.PreapprovalTTL)
+		if !expires.After(cur.ExpiresAt.Time) {
+			expires = cur.ExpiresAt.Add(time.Second) // renewing always moves it later
+		}
+		p := &Preapproval{PartyID: partyID, Kind: kind, ExpiresAt: At(expires)}
+		t := &Transaction{Consume: []ContractRef{{templatePreapproval, cur.CID}}, Create: []Contract{p}}
+		if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
+			return nil, err
+		}
+		out = &PreapprovalResult{CID: p.CID, ExpiresAt: expires.Unix()}
+		return out, nil
+	})
+	return out, err
+}
+
+// Preapprovals lists the party's unconsumed preapprovals.
+func (s *Store) Preapprovals(ctx context.Context, partyID string) ([]Preapproval, error) {
+	var ps []Preapproval
+	err := s.db.NewSelect().Model(&ps).Where("party_id = ?", partyID).Where("consumed_update IS NULL").OrderExpr("kind").Scan(ctx)
+	return ps, err
+}

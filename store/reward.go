@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+
+	"github.com/shopspring/decimal"
+	"github.com/uptrace/bun"
+)
+
+// The activity reward rule: a committed transfer of CC to another party earns the sender
+// RewardBps basis points of the amount, rounded down to CC's precision, as CC rewards.
+// Rewards are accounted apart from holdings: they are not spendable CC, so every
+// instrument's supply stays what was minted. Self-transfers (consolidation), taps,
+// onboarding and preapprovals earn nothing.
+const RewardBps = 10
+
+func transferReward(amount Amount) *Amount {
+	r := amount.MulFloor(decimal.New(RewardBps, -4), CC.Decimals())
+	if !r.IsPositive() {
+		return nil
+	}
+	return &r
+}
+
+// rewardBalance is a party's running total of rewards.
+type rewardBalance struct {
+	bun.BaseModel `bun:"table:reward_balances"`
+
+	PartyID   string    `bun:"party_id,pk"`
+	Balance   Amount    `bun:"balance"`
+	UpdatedAt Timestamp `bun:"updated_at"`
+}
+
+// creditReward adds amount to the party's reward balance.
+func (tx *Tx) creditReward(ctx context.Context, partyID string, amount Amount) error {
+	rb := new(rewardBalance)
+	err := tx.forUpdate(tx.NewSelect().Model(rb).Where("party_id = ?", partyID)).Scan(ctx)
+	switch {
+	case isNoRows(err):
+		rb = &rewardBalance{PartyID: partyID, Balance: amount, UpdatedAt: At(tx.now)}
+		_, err = tx.NewInsert().Model(rb).Exec(ctx)
+	case err == nil:
+		rb.Balance, rb.UpdatedAt = rb.Balance.Add(amount), At(tx.now)
+		_, err = tx.NewUpdate().Model(rb).Column("balance", "updated_at").WherePK().Exec(ctx)
+	}
+	return err
+}
+
+// RewardBalance returns the party's reward balance in CC.
+func (s *Store) RewardBalance(ctx context.Context, partyID string) (Amount, error) {
+	if _, err := s.Party(ctx, partyID); err != nil {
+		return Zero, err
+	}
+	rb := new(rewardBalance)
+	err := s.db.NewSelect().Model(rb).Where("party_id = ?", partyID).Scan(ctx)
+	if isNoRows(err) {
+		return Zero, nil
+	}
+	return rb.Balance, err
+}
+
+// RewardEntry is one update that earned its acting party a reward.
+type RewardEntry struct {
+	UpdateID string
+	Offset   int64
+	Kind     string
+	Amount   Amount
+	At       Timestamp
+}
+
+// RewardHistory lists the party's rewards newest first, read from the update log.
+func (s *Store) RewardHistory(ctx context.Context, partyID string, r PageRequest) (Page[RewardEntry], error) {
+	if _, err := s.Party(ctx, partyID); err != nil {
+		return Page[RewardEntry]{}, err
+	}
+	q, err := startPage[int64](ctx, s, "rewards:"+partyID, r)
+	if err != nil {
+		return Page[RewardEntry]{}, err
+	}
+	var rows []Update
+	sel := s.db.NewSelect().Model(&rows).Where("act_as = ?", partyID).Where("reward IS NOT NULL")
+	if q.after != nil {
+		sel = sel.Where("ledger_offset < ?", *q.after)
+	}
+	if err := sel.OrderExpr("ledger_offset DESC").Limit(q.fetch()).Scan(ctx); err != nil {
+		return Page[RewardEntry]{}, err
+	}
+	entries := make([]RewardEntry, len(rows))
+	for i, u := range rows {
+		entries[i] = RewardEntry{UpdateID: u.UpdateID, Offset: u.Offset, Kind: u.Kind, Amount: *u.Reward, At: u.RecordedAt}
+	}
+	return finish(ctx, s, q, entries, func(e RewardEntry) int64 { return e.Offset })
+}
