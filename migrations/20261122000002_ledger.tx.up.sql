@@ -66,6 +66,11 @@ CREATE INDEX prepared_inputs_cid ON prepared_inputs (cid);
 
 --bun:split
 
+-- A prepare looks up what the party's other pending prepared transactions would consume.
+CREATE INDEX prepared_txs_pending ON prepared_txs (act_as) WHERE update_id IS NULL;
+
+--bun:split
+
 -- Activity rewards: what an update earned its acting party, and each party's running total.
 ALTER TABLE updates ADD COLUMN reward {{.Decimal}};
 

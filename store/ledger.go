@@ -119,9 +119,9 @@ func (embeddedLedger) Commit(ctx context.Context, tx *Tx, u *Update, t *Transact
 			}
 		}
 		events = append(events, updateEvent{UpdateID: u.UpdateID, Seq: len(events), Event: "created", Template: c.template(), CID: l.CID})
-		if _, err := tx.NewInsert().Model(c).Exec(ctx); err != nil {
-			return err
-		}
+	}
+	if err := tx.insertContracts(ctx, t.Create); err != nil {
+		return err
 	}
 	if !t.Mint {
 		for _, inst := range Instruments {
@@ -132,6 +132,26 @@ func (embeddedLedger) Commit(ctx context.Context, tx *Tx, u *Update, t *Transact
 	}
 	if len(events) > 0 {
 		if _, err := tx.NewInsert().Model(&events).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// insertContracts writes the created contracts, one INSERT per template.
+func (tx *Tx) insertContracts(ctx context.Context, cs []Contract) error {
+	var holdings []*Holding
+	for _, c := range cs {
+		if h, ok := c.(*Holding); ok {
+			holdings = append(holdings, h)
+			continue
+		}
+		if _, err := tx.NewInsert().Model(c).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	if len(holdings) > 0 {
+		if _, err := tx.NewInsert().Model(&holdings).Exec(ctx); err != nil {
 			return err
 		}
 	}

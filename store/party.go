@@ -33,13 +33,26 @@ func (s *Store) Party(ctx context.Context, partyID string) (*Party, error) {
 	if err := checkPartyID("partyId", partyID); err != nil {
 		return nil, err
 	}
+	if p, ok := s.parties.Load(partyID); ok {
+		return p.(*Party), nil
+	}
 	p := new(Party)
 	err := s.db.NewSelect().Model(p).Where("party_id = ?", partyID).Scan(ctx)
 	if isNoRows(err) {
 		return nil, Errorf(CodePartyNotFound, "party %s is not onboarded", partyID)
 	}
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	// A party never changes once onboarded, so it can be remembered for good.
+	if s.partyCount.Add(1) <= partyCacheMax {
+		s.parties.Store(partyID, p)
+	}
+	return p, nil
 }
+
+// partyCacheMax bounds the parties kept in memory; past it, lookups go to the store.
+const partyCacheMax = 1 << 18
 
 // partyByKey returns the party holding pub, or nil.
 func (s *Store) partyByKey(ctx context.Context, db bun.IDB, pub []byte) (*Party, error) {

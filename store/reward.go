@@ -24,7 +24,7 @@ func transferReward(amount Amount) *Amount {
 
 // rewardBalance is a party's running total of rewards.
 type rewardBalance struct {
-	bun.BaseModel `bun:"table:reward_balances"`
+	bun.BaseModel `bun:"table:reward_balances,alias:reward_balances"`
 
 	PartyID   string    `bun:"party_id,pk"`
 	Balance   Amount    `bun:"balance"`
@@ -33,6 +33,15 @@ type rewardBalance struct {
 
 // creditReward adds amount to the party's reward balance.
 func (tx *Tx) creditReward(ctx context.Context, partyID string, amount Amount) error {
+	if tx.s.dialect == Postgres { // NUMERIC adds exactly, in one round trip
+		_, err := tx.NewInsert().Model(&rewardBalance{PartyID: partyID, Balance: amount, UpdatedAt: At(tx.now)}).
+			On("CONFLICT (party_id) DO UPDATE").
+			Set("balance = reward_balances.balance + EXCLUDED.balance").
+			Set("updated_at = EXCLUDED.updated_at").
+			Exec(ctx)
+		return err
+	}
+	// SQLite keeps decimals as text, which its arithmetic would turn into floats: add in Go.
 	rb := new(rewardBalance)
 	err := tx.forUpdate(tx.NewSelect().Model(rb).Where("party_id = ?", partyID)).Scan(ctx)
 	switch {

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -76,6 +78,9 @@ type Store struct {
 
 	keys   keyring // loaded on first use, after migrations
 	ledger Ledger
+
+	parties    sync.Map // party id -> *Party: parties are immutable once onboarded
+	partyCount atomic.Int64
 
 	sessions *sessionCache
 	tokens   *tokenCache
@@ -162,7 +167,10 @@ func (s *Store) openSQLite(path string) error {
 			return fmt.Errorf("sqlite: %w", err)
 		}
 	}
-	base := "file:" + path + "?" + pragmas + "&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+	// WAL with synchronous=NORMAL: a commit survives a crash of the process; a power failure
+	// or OS crash may lose the last commits, never consistency. PostgreSQL is the store for
+	// deployments that need every commit on disk before it is answered.
+	base := "file:" + path + "?" + pragmas + "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 	w, err := sql.Open("sqlite", base+"&_txlock=immediate")
 	if err != nil {
 		return err

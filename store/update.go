@@ -31,12 +31,15 @@ func (tx *Tx) appendUpdate(ctx context.Context, u *Update) error {
 			return err
 		}
 	}
-	if tx.s.dialect == Postgres {
-		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", updateLogLock); err != nil {
-			return err
-		}
-	}
 	u.RecordedAt = At(tx.now)
+	if tx.s.dialect == Postgres {
+		// One round trip: the lock is taken before the sequence hands out the offset, and
+		// held from here to the commit.
+		return tx.NewRaw(`INSERT INTO updates (update_id, kind, act_as, recorded_at, reward)
+			SELECT ?, ?, ?, ?, ? FROM (SELECT pg_advisory_xact_lock(?)) AS log_lock
+			RETURNING ledger_offset`,
+			u.UpdateID, u.Kind, u.ActAs, u.RecordedAt, u.Reward, updateLogLock).Scan(ctx, &u.Offset)
+	}
 	_, err := tx.NewInsert().Model(u).Returning("ledger_offset").Exec(ctx)
 	return err
 }
