@@ -35,6 +35,17 @@ usage:
   walletctl [flags] call METHOD PATH [JSON] call the API with the token attached
   walletctl [flags] exec PATH JSON          PATH/prepare, show the summary, sign, execute
 
+wallet shortcuts (each is a call or an exec):
+  walletctl [flags] balance                 the party's balances
+  walletctl [flags] utxos                   how many holdings make them up
+  walletctl [flags] tap CC|USDCx AMOUNT     dev mode: credit the party out of thin air
+  walletctl [flags] send PARTY AMOUNT       transfer CC
+  walletctl [flags] preapprove nft|usdcx    consent to receive NFTs or USDCx from others
+  walletctl [flags] renew nft|usdcx         move that consent's expiry later
+  walletctl [flags] rewards [history]       the party's activity rewards
+
+In PATH, {me} stands for the key's party id.
+
 flags:
   --server URL  the service (env WALLETCTL_SERVER, default http://localhost:8080)
   --key FILE    the key file (env WALLETCTL_KEY, default wallet.key); the token is kept in FILE.token
@@ -101,11 +112,78 @@ func run(args []string, out, log io.Writer) error {
 			return errors.New("usage: walletctl exec PATH JSON   (PATH without /prepare, e.g. /api/wallet/cc-transfer)")
 		}
 		return w.exec(args[0], args[1])
+	case "balance", "utxos", "tap", "send", "preapprove", "renew", "rewards":
+		return w.shortcut(cmd, args)
 	case "help", "-h", "--help":
 		fmt.Fprint(out, usage)
 		return nil
 	}
 	return fmt.Errorf("unknown command %q; run walletctl help", cmd)
+}
+
+// shortcut runs one of the wallet shortcuts as the call or exec it stands for.
+func (w *wallet) shortcut(cmd string, args []string) error {
+	body := func(kv ...string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	want := func(n int, usage string) error {
+		if len(args) != n {
+			return errors.New("usage: walletctl " + usage)
+		}
+		return nil
+	}
+	switch cmd {
+	case "balance":
+		return w.call("GET", "/api/wallet/balance/{me}", "")
+	case "utxos":
+		return w.call("GET", "/api/wallet/utxo-count/{me}", "")
+	case "tap":
+		if err := want(2, "tap CC|USDCx AMOUNT"); err != nil {
+			return err
+		}
+		return w.exec("/api/wallet/tap", body("instrument", args[0], "amount", args[1]))
+	case "send":
+		if err := want(2, "send PARTY AMOUNT"); err != nil {
+			return err
+		}
+		return w.exec("/api/wallet/cc-transfer", body("receiver", args[0], "amount", args[1]))
+	case "preapprove":
+		if err := want(1, "preapprove nft|usdcx"); err != nil {
+			return err
+		}
+		return w.exec("/api/wallet/"+args[0]+"-preapproval", "{}")
+	case "renew":
+		if err := want(1, "renew nft|usdcx"); err != nil {
+			return err
+		}
+		return w.call("POST", "/api/wallet/preapproval/renew", body("kind", args[0]))
+	case "rewards":
+		if len(args) == 1 && args[0] == "history" {
+			return w.call("GET", "/api/wallet/rewards/{me}/history", "")
+		}
+		if err := want(0, "rewards [history]"); err != nil {
+			return err
+		}
+		return w.call("GET", "/api/wallet/rewards/{me}", "")
+	}
+	return nil
+}
+
+// expandPath puts the key's party id where a path says {me}.
+func (w *wallet) expandPath(path string) (string, error) {
+	if !strings.Contains(path, "{me}") {
+		return path, nil
+	}
+	k, _, err := w.loadKey()
+	if err != nil {
+		return "", err
+	}
+	return strings.ReplaceAll(path, "{me}", url.PathEscape(k.PartyID)), nil
 }
 
 // splitGlobalFlags takes --server and --key out of args wherever they stand, so that
@@ -367,6 +445,9 @@ func (w *wallet) call(method, path, body string) error {
 	if err != nil {
 		return err
 	}
+	if path, err = w.expandPath(path); err != nil {
+		return err
+	}
 	var raw json.RawMessage
 	var b []byte
 	if body != "" {
@@ -397,6 +478,9 @@ func (w *wallet) exec(path, body string) error {
 	}
 	tok, err := w.token()
 	if err != nil {
+		return err
+	}
+	if path, err = w.expandPath(path); err != nil {
 		return err
 	}
 	base := strings.TrimSuffix(strings.TrimRight(path, "/"), "/prepare")
