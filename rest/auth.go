@@ -43,7 +43,8 @@ func (srv *Server) wrap(rt route) http.Handler {
 // the read limit (per origin, before authentication), authentication, the cross-origin and
 // party checks, cookie rotation, the prepare limit (per party), and the handler.
 func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error {
-	if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/") {
+	// A HEAD runs the GET handler (ServeMux routes it there), so it is a read too.
+	if (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.HasPrefix(r.URL.Path, "/api/") {
 		if err := srv.limit(w, "read:"+clientOrigin(r), srv.cfg.RateRead); err != nil {
 			return err
 		}

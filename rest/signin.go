@@ -78,6 +78,11 @@ func (srv *Server) me(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (srv *Server) logout(w http.ResponseWriter, r *http.Request) error {
+	// Logout takes no fields, but its body is read like any other: one naming another party
+	// is refused (CONTRACT.md section 4) before the session ends.
+	if err := decode(w, r, &struct{}{}); err != nil {
+		return err
+	}
 	if err := srv.store.Logout(r.Context(), authOf(r.Context())); err != nil {
 		return err
 	}

@@ -85,6 +85,10 @@ func (s *Store) SignIn(ctx context.Context, in SignIn) (*IssuedToken, error) {
 	if err := checkPartyID("partyId", in.PartyID); err != nil {
 		return nil, err
 	}
+	if !signing.ValidNonce(in.Nonce) {
+		// Not one this service issued; and a NUL or invalid UTF-8 must not reach the database.
+		return nil, Errorf(CodeNonceInvalid, "the nonce is unknown or already used; request a new challenge")
+	}
 	keys, err := s.serviceKeys(ctx)
 	if err != nil {
 		return nil, err
