@@ -43,7 +43,7 @@ func (srv *Server) wrap(rt route) http.Handler {
 // the read limit (per origin, before authentication), authentication, the cross-origin and
 // party checks, cookie rotation, the prepare limit (per party), and the handler.
 func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error {
-	if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/") {
+	if isRead(r) {
 		if err := srv.limit(w, "read:"+clientOrigin(r), srv.cfg.RateRead); err != nil {
 			return err
 		}
@@ -60,6 +60,9 @@ func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error
 			}
 		}
 		if err := checkNamedParties(r, a); err != nil {
+			return err
+		}
+		if err := checkBodyParties(w, r, a); err != nil {
 			return err
 		}
 		if viaCookie && !rt.noRotate {
@@ -97,8 +100,8 @@ func authOf(ctx context.Context) *store.Auth {
 // authenticate reads the token from Authorization: Bearer when present (an invalid one is
 // refused with no fall-back), else from the session cookie.
 func (srv *Server) authenticate(r *http.Request) (*store.Auth, bool, error) {
-	if h := r.Header.Get("Authorization"); h != "" {
-		scheme, tok, _ := strings.Cut(h, " ")
+	if _, present := r.Header["Authorization"]; present {
+		scheme, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 		if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 			return nil, false, store.Errorf(store.CodeInvalidToken, "the Authorization header must be \"Bearer <token>\"")
 		}
@@ -125,6 +128,12 @@ func (srv *Server) checkOrigin(r *http.Request) error {
 		return store.Errorf(store.CodeCrossOrigin, "a cross-site request may not write with the session cookie")
 	}
 	return nil
+}
+
+// isRead tells whether a request counts against the read limit: every GET under /api/ (and
+// HEAD, which ServeMux answers with the GET handler).
+func isRead(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.HasPrefix(r.URL.Path, "/api/")
 }
 
 // checkNamedParties refuses a request whose path or query names a party other than the token's.
@@ -171,7 +180,7 @@ func (srv *Server) limit(w http.ResponseWriter, key string, perMinute int) error
 	h.Set("RateLimit-Reset", strconv.FormatInt(reset, 10))
 	if !d.Allowed {
 		h.Set("Retry-After", strconv.FormatInt(reset, 10))
-		return store.Errorf(store.CodeRateLimited, "more than %d requests a minute; retry in %s", d.Limit, time.Duration(reset)*time.Second)
+		return store.Errorf(store.CodeRateLimited, "the limit here is %d requests a minute; retry in %s", d.Limit, time.Duration(reset)*time.Second)
 	}
 	return nil
 }

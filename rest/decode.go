@@ -28,36 +28,59 @@ type partyFields struct {
 	LP      *string `json:"lp"`
 }
 
-// decode reads the JSON body into dst strictly: one object, no unknown fields, no trailing
-// data, at most maxBody bytes. An empty body reads as {}.
-func decode(w http.ResponseWriter, r *http.Request, dst any) error {
+// readBody reads the whole request body, at most maxBody bytes, and puts it back so the
+// handler can read it again.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return store.Errorf(store.CodePayloadTooLarge, "the body is larger than %d bytes", maxBody)
+		return nil, store.Errorf(store.CodePayloadTooLarge, "the body is larger than %d bytes", maxBody)
 	}
 	if err != nil {
-		return store.Errorf(store.CodeInvalidRequest, "the body could not be read")
+		return nil, store.Errorf(store.CodeInvalidRequest, "the body could not be read")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return body, nil
+}
+
+// checkBodyParties refuses an authenticated request whose JSON body names a party other than
+// the token's, before anything else happens to it.
+func checkBodyParties(w http.ResponseWriter, r *http.Request, a *store.Auth) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
+	}
+	var pf partyFields
+	if json.Unmarshal(body, &pf) != nil {
+		return nil // not a JSON object: decode says what is wrong with it
+	}
+	named := []struct {
+		field string
+		v     *string
+	}{{"partyId", pf.PartyID}, {"sender", pf.Sender}, {"owner", pf.Owner}, {"taker", pf.Taker}, {"lp", pf.LP}}
+	for _, n := range named {
+		if n.v != nil && *n.v != a.PartyID {
+			return store.Errorf(store.CodePartyMismatch, "%s names %s, the token is for %s", n.field, truncate(*n.v, 100), a.PartyID)
+		}
+	}
+	return nil
+}
+
+// decode reads the JSON body into dst strictly: one object, no unknown fields, no trailing
+// data, at most maxBody bytes. An empty body reads as {}.
+func decode(w http.ResponseWriter, r *http.Request, dst any) error {
+	body, err := readBody(w, r)
+	if err != nil {
+		return err
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		body = []byte("{}")
 	} else if ct := r.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return store.Errorf(store.CodeUnsupportedMediaType, "send the body as Content-Type: application/json")
-		}
-	}
-	if a := authOf(r.Context()); a != nil {
-		var pf partyFields
-		if json.Unmarshal(body, &pf) == nil {
-			named := []struct {
-				field string
-				v     *string
-			}{{"partyId", pf.PartyID}, {"sender", pf.Sender}, {"owner", pf.Owner}, {"taker", pf.Taker}, {"lp", pf.LP}}
-			for _, n := range named {
-				if n.v != nil && *n.v != a.PartyID {
-					return store.Errorf(store.CodePartyMismatch, "%s names %s, the token is for %s", n.field, truncate(*n.v, 100), a.PartyID)
-				}
-			}
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))

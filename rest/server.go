@@ -88,6 +88,12 @@ func originOf(s string) (string, error) {
 
 // unrouted answers what no route matched: 405 when the path exists for another method, else 404.
 func (srv *Server) unrouted(w http.ResponseWriter, r *http.Request) {
+	if isRead(r) { // every GET under /api/ counts, a 404 too
+		if err := srv.limit(w, "read:"+clientOrigin(r), srv.cfg.RateRead); err != nil {
+			srv.writeError(w, r, err)
+			return
+		}
+	}
 	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		probe := r.Clone(r.Context())

@@ -47,11 +47,15 @@ func (srv *Server) verify(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(w, r, &req); err != nil {
 		return err
 	}
-	if err := required("partyId", req.PartyID, "nonce", req.Nonce, "signature", req.Signature); err != nil {
+	if err := required("nonce", req.Nonce); err != nil {
 		return err
 	}
 	sig, err := decodeSignature(req.Signature)
 	if err != nil {
+		// The first verify that names a nonce spends it, whatever else is wrong with it.
+		if err := srv.store.SpendNonce(r.Context(), req.Nonce); err != nil {
+			return err
+		}
 		return err
 	}
 	t, err := srv.store.SignIn(r.Context(), store.SignIn{
@@ -78,6 +82,11 @@ func (srv *Server) me(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (srv *Server) logout(w http.ResponseWriter, r *http.Request) error {
+	// Logout takes no fields, but its body is read like any other: one naming another party
+	// is refused (CONTRACT.md section 4) before the session ends.
+	if err := decode(w, r, &struct{}{}); err != nil {
+		return err
+	}
 	if err := srv.store.Logout(r.Context(), authOf(r.Context())); err != nil {
 		return err
 	}

@@ -71,8 +71,9 @@ func startPage[K any](ctx context.Context, s *Store, list string, r PageRequest)
 	if !ok || len(r.Cursor) > 1024 {
 		return nil, bad
 	}
-	body, err1 := base64.RawURLEncoding.DecodeString(body64)
-	mac, err2 := base64.RawURLEncoding.DecodeString(mac64)
+	// Strict: a changed last character whose bits base64 would drop must not read as the same cursor.
+	body, err1 := base64.RawURLEncoding.Strict().DecodeString(body64)
+	mac, err2 := base64.RawURLEncoding.Strict().DecodeString(mac64)
 	if err1 != nil || err2 != nil || !hmac.Equal(mac, cursorMAC(keys.cursorMAC, body)) {
 		return nil, bad
 	}

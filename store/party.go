@@ -109,8 +109,20 @@ func applyOnboard(ctx context.Context, tx *Tx, u *Update, e *onboardEffects) (an
 		return OnboardResult{PartyID: existing.PartyID}, nil
 	}
 	p := &Party{PartyID: e.PartyID, Hint: e.Hint, PublicKey: e.PublicKey, OnboardedAt: At(tx.now), UpdateID: u.UpdateID}
-	if _, err := tx.NewInsert().Model(p).Exec(ctx); err != nil {
+	res, err := tx.NewInsert().Model(p).On("CONFLICT DO NOTHING").Exec(ctx)
+	if err != nil {
 		return nil, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		// A concurrent execute of another prepare for this key committed first: its party stands.
+		existing, err := tx.s.partyByKey(ctx, tx, e.PublicKey)
+		if err != nil {
+			return nil, err
+		}
+		if existing == nil {
+			return nil, Errorf(CodeConflict, "party %s exists with another key", e.PartyID)
+		}
+		return OnboardResult{PartyID: existing.PartyID}, nil
 	}
 	return OnboardResult{PartyID: p.PartyID}, nil
 }

@@ -165,7 +165,7 @@ func (tx *Tx) openSession(ctx context.Context, keys *serviceKeys, in SignIn) (*I
 	}
 	row := &Session{
 		SID: sid, PartyID: in.PartyID, CreatedAt: At(tx.now),
-		UserAgent: truncate(in.UserAgent, 256), ClientAddr: truncate(in.ClientAddr, 64),
+		UserAgent: clean(in.UserAgent, 256), ClientAddr: clean(in.ClientAddr, 64),
 		TokenJTI: t.TokenID, TokenIssuedAt: At(t.IssuedAt), TokenExpiresAt: At(t.ExpiresAt),
 	}
 	if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {

@@ -80,10 +80,12 @@ type SignIn struct {
 	ClientAddr string
 }
 
-// SignIn checks the signed challenge and opens a session with its first token.
+// SignIn checks the signed challenge and opens a session with its first token. The nonce is
+// spent by this attempt whatever its outcome, malformed fields included.
 func (s *Store) SignIn(ctx context.Context, in SignIn) (*IssuedToken, error) {
-	if err := checkPartyID("partyId", in.PartyID); err != nil {
-		return nil, err
+	if !signing.ValidNonce(in.Nonce) {
+		// Not one this service issued; and a NUL or invalid UTF-8 must not reach the database.
+		return nil, Errorf(CodeNonceInvalid, "the nonce is unknown or already used; request a new challenge")
 	}
 	keys, err := s.serviceKeys(ctx)
 	if err != nil {
@@ -92,20 +94,18 @@ func (s *Store) SignIn(ctx context.Context, in SignIn) (*IssuedToken, error) {
 	var issued *IssuedToken
 	var refusal error
 	err = s.inTx(ctx, func(tx *Tx) error {
-		n := new(signinNonce)
-		res, err := tx.NewUpdate().Model(n).
-			Set("used_at = ?", At(tx.now)).
-			Where("nonce = ?", in.Nonce).Where("used_at IS NULL").
-			Returning("*").Exec(ctx)
+		n, err := tx.spendNonce(ctx, in.Nonce)
 		if err != nil {
 			return err
 		}
-		if rows, _ := res.RowsAffected(); rows == 0 {
+		// From here on the nonce is spent whatever the rest decides: refusals still commit.
+		switch {
+		case n == nil:
 			refusal = Errorf(CodeNonceInvalid, "the nonce is unknown or already used; request a new challenge")
 			return nil
-		}
-		// The nonce is spent from here on, whatever the rest decides: refusals still commit.
-		switch {
+		case !signing.ValidPartyID(in.PartyID):
+			refusal = checkPartyID("partyId", in.PartyID)
+			return nil
 		case n.PartyID != in.PartyID:
 			refusal = Errorf(CodeNonceInvalid, "the nonce was issued to another party; request a new challenge")
 			return nil
@@ -132,4 +132,33 @@ func (s *Store) SignIn(ctx context.Context, in SignIn) (*IssuedToken, error) {
 	}
 	s.sessions.put(issued.SessionID, issued.state, s.now())
 	return issued, nil
+}
+
+// SpendNonce spends a nonce without signing in: a verify too malformed to attempt still
+// uses up the challenge it names.
+func (s *Store) SpendNonce(ctx context.Context, nonce string) error {
+	if !signing.ValidNonce(nonce) {
+		return nil
+	}
+	return s.inTx(ctx, func(tx *Tx) error {
+		_, err := tx.spendNonce(ctx, nonce)
+		return err
+	})
+}
+
+// spendNonce marks the nonce used and returns its challenge, or nil when it is unknown or
+// was already used.
+func (tx *Tx) spendNonce(ctx context.Context, nonce string) (*signinNonce, error) {
+	n := new(signinNonce)
+	res, err := tx.NewUpdate().Model(n).
+		Set("used_at = ?", At(tx.now)).
+		Where("nonce = ?", nonce).Where("used_at IS NULL").
+		Returning("*").Exec(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if rows, _ := res.RowsAffected(); rows == 0 {
+		return nil, nil
+	}
+	return n, nil
 }

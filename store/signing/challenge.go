@@ -91,7 +91,7 @@ func ParseChallenge(text string) (Challenge, error) {
 	if c.Version != "1" {
 		return c, fmt.Errorf("challenge: version %q, want 1", c.Version)
 	}
-	if !noncePattern.MatchString(c.Nonce) {
+	if !ValidNonce(c.Nonce) {
 		return c, errors.New("challenge: nonce must be 32 of [A-Za-z0-9]")
 	}
 	var err error
@@ -118,6 +118,9 @@ func parseChallengeTime(line, name string) (time.Time, error) {
 	}
 	return t.UTC(), nil
 }
+
+// ValidNonce tells whether s has the form of a nonce: 32 of [A-Za-z0-9].
+func ValidNonce(s string) bool { return noncePattern.MatchString(s) }
 
 // ValidStatement tells whether s can be a challenge's statement: one line of printable text.
 func ValidStatement(s string) bool {

@@ -1,0 +1,649 @@
+package rest
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"gopkg.in/yaml.v3"
+
+	"marketd/store"
+	"marketd/store/signing"
+	"marketd/store/storetest"
+)
+
+// openAPIMethods are the operation keys of an OpenAPI path item.
+var openAPIMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+// openAPIDoc parses the embedded rest/openapi.yaml into plain maps and slices.
+func openAPIDoc(t testing.TB) map[string]any {
+	t.Helper()
+	var doc map[string]any
+	if err := yaml.Unmarshal(openapiYAML, &doc); err != nil {
+		t.Fatalf("openapi.yaml does not parse: %v", err)
+	}
+	if v, _ := doc["openapi"].(string); !strings.HasPrefix(v, "3.1.") {
+		t.Fatalf("openapi: %q, want 3.1.x", v)
+	}
+	return doc
+}
+
+// openAPIOp is one documented operation.
+type openAPIOp struct {
+	method string // upper case, as in the route table
+	path   string
+	op     map[string]any
+}
+
+func (o openAPIOp) String() string { return o.method + " " + o.path }
+
+// openAPIOps lists every documented operation, sorted by path then method.
+func openAPIOps(t testing.TB, doc map[string]any) []openAPIOp {
+	t.Helper()
+	paths, ok := doc["paths"].(map[string]any)
+	if !ok {
+		t.Fatal("openapi.yaml has no paths object")
+	}
+	var ops []openAPIOp
+	for path, item := range paths {
+		pi, ok := item.(map[string]any)
+		if !ok {
+			t.Fatalf("path %s is not an object", path)
+		}
+		for _, m := range openAPIMethods {
+			if op, ok := pi[m]; ok {
+				opm, ok := op.(map[string]any)
+				if !ok {
+					t.Fatalf("%s %s is not an object", m, path)
+				}
+				ops = append(ops, openAPIOp{method: strings.ToUpper(m), path: path, op: opm})
+			}
+		}
+	}
+	slices.SortFunc(ops, func(a, b openAPIOp) int { return strings.Compare(a.String(), b.String()) })
+	return ops
+}
+
+// openAPIResolve follows a local "$ref" ("#/a/b") inside doc.
+func openAPIResolve(doc map[string]any, ref string) (any, error) {
+	frag, ok := strings.CutPrefix(ref, "#")
+	if !ok {
+		return nil, fmt.Errorf("%q is not a local reference", ref)
+	}
+	if frag == "" {
+		return doc, nil
+	}
+	if !strings.HasPrefix(frag, "/") {
+		return nil, fmt.Errorf("%q is not a JSON pointer", ref)
+	}
+	var cur any = doc
+	for _, tok := range strings.Split(frag[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := cur.(type) {
+		case map[string]any:
+			v, ok := c[tok]
+			if !ok {
+				return nil, fmt.Errorf("%q: no %q", ref, tok)
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, fmt.Errorf("%q: no index %q", ref, tok)
+			}
+			cur = c[i]
+		default:
+			return nil, fmt.Errorf("%q: %q is inside a scalar", ref, tok)
+		}
+	}
+	return cur, nil
+}
+
+// openAPIDeref returns v itself, or what its "$ref" (followed transitively) names.
+func openAPIDeref(t testing.TB, doc map[string]any, v any) map[string]any {
+	t.Helper()
+	for range 10 {
+		m, ok := v.(map[string]any)
+		if !ok {
+			t.Fatalf("%v is not an object", v)
+		}
+		ref, ok := m["$ref"].(string)
+		if !ok {
+			return m
+		}
+		next, err := openAPIResolve(doc, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v = next
+	}
+	t.Fatalf("reference chain too long at %v", v)
+	return nil
+}
+
+// openAPITestAPI is an API on one backend with its route table, for the document tests.
+func openAPITestAPI(t *testing.T, b storetest.Backend) *testAPI {
+	t.Helper()
+	a := newTestAPI(t, b)
+	if len(a.srv.routes) == 0 {
+		t.Fatal("the server has no routes")
+	}
+	return a
+}
+
+func TestOpenAPI_EveryRouteIsDocumented(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		a := openAPITestAPI(t, b)
+		doc := openAPIDoc(t)
+		documented := map[string]bool{}
+		for _, o := range openAPIOps(t, doc) {
+			documented[o.String()] = true
+		}
+		for _, rt := range a.srv.routes {
+			if !documented[rt.method+" "+rt.path] {
+				t.Errorf("route %s %s is served but not documented in openapi.yaml", rt.method, rt.path)
+			}
+		}
+	})
+}
+
+// openAPIUnrouted tells whether a response came from the router's fall-back (srv.unrouted)
+// rather than from a route: 405 method_not_allowed, or 404 not_found for "no endpoint".
+func openAPIUnrouted(r *testResponse) (bool, string) {
+	var p problem
+	_ = json.Unmarshal(r.body, &p)
+	switch {
+	case r.status == http.StatusMethodNotAllowed && p.Code == string(store.CodeMethodNotAllowed):
+		return true, "405 method_not_allowed"
+	case r.status == http.StatusNotFound && p.Code == string(store.CodeNotFound) && strings.HasPrefix(p.Detail, "no endpoint at "):
+		return true, "404 not_found (no endpoint)"
+	}
+	return false, ""
+}
+
+var openAPIWildcard = regexp.MustCompile(`\{[^{}/]+\}`)
+
+func TestOpenAPI_EveryDocumentedRouteIsServed(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		a := openAPITestAPI(t, b)
+		doc := openAPIDoc(t)
+		ops := openAPIOps(t, doc)
+		if len(ops) == 0 {
+			t.Fatal("openapi.yaml documents no operation")
+		}
+		for _, o := range ops {
+			// Any concrete value will do for a wildcard: the router matches the shape, and a
+			// handler's own 400/401/404 still proves the route exists.
+			concrete := openAPIWildcard.ReplaceAllString(o.path, "probe")
+			r := a.do(o.method, concrete, nil)
+			if unrouted, why := openAPIUnrouted(r); unrouted {
+				t.Errorf("%s is documented but not served: %s %s answered %s: %s", o, o.method, concrete, why, r.body)
+			}
+			req := httptest.NewRequest(o.method, concrete, nil)
+			if _, pattern := a.srv.mux.Handler(req); pattern != o.method+" "+o.path {
+				t.Errorf("%s %s is routed to pattern %q, want %q", o.method, concrete, pattern, o.method+" "+o.path)
+			}
+		}
+	})
+}
+
+func TestOpenAPI_DocumentsNoUndefinedPathWildcards(t *testing.T) {
+	doc := openAPIDoc(t)
+	for _, o := range openAPIOps(t, doc) {
+		declared := map[string]bool{}
+		params := []any{}
+		if pi, ok := doc["paths"].(map[string]any)[o.path].(map[string]any); ok {
+			if ps, ok := pi["parameters"].([]any); ok {
+				params = append(params, ps...)
+			}
+		}
+		if ps, ok := o.op["parameters"].([]any); ok {
+			params = append(params, ps...)
+		}
+		for _, p := range params {
+			pm := openAPIDeref(t, doc, p)
+			if pm["in"] == "path" {
+				declared[pm["name"].(string)] = true
+			}
+		}
+		for _, w := range openAPIWildcard.FindAllString(o.path, -1) {
+			if name := strings.Trim(w, "{}"); !declared[name] {
+				t.Errorf("%s: path wildcard %s has no path parameter", o, w)
+			}
+		}
+	}
+}
+
+func TestOpenAPI_EveryRefResolves(t *testing.T) {
+	doc := openAPIDoc(t)
+	refs := 0
+	var walk func(at string, v any)
+	walk = func(at string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, child := range x {
+				if k == "$ref" {
+					ref, ok := child.(string)
+					if !ok {
+						t.Errorf("%s: $ref is not a string", at)
+						continue
+					}
+					refs++
+					if _, err := openAPIResolve(doc, ref); err != nil {
+						t.Errorf("%s: %v", at, err)
+					}
+					continue
+				}
+				walk(at+"/"+k, child)
+			}
+		case []any:
+			for i, child := range x {
+				walk(at+"/"+strconv.Itoa(i), child)
+			}
+		}
+	}
+	walk("#", doc)
+	if refs == 0 {
+		t.Fatal("no $ref found: the walk is broken")
+	}
+}
+
+func TestOpenAPI_EveryOperationHasAUniqueOperationID(t *testing.T) {
+	doc := openAPIDoc(t)
+	seen := map[string]string{}
+	for _, o := range openAPIOps(t, doc) {
+		id, _ := o.op["operationId"].(string)
+		if id == "" {
+			t.Errorf("%s has no operationId", o)
+			continue
+		}
+		if prev, dup := seen[id]; dup {
+			t.Errorf("operationId %q is used by %s and %s", id, prev, o)
+		}
+		seen[id] = o.String()
+	}
+}
+
+func TestOpenAPI_EveryOperationHasSummaryDescriptionAndTags(t *testing.T) {
+	doc := openAPIDoc(t)
+	for _, o := range openAPIOps(t, doc) {
+		for _, field := range []string{"summary", "description"} {
+			if s, _ := o.op[field].(string); strings.TrimSpace(s) == "" {
+				t.Errorf("%s has no %s", o, field)
+			}
+		}
+		if tags, _ := o.op["tags"].([]any); len(tags) == 0 {
+			t.Errorf("%s has no tag", o)
+		}
+	}
+}
+
+// openAPISecurity is an operation's effective security requirement: its own, else the document's.
+func openAPISecurity(doc map[string]any, op map[string]any) []any {
+	if s, ok := op["security"]; ok {
+		l, _ := s.([]any)
+		return l
+	}
+	l, _ := doc["security"].([]any)
+	return l
+}
+
+func TestOpenAPI_SecurityMatchesRouteAccess(t *testing.T) {
+	doc := openAPIDoc(t)
+	routes := map[string]route{}
+	for _, rt := range (&Server{}).apiRoutes() {
+		routes[rt.method+" "+rt.path] = rt
+	}
+	for _, o := range openAPIOps(t, doc) {
+		rt, ok := routes[o.String()]
+		if !ok {
+			continue // TestOpenAPI_EveryDocumentedRouteIsServed reports it
+		}
+		sec := openAPISecurity(doc, o.op)
+		switch rt.access {
+		case public:
+			if len(sec) != 0 {
+				t.Errorf("%s needs no token but documents security %v; want security: []", o, sec)
+			}
+		case token:
+			schemes := map[string]bool{}
+			for _, req := range sec {
+				for name := range req.(map[string]any) {
+					schemes[name] = true
+				}
+			}
+			if !schemes["bearerAuth"] || !schemes["cookieAuth"] {
+				t.Errorf("%s needs a token but documents security %v; want bearerAuth and cookieAuth", o, sec)
+			}
+			if _, ok := o.op["responses"].(map[string]any)["401"]; !ok {
+				t.Errorf("%s needs a token but documents no 401", o)
+			}
+		}
+	}
+	schemes := openAPIDeref(t, doc, map[string]any{"$ref": "#/components/securitySchemes"})
+	cookie := openAPIDeref(t, doc, schemes["cookieAuth"])
+	if cookie["type"] != "apiKey" || cookie["in"] != "cookie" || cookie["name"] != cookieName {
+		t.Errorf("cookieAuth is %v, want apiKey in cookie %s", cookie, cookieName)
+	}
+	bearer := openAPIDeref(t, doc, schemes["bearerAuth"])
+	if bearer["type"] != "http" || bearer["scheme"] != "bearer" {
+		t.Errorf("bearerAuth is %v, want http bearer", bearer)
+	}
+}
+
+// openAPIResponses returns an operation's responses, resolved, by status.
+func openAPIResponses(t testing.TB, doc map[string]any, o openAPIOp) map[string]map[string]any {
+	t.Helper()
+	rs, ok := o.op["responses"].(map[string]any)
+	if !ok || len(rs) == 0 {
+		t.Fatalf("%s has no responses", o)
+	}
+	out := map[string]map[string]any{}
+	for status, r := range rs {
+		out[status] = openAPIDeref(t, doc, r)
+	}
+	return out
+}
+
+func openAPIHeaders(r map[string]any) map[string]any {
+	h, _ := r["headers"].(map[string]any)
+	return h
+}
+
+func TestOpenAPI_EveryResponseDocumentsRequestIdAndErrorsAreProblems(t *testing.T) {
+	doc := openAPIDoc(t)
+	for _, o := range openAPIOps(t, doc) {
+		for status, r := range openAPIResponses(t, doc, o) {
+			if _, ok := openAPIHeaders(r)["X-Request-Id"]; !ok {
+				t.Errorf("%s %s: no X-Request-Id header", o, status)
+			}
+			if strings.HasPrefix(status, "2") {
+				continue
+			}
+			content, _ := r["content"].(map[string]any)
+			mt, ok := content["application/problem+json"].(map[string]any)
+			if !ok || len(content) != 1 {
+				t.Errorf("%s %s: want only application/problem+json content, have %v", o, status, content)
+				continue
+			}
+			if ref, _ := mt["schema"].(map[string]any)["$ref"].(string); ref != "#/components/schemas/Problem" {
+				t.Errorf("%s %s: problem schema is %v, want the Problem component", o, status, mt["schema"])
+			}
+			if status == "401" {
+				if _, ok := openAPIHeaders(r)["WWW-Authenticate"]; !ok {
+					t.Errorf("%s 401: no WWW-Authenticate header", o)
+				}
+			}
+		}
+	}
+}
+
+func TestOpenAPI_LimitedRoutesDocumentRateLimitHeadersAnd429(t *testing.T) {
+	doc := openAPIDoc(t)
+	routes := map[string]route{}
+	for _, rt := range (&Server{}).apiRoutes() {
+		routes[rt.method+" "+rt.path] = rt
+	}
+	for _, o := range openAPIOps(t, doc) {
+		rt, ok := routes[o.String()]
+		limited := ok && (rt.prepare || (rt.method == http.MethodGet && strings.HasPrefix(rt.path, "/api/")))
+		rs := openAPIResponses(t, doc, o)
+		if !limited {
+			if _, ok := rs["429"]; ok {
+				t.Errorf("%s is never rate limited but documents 429", o)
+			}
+			continue
+		}
+		for status, r := range rs {
+			if !strings.HasPrefix(status, "2") {
+				continue
+			}
+			for _, h := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset"} {
+				if _, ok := openAPIHeaders(r)[h]; !ok {
+					t.Errorf("%s %s: no %s header", o, status, h)
+				}
+			}
+		}
+		r, ok := rs["429"]
+		if !ok {
+			t.Errorf("%s is rate limited but documents no 429", o)
+			continue
+		}
+		if _, ok := openAPIHeaders(r)["Retry-After"]; !ok {
+			t.Errorf("%s 429: no Retry-After header", o)
+		}
+	}
+}
+
+func TestOpenAPI_RequestBodiesAreStrict(t *testing.T) {
+	doc := openAPIDoc(t)
+	for _, o := range openAPIOps(t, doc) {
+		rb, ok := o.op["requestBody"]
+		if !ok {
+			continue
+		}
+		body := openAPIDeref(t, doc, rb)
+		mt, ok := body["content"].(map[string]any)["application/json"].(map[string]any)
+		if !ok {
+			t.Errorf("%s: request body is not application/json", o)
+			continue
+		}
+		schema := openAPIDeref(t, doc, mt["schema"])
+		if schema["additionalProperties"] != false {
+			t.Errorf("%s: request schema allows additional properties", o)
+		}
+		props, _ := schema["properties"].(map[string]any)
+		req, _ := schema["required"].([]any)
+		if len(props) > 0 && len(req) == 0 {
+			t.Errorf("%s: request schema requires no field", o)
+		}
+	}
+}
+
+func TestOpenAPI_GetOpenAPIServesTheEmbeddedFileAsYAML(t *testing.T) {
+	onDisk, err := os.ReadFile("openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(onDisk, openapiYAML) {
+		t.Fatal("the embedded document differs from rest/openapi.yaml")
+	}
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		a := openAPITestAPI(t, b)
+		r := a.do("GET", "/openapi.yaml", nil).ok(t)
+		if ct := r.header.Get("Content-Type"); ct != "application/yaml" {
+			t.Errorf("Content-Type %q, want application/yaml", ct)
+		}
+		if !bytes.Equal(r.body, openapiYAML) {
+			t.Errorf("GET /openapi.yaml served %d bytes that differ from the embedded %d", len(r.body), len(openapiYAML))
+		}
+		if r.header.Get("X-Request-Id") == "" {
+			t.Error("no X-Request-Id")
+		}
+	})
+}
+
+// openAPIKinDoc loads the document with kin-openapi, resolving every reference.
+func openAPIKinDoc(t testing.TB) *openapi3.T {
+	t.Helper()
+	l := openapi3.NewLoader()
+	doc, err := l.LoadFromData(openapiYAML)
+	if err != nil {
+		t.Fatalf("kin-openapi cannot load openapi.yaml: %v", err)
+	}
+	return doc
+}
+
+func TestOpenAPI_IsValidOpenAPI31WithValidExamples(t *testing.T) {
+	doc := openAPIKinDoc(t)
+	if !doc.IsOpenAPI31OrLater() {
+		t.Fatalf("openapi %q is not 3.1", doc.OpenAPI)
+	}
+	if err := doc.Validate(context.Background(), openapi3.EnableExamplesValidation()); err != nil {
+		t.Fatalf("openapi.yaml is not a valid OpenAPI 3.1 document: %v", err)
+	}
+}
+
+// openAPIResponseChecker checks real responses against the operation documented for them.
+type openAPIResponseChecker struct {
+	t   *testing.T
+	doc *openapi3.T
+}
+
+// check fails the test unless the response's status is documented for method path, its
+// body matches the documented schema of its content type, and every header the document
+// says is required is present.
+func (c openAPIResponseChecker) check(method, path string, r *testResponse) {
+	c.t.Helper()
+	item := c.doc.Paths.Value(path)
+	if item == nil {
+		c.t.Fatalf("%s is not documented", path)
+	}
+	op := item.GetOperation(method)
+	if op == nil {
+		c.t.Fatalf("%s %s is not documented", method, path)
+	}
+	ref := op.Responses.Status(r.status)
+	if ref == nil || ref.Value == nil {
+		c.t.Errorf("%s %s answered %d, which is not documented: %s", method, path, r.status, r.body)
+		return
+	}
+	for name, h := range ref.Value.Headers {
+		if h.Value != nil && h.Value.Required && r.header.Get(name) == "" {
+			c.t.Errorf("%s %s %d: required header %s is missing", method, path, r.status, name)
+		}
+	}
+	if len(ref.Value.Content) == 0 {
+		if len(r.body) != 0 {
+			c.t.Errorf("%s %s %d: documented without a body, got %s", method, path, r.status, r.body)
+		}
+		return
+	}
+	ct := r.header.Get("Content-Type")
+	mt := ref.Value.Content.Get(ct)
+	if mt == nil || ref.Value.Content[ct] == nil {
+		c.t.Errorf("%s %s %d: Content-Type %q is not documented", method, path, r.status, ct)
+		return
+	}
+	if mt.Schema == nil || !strings.Contains(ct, "json") {
+		return
+	}
+	var body any
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		c.t.Errorf("%s %s %d: body is not JSON: %v", method, path, r.status, err)
+		return
+	}
+	if err := mt.Schema.Value.VisitJSON(body, openapi3.EnableJSONSchema2020()); err != nil {
+		c.t.Errorf("%s %s %d: body does not match the documented schema: %v\nbody: %s", method, path, r.status, err, r.body)
+	}
+}
+
+func TestOpenAPI_RealResponsesMatchTheDocument(t *testing.T) {
+	doc := openAPIKinDoc(t)
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		a := newTestAPI(t, b, func(sc *store.Config, rc *Config) { rc.RateRead, rc.RatePrepare = 2, 1 })
+		c := openAPIResponseChecker{t: t, doc: doc}
+
+		c.check("GET", "/healthz", a.do("GET", "/healthz", nil))
+		c.check("GET", "/readyz", a.do("GET", "/readyz", nil))
+		c.check("GET", "/openapi.yaml", a.do("GET", "/openapi.yaml", nil))
+		c.check("GET", "/.well-known/jwks.json", a.do("GET", "/.well-known/jwks.json", nil))
+
+		// Onboarding: prepare (then 429 over the prepare limit of 1), execute, a replay, errors.
+		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+		onboard := map[string]string{"publicKey": base64.StdEncoding.EncodeToString(pub), "hint": "alice"}
+		prep := a.do("POST", "/api/parties/onboard/prepare", onboard)
+		c.check("POST", "/api/parties/onboard/prepare", prep)
+		prep.ok(t)
+		c.check("POST", "/api/parties/onboard/prepare", a.do("POST", "/api/parties/onboard/prepare", onboard))
+		c.check("POST", "/api/parties/onboard/execute", a.do("POST", "/api/parties/onboard/execute", `{"preparedTransactionHash": 1}`))
+		c.check("POST", "/api/parties/onboard/execute", a.do("POST", "/api/parties/onboard/execute", "<x/>", withHeader("Content-Type", "text/xml")))
+		hash64 := prep.str(t, "preparedTransactionHash")
+		hash, _ := base64.StdEncoding.DecodeString(hash64)
+		other := make([]byte, 32)
+		c.check("POST", "/api/parties/onboard/execute", a.do("POST", "/api/parties/onboard/execute", map[string]string{
+			"preparedTransactionHash": base64.StdEncoding.EncodeToString(other), "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, other))}))
+		c.check("POST", "/api/parties/onboard/execute", a.do("POST", "/api/parties/onboard/execute", map[string]string{
+			"preparedTransactionHash": hash64, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, []byte("not the hash")))}))
+		for range 2 { // the replay answers the first receipt
+			res := a.do("POST", "/api/parties/onboard/execute", map[string]string{"preparedTransactionHash": hash64, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, hash))})
+			c.check("POST", "/api/parties/onboard/execute", res)
+			res.ok(t)
+		}
+		alice := &testParty{id: signing.PartyIDFor("alice", pub), priv: priv}
+
+		// Sign-in.
+		c.check("POST", "/api/auth/nonce", a.do("POST", "/api/auth/nonce", map[string]string{"partyId": "nobody"}))
+		c.check("POST", "/api/auth/nonce", a.do("POST", "/api/auth/nonce", map[string]string{"partyId": "bob::1220" + strings.Repeat("0", 64)}))
+		nonce := a.do("POST", "/api/auth/nonce", map[string]string{"partyId": alice.id})
+		c.check("POST", "/api/auth/nonce", nonce)
+		msg, n := nonce.str(t, "message"), nonce.str(t, "nonce")
+		if _, err := signing.ParseChallenge(msg); err != nil {
+			t.Errorf("the challenge does not have the documented layout: %v", err)
+		}
+		verify := a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.id, "nonce": n, "signature": alice.sign([]byte(msg))})
+		c.check("POST", "/api/auth/verify", verify)
+		tok := verify.ok(t).str(t, "token")
+		cookie := verify.sessionCookie()
+		if cookie == nil {
+			t.Fatal("verify set no session cookie")
+		}
+		c.check("POST", "/api/auth/verify", a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.id, "nonce": n, "signature": alice.sign([]byte(msg))}))
+
+		// Authenticated reads: a 200, a 429 over the read limit of 2, then the next window.
+		c.check("GET", "/api/auth/me", a.do("GET", "/api/auth/me", nil, bearer(tok)))
+		c.check("GET", "/api/auth/sessions", a.do("GET", "/api/auth/sessions", nil, bearer(tok)))
+		c.check("GET", "/api/auth/me", a.do("GET", "/api/auth/me", nil, bearer(tok)))
+		a.clock.Advance(time.Minute)
+		c.check("GET", "/api/auth/sessions", a.do("GET", "/api/auth/sessions?limit=0", nil, bearer(tok)))
+		c.check("GET", "/api/auth/me", a.do("GET", "/api/auth/me?taker=bob", nil, bearer(tok)))
+		a.clock.Advance(time.Minute)
+		c.check("GET", "/api/auth/me", a.do("GET", "/api/auth/me", nil))
+
+		// Rotation through the cookie: the 200 then carries Set-Cookie and X-Auth-*.
+		a.clock.Advance(31 * time.Minute)
+		rotated := a.do("GET", "/api/auth/me", nil, withCookie(cookie))
+		c.check("GET", "/api/auth/me", rotated)
+		if rotated.header.Get("X-Auth-Token") == "" || rotated.header.Get("X-Auth-Expires-At") == "" || rotated.sessionCookie() == nil {
+			t.Errorf("a cookie older than 30 minutes was not rotated: %v", rotated.header)
+		}
+
+		// Logout: cross-origin with the cookie, then 204, then refused.
+		c.check("POST", "/api/auth/logout", a.do("POST", "/api/auth/logout", nil, withCookie(rotated.sessionCookie()), withHeader("Origin", "https://evil.example")))
+		c.check("POST", "/api/auth/logout", a.do("POST", "/api/auth/logout", `{"x":1}`, bearer(tok)))
+		out := a.do("POST", "/api/auth/logout", nil, bearer(tok))
+		c.check("POST", "/api/auth/logout", out)
+		if out.status != http.StatusNoContent {
+			t.Fatalf("logout answered %d: %s", out.status, out.body)
+		}
+		c.check("POST", "/api/auth/logout", a.do("POST", "/api/auth/logout", nil, bearer(tok)))
+
+		// The 413 every body-taking endpoint documents.
+		big := `{"partyId":"` + strings.Repeat("a", maxBody) + `"}`
+		c.check("POST", "/api/auth/nonce", a.do("POST", "/api/auth/nonce", big))
+
+		// 410 once the prepared transaction's lifetime is over.
+		late := a.do("POST", "/api/parties/onboard/prepare", onboard)
+		c.check("POST", "/api/parties/onboard/prepare", late)
+		late64 := late.ok(t).str(t, "preparedTransactionHash")
+		lateHash, _ := base64.StdEncoding.DecodeString(late64)
+		a.clock.Advance(10 * time.Minute)
+		gone := a.do("POST", "/api/parties/onboard/execute", map[string]string{"preparedTransactionHash": late64, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, lateHash))})
+		c.check("POST", "/api/parties/onboard/execute", gone)
+		gone.wantProblem(t, http.StatusGone, store.CodePreparedExpired)
+	})
+}
