@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -302,12 +304,19 @@ func openAPISecurity(doc map[string]any, op map[string]any) []any {
 	return l
 }
 
-func TestOpenAPI_SecurityMatchesRouteAccess(t *testing.T) {
-	doc := openAPIDoc(t)
+// openAPIRoutes is every route the API can serve, by "METHOD path", the dev-mode-only ones
+// included: the document describes them all.
+func openAPIRoutes() map[string]route {
 	routes := map[string]route{}
-	for _, rt := range (&Server{}).apiRoutes() {
+	for _, rt := range (&Server{cfg: Config{Dev: true}}).apiRoutes() {
 		routes[rt.method+" "+rt.path] = rt
 	}
+	return routes
+}
+
+func TestOpenAPI_SecurityMatchesRouteAccess(t *testing.T) {
+	doc := openAPIDoc(t)
+	routes := openAPIRoutes()
 	for _, o := range openAPIOps(t, doc) {
 		rt, ok := routes[o.String()]
 		if !ok {
@@ -394,10 +403,7 @@ func TestOpenAPI_EveryResponseDocumentsRequestIdAndErrorsAreProblems(t *testing.
 
 func TestOpenAPI_LimitedRoutesDocumentRateLimitHeadersAnd429(t *testing.T) {
 	doc := openAPIDoc(t)
-	routes := map[string]route{}
-	for _, rt := range (&Server{}).apiRoutes() {
-		routes[rt.method+" "+rt.path] = rt
-	}
+	routes := openAPIRoutes()
 	for _, o := range openAPIOps(t, doc) {
 		rt, ok := routes[o.String()]
 		limited := ok && (rt.prepare || (rt.method == http.MethodGet && strings.HasPrefix(rt.path, "/api/")))
@@ -645,5 +651,301 @@ func TestOpenAPI_RealResponsesMatchTheDocument(t *testing.T) {
 		gone := a.do("POST", "/api/parties/onboard/execute", map[string]string{"preparedTransactionHash": late64, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, lateHash))})
 		c.check("POST", "/api/parties/onboard/execute", gone)
 		gone.wantProblem(t, http.StatusGone, store.CodePreparedExpired)
+	})
+}
+
+func TestOpenAPI_DevModeOnlyRoutesSaySoAndDocument404(t *testing.T) {
+	doc := openAPIDoc(t)
+	prod := map[string]bool{}
+	for _, rt := range (&Server{}).apiRoutes() {
+		prod[rt.method+" "+rt.path] = true
+	}
+	all := openAPIRoutes()
+	devOnly := 0
+	for _, o := range openAPIOps(t, doc) {
+		if _, served := all[o.String()]; !served || prod[o.String()] {
+			continue
+		}
+		devOnly++
+		if desc, _ := o.op["description"].(string); !strings.Contains(desc, "MARKETD_DEV=1") {
+			t.Errorf("%s exists only in dev mode, but its description does not say MARKETD_DEV=1", o)
+		}
+		if _, ok := o.op["responses"].(map[string]any)["404"]; !ok {
+			t.Errorf("%s exists only in dev mode, but documents no 404 for when it does not", o)
+		}
+	}
+	if devOnly == 0 {
+		t.Fatal("no dev-mode-only route is documented: the tap is missing")
+	}
+}
+
+// openAPIPreparedContent returns the contentSchema a prepare response's schema gives its
+// preparedTransaction (what the base64 decodes to), or nil.
+func openAPIPreparedContent(schema *openapi3.Schema) *openapi3.SchemaRef {
+	if schema == nil {
+		return nil
+	}
+	for _, part := range append([]*openapi3.SchemaRef{{Value: schema}}, schema.AllOf...) {
+		if p := part.Value.Properties["preparedTransaction"]; p != nil && p.Value != nil && p.Value.ContentSchema != nil && p.Value.ContentSchema.Value != nil {
+			return p.Value.ContentSchema
+		}
+	}
+	return nil
+}
+
+func TestOpenAPI_PrepareExamplesAreSelfConsistent(t *testing.T) {
+	doc := openAPIKinDoc(t)
+	checked := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ref := op.Responses.Status(http.StatusOK)
+			if ref == nil || ref.Value == nil || ref.Value.Content.Get("application/json") == nil {
+				continue
+			}
+			mt := ref.Value.Content.Get("application/json")
+			ex, _ := mt.Example.(map[string]any)
+			tx, ok := ex["preparedTransaction"].(string)
+			if !ok {
+				continue
+			}
+			checked++
+			where := method + " " + path + " 200 example"
+			raw, err := base64.StdEncoding.DecodeString(tx)
+			if err != nil {
+				t.Errorf("%s: preparedTransaction is not base64: %v", where, err)
+				continue
+			}
+			if sum := sha256.Sum256(raw); base64.StdEncoding.EncodeToString(sum[:]) != ex["preparedTransactionHash"] {
+				t.Errorf("%s: preparedTransactionHash is not the SHA-256 of the decoded preparedTransaction", where)
+			}
+			var env map[string]any
+			if err := json.Unmarshal(raw, &env); err != nil {
+				t.Errorf("%s: preparedTransaction is not JSON: %v", where, err)
+				continue
+			}
+			for _, field := range []string{"actAs", "expiresAt"} {
+				if fmt.Sprint(env[field]) != fmt.Sprint(ex[field]) {
+					t.Errorf("%s: %s is %v, the decoded transaction says %v", where, field, ex[field], env[field])
+				}
+			}
+			if content := openAPIPreparedContent(mt.Schema.Value); content != nil {
+				if err := content.Value.VisitJSON(env, openapi3.EnableJSONSchema2020()); err != nil {
+					t.Errorf("%s: the decoded preparedTransaction does not match %s: %v", where, content.Ref, err)
+				}
+			}
+		}
+	}
+	if checked < 5 {
+		t.Errorf("checked %d prepare examples; the onboarding, tap, transfer and preapproval ones are missing", checked)
+	}
+}
+
+// checkPrepared checks a prepare's answer like check and, on a 200, that preparedTransaction
+// decodes to what the document's contentSchema for it describes and hashes to
+// preparedTransactionHash.
+func (c openAPIResponseChecker) checkPrepared(method, path string, r *testResponse) {
+	c.t.Helper()
+	c.check(method, path, r)
+	if r.status != http.StatusOK {
+		return
+	}
+	ref := c.doc.Paths.Value(path).GetOperation(method).Responses.Status(http.StatusOK)
+	content := openAPIPreparedContent(ref.Value.Content.Get("application/json").Schema.Value)
+	if content == nil {
+		c.t.Errorf("%s %s 200: the document does not say what preparedTransaction decodes to (contentSchema)", method, path)
+		return
+	}
+	var p preparedView
+	if err := json.Unmarshal(r.body, &p); err != nil {
+		c.t.Fatalf("%s %s 200: %v", method, path, err)
+	}
+	raw, err := base64.StdEncoding.DecodeString(p.PreparedTransaction)
+	if err != nil {
+		c.t.Errorf("%s %s 200: preparedTransaction is not base64: %v", method, path, err)
+		return
+	}
+	if sum := sha256.Sum256(raw); base64.StdEncoding.EncodeToString(sum[:]) != p.PreparedTransactionHash {
+		c.t.Errorf("%s %s 200: preparedTransactionHash is not the SHA-256 of the decoded preparedTransaction", method, path)
+	}
+	var body any
+	if err := json.Unmarshal(raw, &body); err != nil {
+		c.t.Errorf("%s %s 200: preparedTransaction is not JSON: %v", method, path, err)
+		return
+	}
+	if err := content.Value.VisitJSON(body, openapi3.EnableJSONSchema2020()); err != nil {
+		c.t.Errorf("%s %s 200: the decoded preparedTransaction does not match %s: %v\n%s", method, path, content.Ref, err, raw)
+	}
+}
+
+func TestOpenAPI_RealWalletResponsesMatchTheDocument(t *testing.T) {
+	doc := openAPIKinDoc(t)
+	const (
+		balance      = "/api/wallet/balance/{partyId}"
+		utxoCount    = "/api/wallet/utxo-count/{partyId}"
+		preapprovals = "/api/wallet/preapprovals/{partyId}"
+		rewards      = "/api/wallet/rewards/{partyId}"
+		history      = "/api/wallet/rewards/{partyId}/history"
+		tapPrep      = "/api/wallet/tap/prepare"
+		tapExec      = "/api/wallet/tap/execute"
+		sendPrep     = "/api/wallet/cc-transfer/prepare"
+		sendExec     = "/api/wallet/cc-transfer/execute"
+		nftPrep      = "/api/wallet/nft-preapproval/prepare"
+		nftExec      = "/api/wallet/nft-preapproval/execute"
+		usdcxPrep    = "/api/wallet/usdcx-preapproval/prepare"
+		usdcxExec    = "/api/wallet/usdcx-preapproval/execute"
+		renew        = "/api/wallet/preapproval/renew"
+	)
+	at := func(tmpl, party string) string { return strings.Replace(tmpl, "{partyId}", party, 1) }
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		a := newTestAPI(t, b, withRates(1000, 1000))
+		c := openAPIResponseChecker{t: t, doc: doc}
+		alice, bob, carol := a.walletUser("alice"), a.walletUser("bob"), a.walletUser("carol")
+		exec := func(path string, prep *testResponse, signer *walletUser, tok string) *testResponse {
+			t.Helper()
+			hash := prep.ok(t).str(t, "preparedTransactionHash")
+			raw, _ := base64.StdEncoding.DecodeString(hash)
+			r := a.do("POST", path, map[string]string{"preparedTransactionHash": hash, "signature": signer.sign(raw)}, bearer(tok))
+			c.check("POST", path, r)
+			return r
+		}
+
+		// Every read: the party's own (200), another party's (403), without a token (401).
+		for _, tmpl := range []string{balance, utxoCount, preapprovals, rewards, history} {
+			c.check("GET", tmpl, a.do("GET", at(tmpl, alice.id), nil, bearer(alice.tok)).ok(t))
+			c.check("GET", tmpl, a.do("GET", at(tmpl, bob.id), nil, bearer(alice.tok)))
+			c.check("GET", tmpl, a.do("GET", at(tmpl, alice.id), nil))
+		}
+
+		// The dev tap: credits, a replay, bad amounts.
+		for _, tap := range []map[string]string{
+			{"instrument": "CC", "amount": "10"}, {"instrument": "CC", "amount": "0.5"},
+			{"instrument": "CC", "amount": "0.25"}, {"instrument": "USDCx", "amount": "100"},
+		} {
+			prep := a.do("POST", tapPrep, tap, bearer(alice.tok))
+			c.checkPrepared("POST", tapPrep, prep)
+			for range 2 {
+				exec(tapExec, prep, alice, alice.tok).ok(t)
+			}
+		}
+		for _, body := range []string{`{"instrument": "USDCx", "amount": "0.0000001"}`, `{"instrument": "CC", "amount": "1000000.1"}`, `{"instrument": "EUR", "amount": "1"}`} {
+			c.check("POST", tapPrep, a.do("POST", tapPrep, body, bearer(alice.tok)))
+		}
+
+		// A transfer that consolidates, prepared twice over the same holdings: the first
+		// execute commits (and replays), the second is stale.
+		send := map[string]string{"receiver": bob.id, "amount": "2.5"}
+		p1 := a.do("POST", sendPrep, send, bearer(alice.tok))
+		c.checkPrepared("POST", sendPrep, p1)
+		p2 := a.do("POST", sendPrep, send, bearer(alice.tok))
+		c.checkPrepared("POST", sendPrep, p2)
+		var effects struct {
+			Effects struct {
+				Inputs  []map[string]string `json:"inputs"`
+				Outputs []map[string]string `json:"outputs"`
+			} `json:"effects"`
+		}
+		raw, _ := base64.StdEncoding.DecodeString(p1.str(t, "preparedTransaction"))
+		if err := json.Unmarshal(raw, &effects); err != nil || len(effects.Effects.Inputs) != 3 || len(effects.Effects.Outputs) != 2 ||
+			effects.Effects.Outputs[0]["owner"] != bob.id || effects.Effects.Outputs[1]["owner"] != alice.id {
+			t.Errorf("a transfer of 2.5 from holdings of 10, 0.5 and 0.25 should spend all three and pay bob then the change: %s", raw)
+		}
+		hash1 := p1.str(t, "preparedTransactionHash")
+		sig1, _ := base64.StdEncoding.DecodeString(hash1)
+		c.check("POST", sendExec, a.do("POST", sendExec, map[string]string{"preparedTransactionHash": hash1, "signature": carol.sign(sig1)}, bearer(alice.tok)))
+		c.check("POST", sendExec, a.do("POST", sendExec, map[string]string{"preparedTransactionHash": hash1, "signature": alice.sign(sig1)}, bearer(bob.tok)))
+		tapHash := a.do("POST", tapPrep, map[string]string{"instrument": "CC", "amount": "1"}, bearer(alice.tok)).ok(t).str(t, "preparedTransactionHash")
+		tapRaw, _ := base64.StdEncoding.DecodeString(tapHash)
+		c.check("POST", sendExec, a.do("POST", sendExec, map[string]string{"preparedTransactionHash": tapHash, "signature": alice.sign(tapRaw)}, bearer(alice.tok)))
+		for range 2 {
+			exec(sendExec, p1, alice, alice.tok).ok(t)
+		}
+		exec(sendExec, p2, alice, alice.tok).wantProblem(t, http.StatusConflict, store.CodeStale)
+
+		// Transfers refused at prepare.
+		for _, tc := range []struct {
+			body   any
+			status int
+		}{
+			{map[string]string{"receiver": bob.id, "amount": "0"}, http.StatusBadRequest},
+			{map[string]string{"receiver": bob.id, "amount": "1.00000000001"}, http.StatusBadRequest},
+			{`{"receiver": "bob", "amount": 1}`, http.StatusBadRequest},
+			{map[string]string{"receiver": ghostParty, "amount": "1"}, http.StatusNotFound},
+			{map[string]string{"sender": bob.id, "receiver": carol.id, "amount": "1"}, http.StatusForbidden},
+			{map[string]string{"receiver": bob.id, "amount": "1000"}, http.StatusConflict},
+			{`{"receiver": "` + strings.Repeat("b", maxBody) + `"}`, http.StatusRequestEntityTooLarge},
+		} {
+			r := a.do("POST", sendPrep, tc.body, bearer(alice.tok))
+			c.check("POST", sendPrep, r)
+			if r.status != tc.status {
+				t.Errorf("cc-transfer prepare answered %d, want %d: %s", r.status, tc.status, r.body)
+			}
+		}
+		c.check("POST", sendPrep, a.do("POST", sendPrep, "<x/>", bearer(alice.tok), withHeader("Content-Type", "text/xml")))
+		cookie := a.signIn(alice.testParty).sessionCookie()
+		c.check("POST", sendPrep, a.do("POST", sendPrep, send, withCookie(cookie), withHeader("Origin", "https://evil.example")))
+
+		// A second rewarded transfer, so the history has two pages of one.
+		a.clock.Advance(time.Second)
+		a.walletSend(alice, bob.id, "1")
+		for _, tmpl := range []string{balance, utxoCount, rewards} {
+			c.check("GET", tmpl, a.do("GET", at(tmpl, alice.id), nil, bearer(alice.tok)).ok(t))
+		}
+		first := a.do("GET", at(history, alice.id)+"?limit=1", nil, bearer(alice.tok))
+		c.check("GET", history, first)
+		next, ok := first.ok(t).obj(t)["cursor"].(string)
+		if !ok {
+			t.Fatalf("two rewards in pages of one: the first page has no cursor: %s", first.body)
+		}
+		last := a.do("GET", at(history, alice.id)+"?limit=1&cursor="+url.QueryEscape(next), nil, bearer(alice.tok))
+		c.check("GET", history, last)
+		if last.ok(t).obj(t)["cursor"] != nil {
+			t.Errorf("the last page has a cursor: %s", last.body)
+		}
+		for _, q := range []string{"?limit=0", "?cursor=bogus"} {
+			c.check("GET", history, a.do("GET", at(history, alice.id)+q, nil, bearer(alice.tok)))
+		}
+
+		// Preapprovals: both kinds, a replacement, a renewal that makes the replacement stale.
+		for _, pe := range [][2]string{{nftPrep, nftExec}, {usdcxPrep, usdcxExec}} {
+			prep := a.do("POST", pe[0], nil, bearer(bob.tok))
+			c.checkPrepared("POST", pe[0], prep)
+			exec(pe[1], prep, bob, bob.tok).ok(t)
+			c.check("POST", pe[0], a.do("POST", pe[0], map[string]string{"kind": "nft"}, bearer(bob.tok)))
+		}
+		replacing := a.do("POST", usdcxPrep, map[string]string{}, bearer(bob.tok))
+		c.checkPrepared("POST", usdcxPrep, replacing)
+		if !strings.Contains(replacing.obj(t)["summary"].(map[string]any)["action"].(string), "USDCx") {
+			t.Errorf("usdcx preapproval summary: %s", replacing.body)
+		}
+		a.clock.Advance(time.Minute)
+		c.check("POST", renew, a.do("POST", renew, map[string]string{"kind": "usdcx"}, bearer(bob.tok)).ok(t))
+		exec(usdcxExec, replacing, bob, bob.tok).wantProblem(t, http.StatusConflict, store.CodeStale)
+		c.check("POST", renew, a.do("POST", renew, map[string]string{"kind": "nft"}, bearer(carol.tok)))
+		c.check("POST", renew, a.do("POST", renew, `{"kind": "NFT"}`, bearer(bob.tok)))
+		c.check("POST", renew, a.do("POST", renew, map[string]string{"kind": "nft"}))
+		c.check("GET", preapprovals, a.do("GET", at(preapprovals, bob.id), nil, bearer(bob.tok)).ok(t))
+
+		// 410 once a prepared transfer's lifetime is over.
+		late := a.do("POST", sendPrep, map[string]string{"receiver": carol.id, "amount": "1"}, bearer(alice.tok))
+		c.checkPrepared("POST", sendPrep, late)
+		a.clock.Advance(10 * time.Minute)
+		exec(sendExec, late, alice, alice.tok).wantProblem(t, http.StatusGone, store.CodePreparedExpired)
+
+		// 429 over the read and the prepare limits.
+		limited := newTestAPI(t, b, withRates(1, 1))
+		dave := limited.walletUser("dave")
+		for range 2 {
+			c.check("GET", balance, limited.do("GET", at(balance, dave.id), nil, bearer(dave.tok)))
+			c.check("POST", tapPrep, limited.do("POST", tapPrep, map[string]string{"instrument": "CC", "amount": "1"}, bearer(dave.tok)))
+		}
+
+		// Outside dev mode the tap does not exist.
+		prod := newTestAPI(t, b, func(sc *store.Config, rc *Config) { rc.Dev = false })
+		erin := prod.walletUser("erin")
+		for _, path := range []string{tapPrep, tapExec} {
+			r := prod.do("POST", path, map[string]string{"instrument": "CC", "amount": "1"}, bearer(erin.tok))
+			c.check("POST", path, r)
+			r.wantProblem(t, http.StatusNotFound, store.CodeNotFound)
+		}
 	})
 }
