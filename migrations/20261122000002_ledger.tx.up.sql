@@ -33,7 +33,8 @@ CREATE TABLE preapprovals (
 
 --bun:split
 
-CREATE INDEX preapprovals_active ON preapprovals (party_id, kind) WHERE consumed_update IS NULL;
+-- A party has at most one unconsumed preapproval of each kind.
+CREATE UNIQUE INDEX preapprovals_active ON preapprovals (party_id, kind) WHERE consumed_update IS NULL;
 
 --bun:split
 

@@ -123,16 +123,25 @@ func applyPreapproval(ctx context.Context, tx *Tx, u *Update, e *preapprovalEffe
 	t := &Transaction{Create: []Contract{p}}
 	if e.Replaces != "" {
 		t.Consume = []ContractRef{{templatePreapproval, e.Replaces}}
+	} else if cur, err := currentPreapproval(ctx, tx, e.PartyID, e.Kind); err != nil {
+		return nil, err
+	} else if cur != nil {
+		// Prepared when the party had none; one was created since. One of each kind at a time.
+		return nil, Errorf(CodeStale, "a %s preapproval was created since this one was prepared; prepare again to replace it", e.Kind)
 	}
 	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
+		if isUniqueViolation(err) { // a concurrent execute created the party's first one
+			return nil, Errorf(CodeStale, "a %s preapproval was created since this one was prepared; prepare again to replace it", e.Kind)
+		}
 		return nil, err
 	}
 	return PreapprovalResult{CID: p.CID, ExpiresAt: e.ExpiresAt}, nil
 }
 
-// RenewPreapproval moves the party's preapproval of kind to expire one preapproval lifetime
-// from now: a ledger update that replaces it. It needs no signature: it renews a consent the
-// party signed, it gives none anew. It is not_found when the party has none.
+// RenewPreapproval moves the party's active preapproval of kind to expire one preapproval
+// lifetime from now: a ledger update that replaces it. It needs no signature because it only
+// extends a consent the party signed and that still holds; an expired consent is given anew
+// by a signed prepare/execute. It is not_found when the party has no active one.
 func (s *Store) RenewPreapproval(ctx context.Context, partyID string, kind PreapprovalKind) (*PreapprovalResult, error) {
 	var out *PreapprovalResult
 	err := s.commit(ctx, KindPreapprovalRenew, partyID, func(tx *Tx, u *Update) (any, error) {
@@ -140,8 +149,8 @@ func (s *Store) RenewPreapproval(ctx context.Context, partyID string, kind Preap
 		if err != nil {
 			return nil, err
 		}
-		if cur == nil {
-			return nil, Errorf(CodeNotFound, "there is no %s preapproval to renew; create one with POST /api/wallet/%s-preapproval/prepare", kind, kind)
+		if cur == nil || !tx.now.Before(cur.ExpiresAt.Time) {
+			return nil, Errorf(CodeNotFound, "there is no active %s preapproval to renew; create one with POST /api/wallet/%s-preapproval/prepare", kind, kind)
 		}
 		expires := tx.now.Truncate(time.Second).Add(tx.s.cfg.PreapprovalTTL)
 		if !expires.After(cur.ExpiresAt.Time) {

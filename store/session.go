@@ -156,25 +156,6 @@ func (s *Store) Logout(ctx context.Context, a *Auth) error {
 	return err
 }
 
-// openSession creates a session and signs its first token.
-func (tx *Tx) openSession(ctx context.Context, keys *serviceKeys, in SignIn) (*IssuedToken, error) {
-	sid := randomID()
-	t, err := tx.s.signToken(keys, in.PartyID, sid, tx.now)
-	if err != nil {
-		return nil, err
-	}
-	row := &Session{
-		SID: sid, PartyID: in.PartyID, CreatedAt: At(tx.now),
-		UserAgent: clean(in.UserAgent, 256), ClientAddr: clean(in.ClientAddr, 64),
-		TokenJTI: t.TokenID, TokenIssuedAt: At(t.IssuedAt), TokenExpiresAt: At(t.ExpiresAt),
-	}
-	if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
-		return nil, err
-	}
-	t.state = &sessionState{partyID: in.PartyID, currentJTI: t.TokenID, deadAt: t.ExpiresAt}
-	return t, nil
-}
-
 // sessionState returns the session's state from memory, loading it on a miss.
 func (s *Store) sessionState(ctx context.Context, sid string) (*sessionState, error) {
 	if st := s.sessions.get(sid); st != nil {

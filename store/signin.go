@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"marketd/store/signing"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -61,13 +62,10 @@ func (s *Store) IssueChallenge(ctx context.Context, partyID string) (*signing.Ch
 		ExpiresAt: issued.Add(s.cfg.ChallengeTTL),
 	}
 	row := &signinNonce{Nonce: c.Nonce, PartyID: partyID, Message: c.Text(), IssuedAt: At(c.IssuedAt), ExpiresAt: At(c.ExpiresAt)}
-	err := s.inTx(ctx, func(tx *Tx) error {
-		_, err := tx.NewInsert().Model(row).Exec(ctx)
-		return err
-	})
-	if err != nil {
+	if _, err := s.wdb.NewInsert().Model(row).Exec(ctx); err != nil {
 		return nil, err
 	}
+	s.challenges.put(row)
 	return c, nil
 }
 
@@ -81,57 +79,115 @@ type SignIn struct {
 }
 
 // SignIn checks the signed challenge and opens a session with its first token. The nonce is
-// spent by this attempt whatever its outcome, malformed fields included.
+// spent by this attempt whatever its outcome, malformed fields included. The checks run
+// before any write, so the write is one statement that spends the nonce and opens the
+// session together, and only if no concurrent attempt spent the nonce first.
 func (s *Store) SignIn(ctx context.Context, in SignIn) (*IssuedToken, error) {
 	if !signing.ValidNonce(in.Nonce) {
 		// Not one this service issued; and a NUL or invalid UTF-8 must not reach the database.
 		return nil, Errorf(CodeNonceInvalid, "the nonce is unknown or already used; request a new challenge")
 	}
-	keys, err := s.serviceKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var issued *IssuedToken
-	var refusal error
-	err = s.inTx(ctx, func(tx *Tx) error {
-		n, err := tx.spendNonce(ctx, in.Nonce)
+	// The challenge text is remembered from its issue; another instance's, or one issued
+	// before a restart, is read from the store. Either way the spend below decides whether
+	// the nonce is still unused.
+	n := s.challenges.take(in.Nonce)
+	if n == nil {
+		n = new(signinNonce)
+		err := s.db.NewSelect().Model(n).Where("nonce = ?", in.Nonce).Scan(ctx)
+		if isNoRows(err) || (err == nil && n.UsedAt != nil) {
+			return nil, Errorf(CodeNonceInvalid, "the nonce is unknown or already used; request a new challenge")
+		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		// From here on the nonce is spent whatever the rest decides: refusals still commit.
-		switch {
-		case n == nil:
-			refusal = Errorf(CodeNonceInvalid, "the nonce is unknown or already used; request a new challenge")
-			return nil
-		case !signing.ValidPartyID(in.PartyID):
-			refusal = checkPartyID("partyId", in.PartyID)
-			return nil
-		case n.PartyID != in.PartyID:
-			refusal = Errorf(CodeNonceInvalid, "the nonce was issued to another party; request a new challenge")
-			return nil
-		case !tx.now.Before(n.ExpiresAt.Time):
-			refusal = Errorf(CodeNonceInvalid, "the challenge expired at %s; request a new one", n.ExpiresAt.UTC().Format(time.RFC3339))
-			return nil
-		}
-		p := new(Party)
-		if err := tx.NewSelect().Model(p).Where("party_id = ?", in.PartyID).Scan(ctx); err != nil {
-			return err
-		}
-		if !ed25519.Verify(p.PublicKey, []byte(n.Message), in.Signature) {
-			refusal = Errorf(CodeInvalidSignature, "the signature does not verify against the key of %s over the challenge text", in.PartyID)
-			return nil
-		}
-		issued, err = tx.openSession(ctx, keys, in)
-		return err
-	})
+	}
+	refusal, err := s.checkSignIn(ctx, n, in)
 	if err != nil {
 		return nil, err
 	}
 	if refusal != nil {
+		if err := s.SpendNonce(ctx, in.Nonce); err != nil {
+			return nil, err
+		}
 		return nil, refusal
 	}
-	s.sessions.put(issued.SessionID, issued.state, s.now())
-	return issued, nil
+	keys, err := s.serviceKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	t, err := s.signToken(keys, in.PartyID, randomID(), now)
+	if err != nil {
+		return nil, err
+	}
+	row := &Session{
+		SID: t.SessionID, PartyID: in.PartyID, CreatedAt: At(now),
+		UserAgent: clean(in.UserAgent, 256), ClientAddr: clean(in.ClientAddr, 64),
+		TokenJTI: t.TokenID, TokenIssuedAt: At(t.IssuedAt), TokenExpiresAt: At(t.ExpiresAt),
+	}
+	opened, err := s.spendNonceOpenSession(ctx, in.Nonce, row, now)
+	if err != nil {
+		return nil, err
+	}
+	if !opened {
+		return nil, Errorf(CodeNonceInvalid, "the nonce is unknown or already used; request a new challenge")
+	}
+	s.sessions.put(t.SessionID, &sessionState{partyID: in.PartyID, currentJTI: t.TokenID, deadAt: t.ExpiresAt}, now)
+	return t, nil
+}
+
+// checkSignIn returns why the signed challenge n does not sign in, or nil when it does.
+func (s *Store) checkSignIn(ctx context.Context, n *signinNonce, in SignIn) (error, error) {
+	switch {
+	case !signing.ValidPartyID(in.PartyID):
+		return checkPartyID("partyId", in.PartyID), nil
+	case n.PartyID != in.PartyID:
+		return Errorf(CodeNonceInvalid, "the nonce was issued to another party; request a new challenge"), nil
+	case !s.now().Before(n.ExpiresAt.Time):
+		return Errorf(CodeNonceInvalid, "the challenge expired at %s; request a new one", n.ExpiresAt.UTC().Format(time.RFC3339)), nil
+	}
+	p, err := s.Party(ctx, in.PartyID)
+	if err != nil {
+		return nil, err
+	}
+	if !ed25519.Verify(p.PublicKey, []byte(n.Message), in.Signature) {
+		return Errorf(CodeInvalidSignature, "the signature does not verify against the key of %s over the challenge text", in.PartyID), nil
+	}
+	return nil, nil
+}
+
+// spendNonceOpenSession spends the nonce and inserts the session, both or neither: false
+// when the nonce was already spent.
+func (s *Store) spendNonceOpenSession(ctx context.Context, nonce string, row *Session, now time.Time) (bool, error) {
+	if s.dialect == Postgres { // one statement, one round trip: the session exists only if the nonce was spent here
+		res, err := s.wdb.NewRaw(`WITH spent AS (
+				UPDATE signin_nonces SET used_at = ? WHERE nonce = ? AND used_at IS NULL RETURNING nonce
+			)
+			INSERT INTO signin_sessions
+				(sid, party_id, created_at, user_agent, client_addr, token_jti, token_issued_at, token_expires_at)
+			SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM spent`,
+			At(now), nonce,
+			row.SID, row.PartyID, row.CreatedAt, row.UserAgent, row.ClientAddr, row.TokenJTI, row.TokenIssuedAt, row.TokenExpiresAt,
+		).Exec(ctx)
+		if err != nil {
+			return false, err
+		}
+		n, err := res.RowsAffected()
+		return n == 1, err
+	}
+	opened := false
+	err := s.inTx(ctx, func(tx *Tx) error {
+		n, err := tx.spendNonce(ctx, nonce)
+		if err != nil || n == nil {
+			return err
+		}
+		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
+			return err
+		}
+		opened = true
+		return nil
+	})
+	return opened, err
 }
 
 // SpendNonce spends a nonce without signing in: a verify too malformed to attempt still
@@ -161,4 +217,41 @@ func (tx *Tx) spendNonce(ctx context.Context, nonce string) (*signinNonce, error
 		return nil, nil
 	}
 	return n, nil
+}
+
+// challengeCache remembers the challenges this process issued until they are answered or
+// expire, so a verify need not read its challenge back. It only saves that read: spending
+// the nonce in the store is what makes it single-use.
+type challengeCache struct {
+	mu sync.Mutex
+	m  map[string]*signinNonce
+}
+
+const challengeCacheMax = 1 << 17
+
+func newChallengeCache() *challengeCache { return &challengeCache{m: make(map[string]*signinNonce)} }
+
+func (c *challengeCache) put(n *signinNonce) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= challengeCacheMax {
+		for k, v := range c.m { // drop the expired; if none, the new one goes unremembered
+			if v.ExpiresAt.Before(n.IssuedAt.Time) {
+				delete(c.m, k)
+			}
+		}
+		if len(c.m) >= challengeCacheMax {
+			return
+		}
+	}
+	c.m[n.Nonce] = n
+}
+
+// take returns and forgets the challenge of nonce, or nil when it is not remembered.
+func (c *challengeCache) take(nonce string) *signinNonce {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.m[nonce]
+	delete(c.m, nonce)
+	return n
 }

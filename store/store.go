@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
@@ -82,8 +83,9 @@ type Store struct {
 	parties    sync.Map // party id -> *Party: parties are immutable once onboarded
 	partyCount atomic.Int64
 
-	sessions *sessionCache
-	tokens   *tokenCache
+	sessions   *sessionCache
+	tokens     *tokenCache
+	challenges *challengeCache
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -118,6 +120,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.sessions = newSessionCache()
 	s.tokens = newTokenCache()
+	s.challenges = newChallengeCache()
 	return s, nil
 }
 
@@ -245,6 +248,15 @@ func (tx *Tx) forUpdate(q *bun.SelectQuery) *bun.SelectQuery {
 		return q.For("UPDATE")
 	}
 	return q
+}
+
+// isUniqueViolation tells whether err is a unique constraint refusing a row, on either dialect.
+func isUniqueViolation(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "23505"
+	}
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
 
 // isNoRows tells whether err says a single-row query found nothing.

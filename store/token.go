@@ -26,7 +26,6 @@ type IssuedToken struct {
 	TokenID   string
 	IssuedAt  time.Time
 	ExpiresAt time.Time
-	state     *sessionState // the session as this issue left it
 }
 
 var jwtParser = jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}), jwt.WithoutClaimsValidation())
