@@ -9,5 +9,11 @@ DROP TABLE signin_nonces;
 DROP TABLE prepared_txs;
 --bun:split
 DROP TABLE updates;
+{{if .Postgres}}
+--bun:split
+DROP FUNCTION assign_ledger_offset;
+--bun:split
+DROP SEQUENCE ledger_offsets;
+{{end}}
 --bun:split
 DROP TABLE parties;

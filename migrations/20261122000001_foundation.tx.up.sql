@@ -11,15 +11,48 @@ CREATE TABLE parties (
 
 --bun:split
 
--- The ledger's append-only update log: one row per committed transaction, in commit order.
+-- The ledger's append-only update log: one row per committed transaction. Offsets follow
+-- commit order: a reader that has seen offset N has seen every update before it.
+{{if .Postgres}}
 CREATE TABLE updates (
-    ledger_offset {{.Serial}},
-    update_id     TEXT NOT NULL UNIQUE,
+    update_id     TEXT PRIMARY KEY,
+    ledger_offset BIGINT UNIQUE, -- assigned at commit, by updates_assign_offset
     kind          TEXT NOT NULL,
     act_as        TEXT NOT NULL,
     recorded_at   BIGINT NOT NULL
 );
 
+--bun:split
+
+CREATE SEQUENCE ledger_offsets;
+
+--bun:split
+
+-- A sequence alone hands out numbers in start order. This runs at COMMIT, under a lock held
+-- until the commit is visible, so the next committer's offset is always the larger one; the
+-- lock covers only the commit itself, never a client round trip.
+CREATE FUNCTION assign_ledger_offset() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(32199672997732211);
+    UPDATE updates SET ledger_offset = nextval('ledger_offsets') WHERE update_id = NEW.update_id;
+    RETURN NULL;
+END
+$$;
+
+--bun:split
+
+CREATE CONSTRAINT TRIGGER updates_assign_offset AFTER INSERT ON updates
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION assign_ledger_offset();
+{{else}}
+-- SQLite runs one writer at a time, so the autoincrement is already in commit order.
+CREATE TABLE updates (
+    ledger_offset INTEGER PRIMARY KEY AUTOINCREMENT,
+    update_id     TEXT NOT NULL UNIQUE,
+    kind          TEXT NOT NULL,
+    act_as        TEXT NOT NULL,
+    recorded_at   BIGINT NOT NULL
+);
+{{end}}
 --bun:split
 
 CREATE INDEX updates_act_as ON updates (act_as, ledger_offset);

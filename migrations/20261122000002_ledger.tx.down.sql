@@ -4,8 +4,6 @@ DROP INDEX updates_rewards;
 --bun:split
 ALTER TABLE updates DROP COLUMN reward;
 --bun:split
-DROP INDEX prepared_txs_pending;
---bun:split
 DROP TABLE prepared_inputs;
 --bun:split
 DROP TABLE update_events;

@@ -54,21 +54,18 @@ CREATE INDEX update_events_cid ON update_events (cid);
 
 --bun:split
 
--- The contracts a prepared transaction would consume, so a later prepare can prefer others.
+-- The contracts a prepared transaction would consume until it expires, so a later prepare
+-- can prefer others.
 CREATE TABLE prepared_inputs (
-    hash {{.Bytes}} NOT NULL REFERENCES prepared_txs (hash) ON DELETE CASCADE,
-    cid  TEXT NOT NULL,
+    hash       {{.Bytes}} NOT NULL REFERENCES prepared_txs (hash) ON DELETE CASCADE,
+    cid        TEXT NOT NULL,
+    expires_at BIGINT NOT NULL,
     PRIMARY KEY (hash, cid)
 );
 
 --bun:split
 
 CREATE INDEX prepared_inputs_cid ON prepared_inputs (cid);
-
---bun:split
-
--- A prepare looks up what the party's other pending prepared transactions would consume.
-CREATE INDEX prepared_txs_pending ON prepared_txs (act_as) WHERE update_id IS NULL;
 
 --bun:split
 

@@ -11,15 +11,15 @@ var Files embed.FS
 
 // Types are the column types that differ between the dialects.
 type Types struct {
-	Bytes   string // binary strings
-	Serial  string // an auto-incrementing integer primary key
-	Decimal string // exact decimals: SQLite's NUMERIC affinity would turn them into floats
+	Postgres bool   // for the few statements only one dialect has
+	Bytes    string // binary strings
+	Decimal  string // exact decimals: SQLite's NUMERIC affinity would turn them into floats
 }
 
 // TypesFor returns the types of dialect "postgres" or "sqlite".
 func TypesFor(dialect string) Types {
 	if dialect == "postgres" {
-		return Types{Bytes: "BYTEA", Serial: "BIGSERIAL PRIMARY KEY", Decimal: "NUMERIC(38,10)"}
+		return Types{Postgres: true, Bytes: "BYTEA", Decimal: "NUMERIC(38,10)"}
 	}
-	return Types{Bytes: "BLOB", Serial: "INTEGER PRIMARY KEY AUTOINCREMENT", Decimal: "TEXT"}
+	return Types{Bytes: "BLOB", Decimal: "TEXT"}
 }

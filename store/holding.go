@@ -37,13 +37,30 @@ func checkAmountBounds(a Amount) error {
 	return nil
 }
 
-// activeHoldings lists the party's unconsumed holdings of inst.
-func (s *Store) activeHoldings(ctx context.Context, db bun.IDB, owner string, inst Instrument) ([]Holding, error) {
-	var hs []Holding
-	err := db.NewSelect().Model(&hs).
+// spendableHoldings lists the party's unconsumed holdings of inst, and which of them an
+// unexpired prepared transaction would consume (claimed). A claim by a transaction that
+// executed names holdings it consumed, which are no longer listed.
+func (s *Store) spendableHoldings(ctx context.Context, owner string, inst Instrument) ([]Holding, map[string]bool, error) {
+	var rows []struct {
+		Holding
+		Claimed bool `bun:"claimed"`
+	}
+	err := s.db.NewSelect().Model((*Holding)(nil)).Column("cid", "owner", "instrument", "amount").
+		ColumnExpr("EXISTS (SELECT 1 FROM prepared_inputs AS pi WHERE pi.cid = holding.cid AND pi.expires_at > ?) AS claimed", At(s.now())).
 		Where("owner = ?", owner).Where("instrument = ?", inst).Where("consumed_update IS NULL").
-		Scan(ctx)
-	return hs, err
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	hs := make([]Holding, len(rows))
+	claimed := map[string]bool{}
+	for i, r := range rows {
+		hs[i] = r.Holding
+		if r.Claimed {
+			claimed[r.CID] = true
+		}
+	}
+	return hs, claimed, nil
 }
 
 // Balance is what a party holds of one instrument.

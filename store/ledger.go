@@ -131,9 +131,7 @@ func (embeddedLedger) Commit(ctx context.Context, tx *Tx, u *Update, t *Transact
 		}
 	}
 	if len(events) > 0 {
-		if _, err := tx.NewInsert().Model(&events).Exec(ctx); err != nil {
-			return err
-		}
+		return tx.later(ctx, tx.NewInsert().Model(&events))
 	}
 	return nil
 }
@@ -146,14 +144,12 @@ func (tx *Tx) insertContracts(ctx context.Context, cs []Contract) error {
 			holdings = append(holdings, h)
 			continue
 		}
-		if _, err := tx.NewInsert().Model(c).Exec(ctx); err != nil {
+		if err := tx.later(ctx, tx.NewInsert().Model(c)); err != nil {
 			return err
 		}
 	}
 	if len(holdings) > 0 {
-		if _, err := tx.NewInsert().Model(&holdings).Exec(ctx); err != nil {
-			return err
-		}
+		return tx.later(ctx, tx.NewInsert().Model(&holdings))
 	}
 	return nil
 }

@@ -130,9 +130,6 @@ func applyPreapproval(ctx context.Context, tx *Tx, u *Update, e *preapprovalEffe
 		return nil, Errorf(CodeStale, "a %s preapproval was created since this one was prepared; prepare again to replace it", e.Kind)
 	}
 	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
-		if isUniqueViolation(err) { // a concurrent execute created the party's first one
-			return nil, Errorf(CodeStale, "a %s preapproval was created since this one was prepared; prepare again to replace it", e.Kind)
-		}
 		return nil, err
 	}
 	return PreapprovalResult{CID: p.CID, ExpiresAt: e.ExpiresAt}, nil

@@ -96,8 +96,9 @@ type Prepared struct {
 type preparedInput struct {
 	bun.BaseModel `bun:"table:prepared_inputs"`
 
-	Hash []byte `bun:"hash,pk"`
-	CID  string `bun:"cid,pk"`
+	Hash      []byte    `bun:"hash,pk"`
+	CID       string    `bun:"cid,pk"`
+	ExpiresAt Timestamp `bun:"expires_at"` // the prepared transaction's
 }
 
 // prepare records a transaction of kind that actAs must sign with signerKey; claims are the
@@ -133,20 +134,15 @@ func (s *Store) prepare(ctx context.Context, kind, actAs string, signerKey []byt
 		Hash: hash, Kind: kind, ActAs: actAs, SignerKey: signerKey, Body: body,
 		PreparedAt: At(preparedAt), ExpiresAt: At(expiresAt),
 	}
-	if err := s.inTx(ctx, func(tx *Tx) error {
-		if _, err := tx.NewInsert().Model(p).Exec(ctx); err != nil {
-			return err
-		}
-		if len(claims) == 0 {
-			return nil
-		}
+	writes := []writeQuery{s.wdb.NewInsert().Model(p)}
+	if len(claims) > 0 {
 		inputs := make([]preparedInput, len(claims))
 		for i, cid := range claims {
-			inputs[i] = preparedInput{Hash: hash, CID: cid}
+			inputs[i] = preparedInput{Hash: hash, CID: cid, ExpiresAt: At(expiresAt)}
 		}
-		_, err := tx.NewInsert().Model(&inputs).Exec(ctx)
-		return err
-	}); err != nil {
+		writes = append(writes, s.wdb.NewInsert().Model(&inputs))
+	}
+	if err := s.writeAll(ctx, writes...); err != nil {
 		return nil, err
 	}
 	return &Prepared{Transaction: body, Hash: hash, ActAs: actAs, ExpiresAt: expiresAt, Summary: summary}, nil
@@ -159,21 +155,6 @@ func (s *Store) prepareAs(ctx context.Context, kind, actAs string, effects, summ
 		return nil, err
 	}
 	return s.prepare(ctx, kind, actAs, p.PublicKey, effects, summary, claims)
-}
-
-// claimedBy returns the contracts that actAs's pending prepared transactions would consume.
-func (s *Store) claimedBy(ctx context.Context, actAs string) (map[string]bool, error) {
-	var cids []string
-	err := s.db.NewSelect().TableExpr("prepared_inputs AS pi").
-		Join("JOIN prepared_txs AS p ON p.hash = pi.hash").
-		ColumnExpr("pi.cid").
-		Where("p.act_as = ?", actAs).Where("p.update_id IS NULL").Where("p.expires_at > ?", At(s.now())).
-		Scan(ctx, &cids)
-	claimed := make(map[string]bool, len(cids))
-	for _, c := range cids {
-		claimed[c] = true
-	}
-	return claimed, err
 }
 
 // Execution asks to apply a prepared transaction.
@@ -195,28 +176,54 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 	if len(x.Hash) != sha256.Size {
 		return nil, Errorf(CodeInvalidRequest, "preparedTransactionHash must be %d bytes, got %d", sha256.Size, len(x.Hash))
 	}
+	// check refuses an execute of p that the caller may not make.
+	check := func(p *PreparedTx) error {
+		if !slices.Contains(x.Kinds, p.Kind) {
+			return Errorf(CodePreparedNotFound, "no prepared transaction %s for this endpoint", base64.StdEncoding.EncodeToString(x.Hash))
+		}
+		if x.Caller != "" && x.Caller != p.ActAs {
+			return Errorf(CodePartyMismatch, "the transaction acts as %s, the token is for %s", p.ActAs, x.Caller)
+		}
+		if !ed25519.Verify(p.SignerKey, p.Hash, x.Signature) {
+			return Errorf(CodeInvalidSignature, "the signature does not verify against the key of %s over the 32 hash bytes", p.ActAs)
+		}
+		return nil
+	}
+	notFound := Errorf(CodePreparedNotFound, "no prepared transaction %s for this endpoint", base64.StdEncoding.EncodeToString(x.Hash))
 	p := new(PreparedTx)
-	err := s.db.NewSelect().Model(p).Where("hash = ?", x.Hash).Scan(ctx)
-	if isNoRows(err) || (err == nil && !slices.Contains(x.Kinds, p.Kind)) {
-		return nil, Errorf(CodePreparedNotFound, "no prepared transaction %s for this endpoint", base64.StdEncoding.EncodeToString(x.Hash))
-	}
-	if err != nil {
-		return nil, err
-	}
-	if x.Caller != "" && x.Caller != p.ActAs {
-		return nil, Errorf(CodePartyMismatch, "the transaction acts as %s, the token is for %s", p.ActAs, x.Caller)
-	}
-	if !ed25519.Verify(p.SignerKey, p.Hash, x.Signature) {
-		return nil, Errorf(CodeInvalidSignature, "the signature does not verify against the key of %s over the 32 hash bytes", p.ActAs)
-	}
-	if p.Result != nil {
-		return p.Result, nil
+	checked := false
+	if s.dialect == SQLite {
+		// Check outside the write transaction: SQLite runs one writer at a time, and the
+		// signature check need not hold it up.
+		err := s.db.NewSelect().Model(p).Where("hash = ?", x.Hash).Scan(ctx)
+		if isNoRows(err) {
+			return nil, notFound
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := check(p); err != nil {
+			return nil, err
+		}
+		if p.Result != nil {
+			return p.Result, nil
+		}
+		checked = true
 	}
 	var receipt Receipt
-	err = s.inTx(ctx, func(tx *Tx) error {
-		// Reread under the lock: a concurrent execute of the same transaction may have won.
-		if err := tx.forUpdate(tx.NewSelect().Model(p).Where("hash = ?", x.Hash)).Scan(ctx); err != nil {
+	err := s.inTx(ctx, func(tx *Tx) error {
+		// Read under the lock: a concurrent execute of the same transaction may have won.
+		err := tx.forUpdate(tx.NewSelect().Model(p).Where("hash = ?", x.Hash)).Scan(ctx)
+		if isNoRows(err) {
+			return notFound
+		}
+		if err != nil {
 			return err
+		}
+		if !checked {
+			if err := check(p); err != nil {
+				return err
+			}
 		}
 		if p.Result != nil {
 			receipt = p.Result
@@ -238,10 +245,14 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 				return nil, err
 			}
 			p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.now)
-			_, err = tx.NewUpdate().Model(p).Column("update_id", "result", "executed_at").WherePK().Exec(ctx)
-			return result, err
+			return result, tx.later(ctx, tx.NewUpdate().Model(p).Column("update_id", "result", "executed_at").WherePK())
 		})
 	})
+	if isUniqueViolation(err) {
+		// A contract it creates collides with one a concurrent transaction created since the
+		// prepare (a party's one preapproval of a kind): the prepared view is out of date.
+		return nil, &Error{Code: CodeStale, Message: "the ledger changed since this transaction was prepared; prepare it again", Err: err}
+	}
 	return receipt, err
 }
 

@@ -34,12 +34,10 @@ type rewardBalance struct {
 // creditReward adds amount to the party's reward balance.
 func (tx *Tx) creditReward(ctx context.Context, partyID string, amount Amount) error {
 	if tx.s.dialect == Postgres { // NUMERIC adds exactly, in one round trip
-		_, err := tx.NewInsert().Model(&rewardBalance{PartyID: partyID, Balance: amount, UpdatedAt: At(tx.now)}).
+		return tx.later(ctx, tx.NewInsert().Model(&rewardBalance{PartyID: partyID, Balance: amount, UpdatedAt: At(tx.now)}).
 			On("CONFLICT (party_id) DO UPDATE").
 			Set("balance = reward_balances.balance + EXCLUDED.balance").
-			Set("updated_at = EXCLUDED.updated_at").
-			Exec(ctx)
-		return err
+			Set("updated_at = EXCLUDED.updated_at"))
 	}
 	// SQLite keeps decimals as text, which its arithmetic would turn into floats: add in Go.
 	rb := new(rewardBalance)

@@ -23,6 +23,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/schema"
 	_ "modernc.org/sqlite" // the embedded store's driver, pure Go
 )
 
@@ -230,14 +231,77 @@ func (s *Store) Ping(ctx context.Context) error {
 // runs at, so every row it writes agrees on the time.
 type Tx struct {
 	bun.Tx
-	s   *Store
-	now time.Time
+	s        *Store
+	now      time.Time
+	deferred []byte // writes sent in one round trip before the commit (PostgreSQL)
 }
 
 // inTx runs fn in one write transaction and commits once; any error rolls everything back.
 func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	return s.wdb.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
-		return fn(&Tx{Tx: btx, s: s, now: s.now()})
+		tx := &Tx{Tx: btx, s: s, now: s.now()}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return tx.flush(ctx)
+	})
+}
+
+// writeQuery is a bun write that can render itself as SQL.
+type writeQuery interface {
+	Exec(ctx context.Context, dest ...any) (sql.Result, error)
+	AppendQuery(gen schema.QueryGen, b []byte) ([]byte, error)
+}
+
+// later runs a write whose result nobody reads. SQLite runs it at once, in process; PostgreSQL
+// gets it with the transaction's other deferred writes in one round trip just before the
+// commit. The same transaction must not read back what a deferred write writes.
+func (tx *Tx) later(ctx context.Context, q writeQuery) error {
+	if tx.s.dialect != Postgres {
+		_, err := q.Exec(ctx)
+		return err
+	}
+	b, err := q.AppendQuery(tx.s.wdb.QueryGen(), tx.deferred)
+	if err != nil {
+		return err
+	}
+	tx.deferred = append(b, ";\n"...)
+	return nil
+}
+
+// flush sends the deferred writes. A simple-protocol query may hold several statements.
+func (tx *Tx) flush(ctx context.Context) error {
+	if len(tx.deferred) == 0 {
+		return nil
+	}
+	q := string(tx.deferred)
+	tx.deferred = nil
+	_, err := tx.Tx.Tx.ExecContext(ctx, q)
+	return err
+}
+
+// writeAll applies the writes atomically: on PostgreSQL as one multi-statement query, which
+// the server runs as one implicit transaction, in one round trip.
+func (s *Store) writeAll(ctx context.Context, qs ...writeQuery) error {
+	stmts := make([]string, len(qs))
+	for i, q := range qs {
+		b, err := q.AppendQuery(s.wdb.QueryGen(), nil)
+		if err != nil {
+			return err
+		}
+		stmts[i] = string(b)
+	}
+	if s.dialect == Postgres {
+		_, err := s.wdb.DB.ExecContext(ctx, strings.Join(stmts, ";\n"))
+		return err
+	}
+	return s.inTx(ctx, func(tx *Tx) error {
+		for _, stmt := range stmts {
+			if _, err := tx.Tx.Tx.ExecContext(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

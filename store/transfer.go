@@ -70,11 +70,7 @@ func (s *Store) PrepareCCTransfer(ctx context.Context, sender, receiver string, 
 	if _, err := s.Party(ctx, receiver); err != nil {
 		return nil, err
 	}
-	hs, err := s.activeHoldings(ctx, s.db, sender, CC)
-	if err != nil {
-		return nil, err
-	}
-	claimed, err := s.claimedBy(ctx, sender)
+	hs, claimed, err := s.spendableHoldings(ctx, sender, CC)
 	if err != nil {
 		return nil, err
 	}

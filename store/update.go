@@ -11,20 +11,17 @@ import (
 type Update struct {
 	bun.BaseModel `bun:"table:updates"`
 
-	Offset     int64     `bun:"ledger_offset,pk,autoincrement"`
-	UpdateID   string    `bun:"update_id"`
+	UpdateID   string    `bun:"update_id,pk"`
+	Offset     int64     `bun:"ledger_offset,nullzero"` // assigned at commit
 	Kind       string    `bun:"kind"`
 	ActAs      string    `bun:"act_as"`
 	RecordedAt Timestamp `bun:"recorded_at"`
 	Reward     *Amount   `bun:"reward"` // the CC reward the update earned ActAs, if any
 }
 
-// updateLogLock serialises appends on PostgreSQL from the append to the commit, so offsets
-// are handed out in commit order (a sequence alone hands them out in start order).
-const updateLogLock = 0x75706461746573 // "updates"
-
 // appendUpdate writes u to the log, and credits its reward; it is the last write of its
-// transaction.
+// transaction. The store assigns the offset as the transaction commits (in commit order: see
+// the foundation migration), so nothing here waits for other writers.
 func (tx *Tx) appendUpdate(ctx context.Context, u *Update) error {
 	if u.Reward != nil {
 		if err := tx.creditReward(ctx, u.ActAs, *u.Reward); err != nil {
@@ -32,16 +29,7 @@ func (tx *Tx) appendUpdate(ctx context.Context, u *Update) error {
 		}
 	}
 	u.RecordedAt = At(tx.now)
-	if tx.s.dialect == Postgres {
-		// One round trip: the lock is taken before the sequence hands out the offset, and
-		// held from here to the commit.
-		return tx.NewRaw(`INSERT INTO updates (update_id, kind, act_as, recorded_at, reward)
-			SELECT ?, ?, ?, ?, ? FROM (SELECT pg_advisory_xact_lock(?)) AS log_lock
-			RETURNING ledger_offset`,
-			u.UpdateID, u.Kind, u.ActAs, u.RecordedAt, u.Reward, updateLogLock).Scan(ctx, &u.Offset)
-	}
-	_, err := tx.NewInsert().Model(u).Returning("ledger_offset").Exec(ctx)
-	return err
+	return tx.later(ctx, tx.NewInsert().Model(u))
 }
 
 // UpdateEvent is one contract an update consumed or created, in the update's order.
@@ -98,4 +86,12 @@ func (s *Store) HoldingByID(ctx context.Context, cid string) (*Holding, error) {
 		return nil, Errorf(CodeNotFound, "no holding %s", truncate(cid, 80))
 	}
 	return h, err
+}
+
+// UpdatesAfter lists up to limit committed updates with an offset above after, in offset
+// order: a follower that remembers the last offset it saw misses none.
+func (s *Store) UpdatesAfter(ctx context.Context, after int64, limit int) ([]Update, error) {
+	var us []Update
+	err := s.db.NewSelect().Model(&us).Where("ledger_offset > ?", after).Order("ledger_offset").Limit(int64(limit)).Scan(ctx)
+	return us, err
 }
