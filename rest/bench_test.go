@@ -39,7 +39,6 @@ func newBenchAPI(b *testing.B, be storetest.Backend) *benchAPI {
 	b.Helper()
 	sc := store.DefaultConfig()
 	sc.Logger = slog.New(slog.DiscardHandler)
-	sc.MaxConns = 8
 	s := be.Open(b, sc)
 	srv, err := New(s, Config{
 		PublicURL: sc.PublicURL, Dev: true, RateRead: 1 << 30, RatePrepare: 1 << 30,

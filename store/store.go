@@ -131,7 +131,7 @@ func (s *Store) openPostgres(ctx context.Context, dsn string) error {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	if !strings.Contains(dsn, "pool_max_conns") {
-		pc.MaxConns = 16
+		pc.MaxConns = 8 // enough to keep a few cores busy; more connections only contend
 		if s.cfg.MaxConns > 0 {
 			pc.MaxConns = int32(s.cfg.MaxConns)
 		}
