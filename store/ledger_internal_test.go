@@ -4,96 +4,39 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"marketd/store/internal/testdb"
 )
 
 // These tests drive the ledger below the prepare/execute API, with hand-built transactions.
-// They cannot use storetest (it imports this package), so they open their stores themselves:
-// SQLite always, PostgreSQL in a fresh schema when TEST_DATABASE_URL is set.
+// They cannot use storetest (it imports this package); testdb gives them their databases.
 
 // ledgerClock is a clock the test moves.
-type ledgerClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *ledgerClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *ledgerClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+type ledgerClock = testdb.Clock
 
 // eachLedgerStore runs fn as a parallel subtest on a fresh, migrated store of every backend.
 func eachLedgerStore(t *testing.T, fn func(t *testing.T, s *Store, clock *ledgerClock)) {
 	t.Helper()
-	backends := map[string]func(t *testing.T) string{
-		"sqlite": func(t *testing.T) string { return "sqlite://" + filepath.Join(t.TempDir(), "marketd.db") },
-	}
-	if base := os.Getenv("TEST_DATABASE_URL"); base != "" {
-		backends["postgres"] = func(t *testing.T) string { return ledgerTestSchema(t, base) }
-	}
-	for name, dsn := range backends {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			clock := &ledgerClock{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
-			cfg := DefaultConfig()
-			cfg.DB, cfg.Clock, cfg.Logger, cfg.MaxConns = dsn(t), clock, slog.New(slog.DiscardHandler), 4
-			s, err := Open(context.Background(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			if _, err := s.Migrate(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			fn(t, s, clock)
-		})
-	}
-}
-
-// ledgerTestSchema creates a schema of the test's own and returns base with search_path on it.
-func ledgerTestSchema(t *testing.T, base string) string {
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "t_" + hex.EncodeToString(b[:])
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("TEST_DATABASE_URL: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
+	testdb.Each(t, func(t *testing.T, b testdb.Backend) {
+		clock := testdb.NewClock(testdb.Epoch)
+		cfg := DefaultConfig()
+		cfg.DB, cfg.Clock, cfg.Logger, cfg.MaxConns = b.DSN(t), clock, slog.New(slog.DiscardHandler), 4
+		s, err := Open(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
 		}
+		t.Cleanup(func() { s.Close() })
+		if _, err := s.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		fn(t, s, clock)
 	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // keyedParty is an onboarded party and its key.

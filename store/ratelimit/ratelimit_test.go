@@ -7,30 +7,16 @@ import (
 	"testing"
 	"time"
 
+	"marketd/store/internal/testdb"
 	"marketd/store/ratelimit"
 )
 
 // fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+type fakeClock = testdb.Clock
 
-var epoch = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+var epoch = testdb.Epoch
 
-func newFakeClock() *fakeClock { return &fakeClock{t: epoch} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func newFakeClock() *fakeClock { return testdb.NewClock(epoch) }
 
 var _ ratelimit.Limiter = (*ratelimit.Memory)(nil)
 
