@@ -4,7 +4,7 @@ DROP TABLE superseded_tokens;
 --bun:split
 DROP TABLE signin_sessions;
 --bun:split
-DROP TABLE signin_nonces;
+DROP TABLE spent_nonces;
 --bun:split
 DROP TABLE prepared_txs;
 --bun:split

@@ -80,19 +80,19 @@ CREATE INDEX prepared_txs_expires_at ON prepared_txs (expires_at);
 
 --bun:split
 
--- Sign-in challenges; a nonce is consumed by the first verify that names it.
-CREATE TABLE signin_nonces (
+-- Sign-in nonces that a verify has named. Challenges themselves are not stored: a nonce
+-- seals its own issue time and party. The first verify that names a nonce spends it,
+-- whatever that attempt's outcome; a row can go once its challenge has expired.
+CREATE TABLE spent_nonces (
     nonce      TEXT PRIMARY KEY,
-    party_id   TEXT NOT NULL REFERENCES parties (party_id),
-    message    TEXT NOT NULL,
-    issued_at  BIGINT NOT NULL,
-    expires_at BIGINT NOT NULL,
-    used_at    BIGINT
+    party_id   TEXT NOT NULL,
+    spent_at   BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL
 );
 
 --bun:split
 
-CREATE INDEX signin_nonces_expires_at ON signin_nonces (expires_at);
+CREATE INDEX spent_nonces_expires_at ON spent_nonces (expires_at);
 
 --bun:split
 

@@ -53,7 +53,7 @@ func (srv *Server) verify(w http.ResponseWriter, r *http.Request) error {
 	sig, err := decodeSignature(req.Signature)
 	if err != nil {
 		// The first verify that names a nonce spends it, whatever else is wrong with it.
-		if err := srv.store.SpendNonce(r.Context(), req.Nonce); err != nil {
+		if err := srv.store.SpendNonce(r.Context(), req.PartyID, req.Nonce); err != nil {
 			return err
 		}
 		return err

@@ -18,6 +18,8 @@ const (
 	purposeJWT    = "jwt-ed25519" // secret: the Ed25519 seed
 	purposeCursor = "cursor-hmac" // secret: the HMAC-SHA256 key that signs list cursors
 	cursorKID     = "cursor-1"
+	purposeNonce  = "nonce-hmac" // secret: the HMAC-SHA256 key that seals sign-in nonces
+	nonceKID      = "nonce-1"
 )
 
 // serviceKeyRow is a key the service generated on its first start and keeps in the store, so
@@ -37,6 +39,7 @@ type serviceKeys struct {
 	signing    ed25519.PrivateKey
 	verifying  map[string]ed25519.PublicKey
 	cursorMAC  []byte
+	nonceMAC   []byte
 	loadedAt   time.Time
 }
 
@@ -91,27 +94,29 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 	if err := read(); err != nil {
 		return nil, err
 	}
-	var haveJWT, haveCursor bool
+	have := map[string]bool{}
 	for _, r := range rows {
-		haveJWT = haveJWT || r.Purpose == purposeJWT
-		haveCursor = haveCursor || r.Purpose == purposeCursor
+		have[r.Purpose] = true
 	}
-	if !haveJWT || !haveCursor {
+	if !have[purposeJWT] || !have[purposeCursor] || !have[purposeNonce] {
 		err := s.inTx(ctx, func(tx *Tx) error {
 			var fresh []serviceKeyRow
-			if !haveJWT {
+			if !have[purposeJWT] {
 				pub, priv, err := ed25519.GenerateKey(rand.Reader)
 				if err != nil {
 					return err
 				}
 				fresh = append(fresh, serviceKeyRow{KID: kidOf(pub), Purpose: purposeJWT, Secret: priv.Seed(), CreatedAt: At(tx.now)})
 			}
-			if !haveCursor {
+			for _, k := range []struct{ kid, purpose string }{{cursorKID, purposeCursor}, {nonceKID, purposeNonce}} {
+				if have[k.purpose] {
+					continue
+				}
 				secret := make([]byte, 32)
 				if _, err := rand.Read(secret); err != nil {
 					return err
 				}
-				fresh = append(fresh, serviceKeyRow{KID: cursorKID, Purpose: purposeCursor, Secret: secret, CreatedAt: At(tx.now)})
+				fresh = append(fresh, serviceKeyRow{KID: k.kid, Purpose: k.purpose, Secret: secret, CreatedAt: At(tx.now)})
 			}
 			// Two instances starting at once may both insert a signing key; both keep
 			// verifying, and every instance signs with the oldest.
@@ -137,6 +142,10 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 		case purposeCursor:
 			if k.cursorMAC == nil {
 				k.cursorMAC = r.Secret
+			}
+		case purposeNonce:
+			if k.nonceMAC == nil {
+				k.nonceMAC = r.Secret
 			}
 		}
 	}

@@ -14,7 +14,7 @@ type Pruned struct {
 	Nonces, Prepared, Sessions, Superseded int64
 }
 
-// Prune removes state nobody can use any more: answered or expired challenges, prepared
+// Prune removes state nobody can use any more: spent nonces whose challenges expired, prepared
 // transactions that expired unexecuted, and sessions whose tokens have all expired. Executed
 // prepared transactions stay: they are the signed record, and replays answer from them.
 func (s *Store) Prune(ctx context.Context) (Pruned, error) {
@@ -26,7 +26,7 @@ func (s *Store) Prune(ctx context.Context) (Pruned, error) {
 			table string
 			where string
 		}{
-			{&out.Nonces, "signin_nonces", "expires_at < ?"},
+			{&out.Nonces, "spent_nonces", "expires_at < ?"},
 			{&out.Prepared, "prepared_txs", "update_id IS NULL AND expires_at < ?"},
 			{&out.Superseded, "superseded_tokens", "expires_at < ?"},
 			{&out.Sessions, "signin_sessions", "token_expires_at < ?"},

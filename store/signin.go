@@ -3,70 +3,103 @@ package store
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/hmac"
 	"crypto/rand"
-	"marketd/store/signing"
-	"sync"
+	"crypto/sha256"
+	"encoding/binary"
+	"math/big"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/signing"
 )
 
-// signinNonce is an issued challenge. The first verify that names its nonce consumes it,
-// whatever that attempt's outcome.
-type signinNonce struct {
-	bun.BaseModel `bun:"table:signin_nonces"`
+// A nonce is sealed, not stored: its 32 characters of [A-Za-z0-9] (base 62) carry the second
+// the challenge was issued, 56 random bits and a 96-bit MAC over those and the party id, under
+// a key the service keeps. Issuing a challenge therefore writes nothing, and verify rebuilds
+// the exact text from the nonce and the configuration. Single use is the spent_nonces table.
+const (
+	nonceTimeLen   = 4
+	nonceRandomLen = 7
+	nonceMACLen    = 12
+	nonceLen       = nonceTimeLen + nonceRandomLen + nonceMACLen
+)
 
-	Nonce     string     `bun:"nonce,pk"`
-	PartyID   string     `bun:"party_id"`
-	Message   string     `bun:"message"`
-	IssuedAt  Timestamp  `bun:"issued_at"`
-	ExpiresAt Timestamp  `bun:"expires_at"`
-	UsedAt    *Timestamp `bun:"used_at"`
+func nonceMAC(key []byte, partyID string, head []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("marketd/siwl-nonce\x00"))
+	m.Write([]byte(partyID))
+	m.Write([]byte{0})
+	m.Write(head)
+	return m.Sum(nil)[:nonceMACLen]
 }
 
-const nonceAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-
-// newNonce returns 32 characters of [A-Za-z0-9] from crypto/rand, without modulo bias.
-func newNonce() string {
-	out := make([]byte, 0, 32)
-	var buf [48]byte
-	for len(out) < 32 {
-		if _, err := rand.Read(buf[:]); err != nil {
-			panic(err) // crypto/rand does not fail on supported platforms
-		}
-		for _, b := range buf {
-			if b < 248 && len(out) < 32 { // 248 = 4*62: keeps every letter equally likely
-				out = append(out, nonceAlphabet[b%62])
-			}
-		}
+// sealNonce makes the nonce of a challenge issued to partyID at issued (whole seconds).
+func sealNonce(key []byte, partyID string, issued time.Time) string {
+	b := make([]byte, nonceLen)
+	binary.BigEndian.PutUint32(b, uint32(issued.Unix()))
+	if _, err := rand.Read(b[nonceTimeLen : nonceTimeLen+nonceRandomLen]); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
 	}
-	return string(out)
+	copy(b[nonceTimeLen+nonceRandomLen:], nonceMAC(key, partyID, b[:nonceTimeLen+nonceRandomLen]))
+	s := new(big.Int).SetBytes(b).Text(62)
+	return strings.Repeat("0", 32-len(s)) + s
 }
 
-// IssueChallenge creates a sign-in challenge for an onboarded party.
-func (s *Store) IssueChallenge(ctx context.Context, partyID string) (*signing.Challenge, error) {
-	if _, err := s.Party(ctx, partyID); err != nil {
-		return nil, err
+// openNonce returns when the challenge of nonce was issued, if this service sealed it for
+// partyID.
+func openNonce(key []byte, partyID, nonce string) (time.Time, bool) {
+	n, ok := new(big.Int).SetString(nonce, 62)
+	if !ok || n.BitLen() > 8*nonceLen {
+		return time.Time{}, false
 	}
-	// The text states whole seconds; the lifetime runs from the instant it states.
-	issued := s.now().Truncate(time.Second)
-	c := &signing.Challenge{
+	b := n.FillBytes(make([]byte, nonceLen))
+	if !hmac.Equal(b[nonceTimeLen+nonceRandomLen:], nonceMAC(key, partyID, b[:nonceTimeLen+nonceRandomLen])) {
+		return time.Time{}, false
+	}
+	return time.Unix(int64(binary.BigEndian.Uint32(b)), 0).UTC(), true
+}
+
+// challenge is the text of the challenge with nonce, issued to partyID at issued.
+func (s *Store) challenge(partyID, nonce string, issued time.Time) *signing.Challenge {
+	return &signing.Challenge{
 		Domain:    s.domain,
 		PartyID:   partyID,
 		Statement: s.cfg.Statement,
 		URI:       s.cfg.PublicURL,
 		Version:   "1",
 		Network:   s.cfg.Network,
-		Nonce:     newNonce(),
+		Nonce:     nonce,
 		IssuedAt:  issued,
 		ExpiresAt: issued.Add(s.cfg.ChallengeTTL),
 	}
-	row := &signinNonce{Nonce: c.Nonce, PartyID: partyID, Message: c.Text(), IssuedAt: At(c.IssuedAt), ExpiresAt: At(c.ExpiresAt)}
-	if _, err := s.wdb.NewInsert().Model(row).Exec(ctx); err != nil {
+}
+
+// IssueChallenge creates a sign-in challenge for an onboarded party. It writes nothing.
+func (s *Store) IssueChallenge(ctx context.Context, partyID string) (*signing.Challenge, error) {
+	if _, err := s.Party(ctx, partyID); err != nil {
 		return nil, err
 	}
-	s.challenges.put(row)
-	return c, nil
+	keys, err := s.serviceKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The text states whole seconds; the lifetime runs from the instant it states.
+	issued := s.now().Truncate(time.Second)
+	return s.challenge(partyID, sealNonce(keys.nonceMAC, partyID, issued), issued), nil
+}
+
+// spentNonce records that a verify named a nonce: the first one that does spends it, whatever
+// its outcome. Rows go once the challenge could no longer be answered anyway.
+type spentNonce struct {
+	bun.BaseModel `bun:"table:spent_nonces"`
+
+	Nonce     string    `bun:"nonce,pk"`
+	PartyID   string    `bun:"party_id"` // as the verify claimed it
+	SpentAt   Timestamp `bun:"spent_at"`
+	ExpiresAt Timestamp `bun:"expires_at"`
 }
 
 // SignIn is a verify request: the answer to a challenge.
@@ -78,44 +111,32 @@ type SignIn struct {
 	ClientAddr string
 }
 
+var errNonceInvalid = Errorf(CodeNonceInvalid, "the nonce is unknown or already used; request a new challenge")
+
 // SignIn checks the signed challenge and opens a session with its first token. The nonce is
 // spent by this attempt whatever its outcome, malformed fields included. The checks run
 // before any write, so the write is one statement that spends the nonce and opens the
-// session together, and only if no concurrent attempt spent the nonce first.
+// session together, and only if no other attempt spent the nonce first.
 func (s *Store) SignIn(ctx context.Context, in SignIn) (*IssuedToken, error) {
 	if !signing.ValidNonce(in.Nonce) {
 		// Not one this service issued; and a NUL or invalid UTF-8 must not reach the database.
-		return nil, Errorf(CodeNonceInvalid, "the nonce is unknown or already used; request a new challenge")
-	}
-	// The challenge text is remembered from its issue; another instance's, or one issued
-	// before a restart, is read from the store. Either way the spend below decides whether
-	// the nonce is still unused.
-	n := s.challenges.take(in.Nonce)
-	if n == nil {
-		n = new(signinNonce)
-		err := s.db.NewSelect().Model(n).Where("nonce = ?", in.Nonce).Scan(ctx)
-		if isNoRows(err) || (err == nil && n.UsedAt != nil) {
-			return nil, Errorf(CodeNonceInvalid, "the nonce is unknown or already used; request a new challenge")
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	refusal, err := s.checkSignIn(ctx, n, in)
-	if err != nil {
-		return nil, err
-	}
-	if refusal != nil {
-		if err := s.SpendNonce(ctx, in.Nonce); err != nil {
-			return nil, err
-		}
-		return nil, refusal
+		return nil, errNonceInvalid
 	}
 	keys, err := s.serviceKeys(ctx)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
+	refusal, err := s.checkSignIn(ctx, keys, in, now)
+	if err != nil {
+		return nil, err
+	}
+	if refusal != nil {
+		if _, err := s.spendNonce(ctx, in, now, nil); err != nil {
+			return nil, err
+		}
+		return nil, refusal
+	}
 	t, err := s.signToken(keys, in.PartyID, randomID(), now)
 	if err != nil {
 		return nil, err
@@ -125,49 +146,69 @@ func (s *Store) SignIn(ctx context.Context, in SignIn) (*IssuedToken, error) {
 		UserAgent: clean(in.UserAgent, 256), ClientAddr: clean(in.ClientAddr, 64),
 		TokenJTI: t.TokenID, TokenIssuedAt: At(t.IssuedAt), TokenExpiresAt: At(t.ExpiresAt),
 	}
-	opened, err := s.spendNonceOpenSession(ctx, in.Nonce, row, now)
+	opened, err := s.spendNonce(ctx, in, now, row)
 	if err != nil {
 		return nil, err
 	}
 	if !opened {
-		return nil, Errorf(CodeNonceInvalid, "the nonce is unknown or already used; request a new challenge")
+		return nil, errNonceInvalid
 	}
 	s.sessions.put(t.SessionID, &sessionState{partyID: in.PartyID, currentJTI: t.TokenID, deadAt: t.ExpiresAt}, now)
 	return t, nil
 }
 
-// checkSignIn returns why the signed challenge n does not sign in, or nil when it does.
-func (s *Store) checkSignIn(ctx context.Context, n *signinNonce, in SignIn) (error, error) {
-	switch {
-	case !signing.ValidPartyID(in.PartyID):
+// checkSignIn returns why the answer does not sign in, or nil when it does.
+func (s *Store) checkSignIn(ctx context.Context, keys *serviceKeys, in SignIn, now time.Time) (error, error) {
+	if !signing.ValidPartyID(in.PartyID) {
 		return checkPartyID("partyId", in.PartyID), nil
-	case n.PartyID != in.PartyID:
-		return Errorf(CodeNonceInvalid, "the nonce was issued to another party; request a new challenge"), nil
-	case !s.now().Before(n.ExpiresAt.Time):
-		return Errorf(CodeNonceInvalid, "the challenge expired at %s; request a new one", n.ExpiresAt.UTC().Format(time.RFC3339)), nil
+	}
+	issued, ok := openNonce(keys.nonceMAC, in.PartyID, in.Nonce)
+	if !ok {
+		return Errorf(CodeNonceInvalid, "the nonce was not issued to %s; request a new challenge", in.PartyID), nil
+	}
+	c := s.challenge(in.PartyID, in.Nonce, issued)
+	if !now.Before(c.ExpiresAt) {
+		return Errorf(CodeNonceInvalid, "the challenge expired at %s; request a new one", c.ExpiresAt.Format(time.RFC3339)), nil
 	}
 	p, err := s.Party(ctx, in.PartyID)
 	if err != nil {
 		return nil, err
 	}
-	if !ed25519.Verify(p.PublicKey, []byte(n.Message), in.Signature) {
+	if !ed25519.Verify(p.PublicKey, []byte(c.Text()), in.Signature) {
 		return Errorf(CodeInvalidSignature, "the signature does not verify against the key of %s over the challenge text", in.PartyID), nil
 	}
 	return nil, nil
 }
 
-// spendNonceOpenSession spends the nonce and inserts the session, both or neither: false
-// when the nonce was already spent.
-func (s *Store) spendNonceOpenSession(ctx context.Context, nonce string, row *Session, now time.Time) (bool, error) {
-	if s.dialect == Postgres { // one statement, one round trip: the session exists only if the nonce was spent here
+// SpendNonce spends a nonce without signing in: a verify too malformed to attempt still
+// uses up the challenge it names.
+func (s *Store) SpendNonce(ctx context.Context, partyID, nonce string) error {
+	if !signing.ValidNonce(nonce) {
+		return nil
+	}
+	_, err := s.spendNonce(ctx, SignIn{PartyID: clean(partyID, 200), Nonce: nonce}, s.now(), nil)
+	return err
+}
+
+// spendNonce records the nonce as spent and, when session is not nil, opens it in the same
+// atomic write. It reports whether this call spent the nonce.
+func (s *Store) spendNonce(ctx context.Context, in SignIn, now time.Time, session *Session) (bool, error) {
+	// A spent nonce is refused after its challenge expires anyway; keep it until then (at most
+	// one challenge lifetime from now, whatever a forged nonce claims).
+	expires := now.Add(s.cfg.ChallengeTTL)
+	spent := &spentNonce{Nonce: in.Nonce, PartyID: clean(in.PartyID, 200), SpentAt: At(now), ExpiresAt: At(expires)}
+	if s.dialect == Postgres && session != nil {
+		// One statement, one round trip: the session exists only if this spent the nonce.
 		res, err := s.wdb.NewRaw(`WITH spent AS (
-				UPDATE signin_nonces SET used_at = ? WHERE nonce = ? AND used_at IS NULL RETURNING nonce
+				INSERT INTO spent_nonces (nonce, party_id, spent_at, expires_at) VALUES (?, ?, ?, ?)
+				ON CONFLICT DO NOTHING RETURNING nonce
 			)
 			INSERT INTO signin_sessions
 				(sid, party_id, created_at, user_agent, client_addr, token_jti, token_issued_at, token_expires_at)
 			SELECT ?, ?, ?, ?, ?, ?, ?, ? FROM spent`,
-			At(now), nonce,
-			row.SID, row.PartyID, row.CreatedAt, row.UserAgent, row.ClientAddr, row.TokenJTI, row.TokenIssuedAt, row.TokenExpiresAt,
+			spent.Nonce, spent.PartyID, spent.SpentAt, spent.ExpiresAt,
+			session.SID, session.PartyID, session.CreatedAt, session.UserAgent, session.ClientAddr,
+			session.TokenJTI, session.TokenIssuedAt, session.TokenExpiresAt,
 		).Exec(ctx)
 		if err != nil {
 			return false, err
@@ -175,83 +216,22 @@ func (s *Store) spendNonceOpenSession(ctx context.Context, nonce string, row *Se
 		n, err := res.RowsAffected()
 		return n == 1, err
 	}
-	opened := false
+	done := false
 	err := s.inTx(ctx, func(tx *Tx) error {
-		n, err := tx.spendNonce(ctx, nonce)
-		if err != nil || n == nil {
+		res, err := tx.NewInsert().Model(spent).On("CONFLICT DO NOTHING").Exec(ctx)
+		if err != nil {
 			return err
 		}
-		if _, err := tx.NewInsert().Model(row).Exec(ctx); err != nil {
-			return err
+		if n, _ := res.RowsAffected(); n == 0 {
+			return nil // spent before
 		}
-		opened = true
-		return nil
-	})
-	return opened, err
-}
-
-// SpendNonce spends a nonce without signing in: a verify too malformed to attempt still
-// uses up the challenge it names.
-func (s *Store) SpendNonce(ctx context.Context, nonce string) error {
-	if !signing.ValidNonce(nonce) {
-		return nil
-	}
-	return s.inTx(ctx, func(tx *Tx) error {
-		_, err := tx.spendNonce(ctx, nonce)
-		return err
-	})
-}
-
-// spendNonce marks the nonce used and returns its challenge, or nil when it is unknown or
-// was already used.
-func (tx *Tx) spendNonce(ctx context.Context, nonce string) (*signinNonce, error) {
-	n := new(signinNonce)
-	res, err := tx.NewUpdate().Model(n).
-		Set("used_at = ?", At(tx.now)).
-		Where("nonce = ?", nonce).Where("used_at IS NULL").
-		Returning("*").Exec(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if rows, _ := res.RowsAffected(); rows == 0 {
-		return nil, nil
-	}
-	return n, nil
-}
-
-// challengeCache remembers the challenges this process issued until they are answered or
-// expire, so a verify need not read its challenge back. It only saves that read: spending
-// the nonce in the store is what makes it single-use.
-type challengeCache struct {
-	mu sync.Mutex
-	m  map[string]*signinNonce
-}
-
-const challengeCacheMax = 1 << 17
-
-func newChallengeCache() *challengeCache { return &challengeCache{m: make(map[string]*signinNonce)} }
-
-func (c *challengeCache) put(n *signinNonce) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= challengeCacheMax {
-		for k, v := range c.m { // drop the expired; if none, the new one goes unremembered
-			if v.ExpiresAt.Before(n.IssuedAt.Time) {
-				delete(c.m, k)
+		if session != nil {
+			if _, err := tx.NewInsert().Model(session).Exec(ctx); err != nil {
+				return err
 			}
 		}
-		if len(c.m) >= challengeCacheMax {
-			return
-		}
-	}
-	c.m[n.Nonce] = n
-}
-
-// take returns and forgets the challenge of nonce, or nil when it is not remembered.
-func (c *challengeCache) take(nonce string) *signinNonce {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.m[nonce]
-	delete(c.m, nonce)
-	return n
+		done = true
+		return nil
+	})
+	return done, err
 }

@@ -84,9 +84,8 @@ type Store struct {
 	parties    sync.Map // party id -> *Party: parties are immutable once onboarded
 	partyCount atomic.Int64
 
-	sessions   *sessionCache
-	tokens     *tokenCache
-	challenges *challengeCache
+	sessions *sessionCache
+	tokens   *tokenCache
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -121,7 +120,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.sessions = newSessionCache()
 	s.tokens = newTokenCache()
-	s.challenges = newChallengeCache()
 	return s, nil
 }
 

@@ -29,7 +29,9 @@ usage:
   walletctl [flags] onboard                 onboard the key's party on the ledger
   walletctl [flags] login                   sign in: get a challenge, check it, sign it, keep the token
   walletctl [flags] logout                  end the session
-  walletctl [flags] whoami                  the key's party and the token's expiry
+  walletctl [flags] whoami                  the key's party and the token's expiry, as the server sees them
+  walletctl [flags] party                   print the key's party id
+  walletctl [flags] token                   print the kept session token (for curl)
   walletctl [flags] sign MESSAGE            sign a message (use - to read it from stdin)
   walletctl [flags] sign --hash B64         sign a prepared transaction hash
   walletctl [flags] call METHOD PATH [JSON] call the API with the token attached
@@ -96,6 +98,20 @@ func run(args []string, out, log io.Writer) error {
 		return w.logout()
 	case "whoami":
 		return w.call("GET", "/api/auth/me", "")
+	case "party":
+		k, _, err := w.loadKey()
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(w.out, k.PartyID)
+		return err
+	case "token":
+		tok, err := w.token()
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(w.out, tok)
+		return err
 	case "sign":
 		return w.sign(args)
 	case "call":
