@@ -39,28 +39,29 @@ func checkAmountBounds(a Amount) error {
 
 // spendableHoldings lists the party's unconsumed holdings of inst, and which of them an
 // unexpired prepared transaction would consume (claimed). A claim by a transaction that
-// executed names holdings it consumed, which are no longer listed.
+// executed names holdings it consumed, which are no longer listed. Claims only matter when
+// there is a choice, so a wallet of one holding is not asked about them.
 func (s *Store) spendableHoldings(ctx context.Context, owner string, inst Instrument) ([]Holding, map[string]bool, error) {
-	var rows []struct {
-		Holding
-		Claimed bool `bun:"claimed"`
-	}
-	err := s.db.NewSelect().Model((*Holding)(nil)).Column("cid", "owner", "instrument", "amount").
-		ColumnExpr("EXISTS (SELECT 1 FROM prepared_inputs AS pi WHERE pi.cid = holding.cid AND pi.expires_at > ?) AS claimed", At(s.now())).
+	var hs []Holding
+	err := s.db.NewSelect().Model(&hs).Column("cid", "owner", "instrument", "amount").
 		Where("owner = ?", owner).Where("instrument = ?", inst).Where("consumed_update IS NULL").
-		Scan(ctx, &rows)
-	if err != nil {
-		return nil, nil, err
+		Scan(ctx)
+	if err != nil || len(hs) < 2 {
+		return hs, nil, err
 	}
-	hs := make([]Holding, len(rows))
-	claimed := map[string]bool{}
-	for i, r := range rows {
-		hs[i] = r.Holding
-		if r.Claimed {
-			claimed[r.CID] = true
-		}
+	cids := make([]string, len(hs))
+	for i, h := range hs {
+		cids[i] = h.CID
 	}
-	return hs, claimed, nil
+	var claimedCIDs []string
+	err = s.db.NewSelect().Model((*preparedInput)(nil)).Column("cid").
+		Where("cid IN (?)", bun.In(cids)).Where("expires_at > ?", At(s.now())).
+		Scan(ctx, &claimedCIDs)
+	claimed := make(map[string]bool, len(claimedCIDs))
+	for _, c := range claimedCIDs {
+		claimed[c] = true
+	}
+	return hs, claimed, err
 }
 
 // Balance is what a party holds of one instrument.
