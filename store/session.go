@@ -115,6 +115,9 @@ func (s *Store) RotateIfDue(ctx context.Context, a *Auth) (*IssuedToken, error) 
 		if _, err := tx.NewInsert().Model(old).Exec(ctx); err != nil {
 			return err
 		}
+		if err := tx.notifySessionChanged(ctx, a.SessionID); err != nil {
+			return err
+		}
 		issued = t
 		return nil
 	})
@@ -139,7 +142,10 @@ func (s *Store) Logout(ctx context.Context, a *Auth) error {
 			Set("revoked_at = ?", At(tx.now)).
 			Where("sid = ?", a.SessionID).Where("revoked_at IS NULL").
 			Exec(ctx)
-		return err
+		if err != nil {
+			return err
+		}
+		return tx.notifySessionChanged(ctx, a.SessionID)
 	})
 	if err != nil {
 		s.sessions.endWrite(a.SessionID, nil)
@@ -288,6 +294,19 @@ func (c *sessionCache) rotated(sid string, a *Auth, t *IssuedToken, now time.Tim
 	}
 	st.superseded[a.TokenID] = now
 	return st
+}
+
+// forget drops one session, or every session when sid is empty, so the next use reads the
+// store; it counts as a write, so a load that overlaps it is not cached.
+func (c *sessionCache) forget(sid string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes++
+	if sid == "" {
+		clear(c.m)
+		return
+	}
+	delete(c.m, sid)
 }
 
 // evictLocked keeps the cache bounded: dead sessions go first, then arbitrary ones.

@@ -84,6 +84,9 @@ type Store struct {
 	parties    sync.Map // party id -> *Party: parties are immutable once onboarded
 	partyCount atomic.Int64
 
+	stopListener context.CancelFunc // the PostgreSQL session listener (session_notify.go)
+	listenerDone chan struct{}
+
 	sessions *sessionCache
 	tokens   *tokenCache
 }
@@ -106,6 +109,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, domain: u.Host}
 	s.keys.loading = make(chan struct{}, 1)
+	s.sessions = newSessionCache()
+	s.tokens = newTokenCache()
 	s.ledger = embeddedLedger{}
 	switch {
 	case strings.HasPrefix(cfg.DB, "postgres://"), strings.HasPrefix(cfg.DB, "postgresql://"):
@@ -118,8 +123,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.sessions = newSessionCache()
-	s.tokens = newTokenCache()
 	return s, nil
 }
 
@@ -142,6 +145,17 @@ func (s *Store) openPostgres(ctx context.Context, dsn string) error {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	s.pool = pool
+	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopListener, s.listenerDone = stop, make(chan struct{})
+	ready := make(chan struct{})
+	go s.listenSessions(lctx, pc.ConnConfig.Copy(), ready)
+	select { // serve only once other instances' changes can reach this one
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		stop()
+		pool.Close()
+		return fmt.Errorf("postgres: cannot listen for session changes")
+	}
 	s.dialect = Postgres
 	s.db = bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
 	s.wdb = s.db
@@ -199,6 +213,10 @@ func (s *Store) openSQLite(path string) error {
 
 // Close releases the store's connections.
 func (s *Store) Close() error {
+	if s.stopListener != nil {
+		s.stopListener()
+		<-s.listenerDone
+	}
 	var errs []error
 	if s.wdb != s.db {
 		errs = append(errs, s.wdb.Close())

@@ -94,7 +94,7 @@ func (s *Store) PrepareCCTransfer(ctx context.Context, sender, receiver string, 
 	summary := map[string]any{
 		"action": fmt.Sprintf("send %s CC to %s", amount, receiver),
 		"from":   sender, "to": receiver, "instrument": CC, "amount": amount, "fee": Zero,
-		"spends": fmt.Sprintf("%d holdings worth %s", len(picked), sum), "change": change,
+		"spends": fmt.Sprintf("%d holding(s) worth %s", len(picked), sum), "change": change,
 	}
 	return s.prepareAs(ctx, KindCCTransfer, sender, e, summary, claims)
 }
