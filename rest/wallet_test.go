@@ -159,14 +159,7 @@ func TestWallet_CCTransferMovesTheMoneyAndTheReceiptListsCIDs(t *testing.T) {
 		a.walletTap(alice, store.CC, "10")
 
 		prep := a.do("POST", "/api/wallet/cc-transfer/prepare", map[string]string{"receiver": bob.id, "amount": "2.5"}, bearer(alice.tok))
-		var pr struct {
-			PreparedTransaction     string         `json:"preparedTransaction"`
-			PreparedTransactionHash string         `json:"preparedTransactionHash"`
-			HashingScheme           string         `json:"hashingScheme"`
-			ActAs                   string         `json:"actAs"`
-			ExpiresAt               int64          `json:"expiresAt"`
-			Summary                 map[string]any `json:"summary"`
-		}
+		var pr preparedView
 		decodeAs(t, prep, &pr)
 		if pr.HashingScheme != "sha256-v1" || pr.ActAs != alice.id || pr.ExpiresAt <= a.clock.Now().Unix() || len(pr.Summary) == 0 || pr.PreparedTransaction == "" {
 			t.Fatalf("prepare answered %s", prep.body)

@@ -37,15 +37,18 @@ type Backend struct {
 	Dialect store.Dialect
 }
 
+func backend(b testdb.Backend) Backend {
+	if b.Postgres {
+		return Backend{Backend: b, Dialect: store.Postgres}
+	}
+	return Backend{Backend: b, Dialect: store.SQLite}
+}
+
 // Backends lists SQLite and, when TEST_DATABASE_URL is set, PostgreSQL.
 func Backends() []Backend {
 	var out []Backend
 	for _, b := range testdb.Backends() {
-		d := store.SQLite
-		if b.Postgres {
-			d = store.Postgres
-		}
-		out = append(out, Backend{Backend: b, Dialect: d})
+		out = append(out, backend(b))
 	}
 	return out
 }
@@ -53,12 +56,7 @@ func Backends() []Backend {
 // Each runs fn as a parallel subtest on every backend.
 func Each(t *testing.T, fn func(t *testing.T, b Backend)) {
 	t.Helper()
-	for _, b := range Backends() {
-		t.Run(b.Name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, b)
-		})
-	}
+	testdb.Each(t, func(t *testing.T, b testdb.Backend) { fn(t, backend(b)) })
 }
 
 // Open returns a migrated store on b with cfg (cfg.DB is replaced), closed when the test ends.
