@@ -69,10 +69,8 @@ func (p *keyedParty) execute(t *testing.T, s *Store, kind string, prep *Prepared
 // commitAs commits t as one update signed by actAs, the way every execute does.
 func commitAs(s *Store, actAs string, t *Transaction) error {
 	ctx := context.Background()
-	return s.inTx(ctx, func(tx *Tx) error {
-		return tx.record(ctx, "test.commit", actAs, func(u *Update) (any, error) {
-			return nil, s.ledger.Commit(ctx, tx, u, t)
-		})
+	return s.commit(ctx, "test.commit", actAs, func(tx *Tx, u *Update) error {
+		return s.ledger.Commit(ctx, tx, u, t)
 	})
 }
 

@@ -141,13 +141,13 @@ func applyPreapproval(ctx context.Context, tx *Tx, u *Update, e *preapprovalEffe
 // by a signed prepare/execute. It is not_found when the party has no active one.
 func (s *Store) RenewPreapproval(ctx context.Context, partyID string, kind PreapprovalKind) (*PreapprovalResult, error) {
 	var out *PreapprovalResult
-	err := s.commit(ctx, KindPreapprovalRenew, partyID, func(tx *Tx, u *Update) (any, error) {
+	err := s.commit(ctx, KindPreapprovalRenew, partyID, func(tx *Tx, u *Update) error {
 		cur, err := currentPreapproval(ctx, tx, partyID, kind)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if cur == nil || !tx.now.Before(cur.ExpiresAt.Time) {
-			return nil, Errorf(CodeNotFound, "there is no active %s preapproval to renew; create one with POST /api/wallet/%s-preapproval/prepare", kind, kind)
+			return Errorf(CodeNotFound, "there is no active %s preapproval to renew; create one with POST /api/wallet/%s-preapproval/prepare", kind, kind)
 		}
 		expires := tx.now.Truncate(time.Second).Add(tx.s.cfg.PreapprovalTTL)
 		if !expires.After(cur.ExpiresAt.Time) {
@@ -156,10 +156,10 @@ func (s *Store) RenewPreapproval(ctx context.Context, partyID string, kind Preap
 		p := &Preapproval{PartyID: partyID, Kind: kind, ExpiresAt: At(expires)}
 		t := &Transaction{Consume: []ContractRef{{templatePreapproval, cur.CID}}, Create: []Contract{p}}
 		if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
-			return nil, err
+			return err
 		}
 		out = &PreapprovalResult{CID: p.CID, ExpiresAt: expires.Unix()}
-		return out, nil
+		return nil
 	})
 	return out, err
 }

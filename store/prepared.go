@@ -176,10 +176,11 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 	if len(x.Hash) != sha256.Size {
 		return nil, Errorf(CodeInvalidRequest, "preparedTransactionHash must be %d bytes, got %d", sha256.Size, len(x.Hash))
 	}
+	notFound := Errorf(CodePreparedNotFound, "no prepared transaction %s for this endpoint", base64.StdEncoding.EncodeToString(x.Hash))
 	// check refuses an execute of p that the caller may not make.
 	check := func(p *PreparedTx) error {
 		if !slices.Contains(x.Kinds, p.Kind) {
-			return Errorf(CodePreparedNotFound, "no prepared transaction %s for this endpoint", base64.StdEncoding.EncodeToString(x.Hash))
+			return notFound
 		}
 		if x.Caller != "" && x.Caller != p.ActAs {
 			return Errorf(CodePartyMismatch, "the transaction acts as %s, the token is for %s", p.ActAs, x.Caller)
@@ -189,7 +190,6 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 		}
 		return nil
 	}
-	notFound := Errorf(CodePreparedNotFound, "no prepared transaction %s for this endpoint", base64.StdEncoding.EncodeToString(x.Hash))
 	p := new(PreparedTx)
 	checked := false
 	if s.dialect == SQLite {
@@ -236,16 +236,16 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 		if err := json.Unmarshal(p.Body, &env); err != nil {
 			return fmt.Errorf("prepared body: %w", err)
 		}
-		return tx.record(ctx, p.Kind, p.ActAs, func(u *Update) (any, error) {
+		return tx.record(ctx, p.Kind, p.ActAs, func(u *Update) error {
 			result, err := actions[p.Kind](ctx, tx, u, env.Effects)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if receipt, err = committedReceipt(u.UpdateID, result); err != nil {
-				return nil, err
+				return err
 			}
 			p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.now)
-			return result, tx.later(ctx, tx.NewUpdate().Model(p).Column("update_id", "result", "executed_at").WherePK())
+			return tx.later(ctx, tx.NewUpdate().Model(p).Column("update_id", "result", "executed_at").WherePK())
 		})
 	})
 	if isUniqueViolation(err) {
@@ -258,17 +258,17 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 
 // commit runs fn as one ledger update of kind acting as actAs, in its own transaction: the
 // path of writes that need no prepared transaction (a preapproval renewal).
-func (s *Store) commit(ctx context.Context, kind, actAs string, fn func(tx *Tx, u *Update) (any, error)) error {
+func (s *Store) commit(ctx context.Context, kind, actAs string, fn func(tx *Tx, u *Update) error) error {
 	return s.inTx(ctx, func(tx *Tx) error {
-		return tx.record(ctx, kind, actAs, func(u *Update) (any, error) { return fn(tx, u) })
+		return tx.record(ctx, kind, actAs, func(u *Update) error { return fn(tx, u) })
 	})
 }
 
 // record runs fn as a new update and appends the update to the log last, so the log's order
 // is the commit order.
-func (tx *Tx) record(ctx context.Context, kind, actAs string, fn func(u *Update) (any, error)) error {
+func (tx *Tx) record(ctx context.Context, kind, actAs string, fn func(u *Update) error) error {
 	u := &Update{UpdateID: newUpdateID(), Kind: kind, ActAs: actAs}
-	if _, err := fn(u); err != nil {
+	if err := fn(u); err != nil {
 		return err
 	}
 	return tx.appendUpdate(ctx, u)
