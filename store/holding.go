@@ -18,13 +18,11 @@ type Holding struct {
 	Owner      string     `bun:"owner"`
 	Instrument Instrument `bun:"instrument"`
 	Amount     Amount     `bun:"amount"`
-
-	// Consented marks a credit that settles the owner's own signed offer (a listing, an LP
-	// quote), which needs no preapproval. It is not stored.
-	Consented bool `bun:"-"`
 }
 
-func (*Holding) template() string { return templateHolding }
+func (*Holding) template() string              { return templateHolding }
+func (h *Holding) owner() string               { return h.Owner }
+func (h *Holding) value() (Instrument, Amount) { return h.Instrument, h.Amount }
 
 // checkAmountBounds refuses an amount the store cannot hold exactly.
 func checkAmountBounds(a Amount) error {

@@ -249,12 +249,11 @@ func TestLedger_USDCxCreditToAnotherPartyNeedsItsActivePreapproval(t *testing.T)
 			p.execute(t, s, kindOfPreapproval(kind), prep)
 		}
 		for i, c := range []struct {
-			name      string
-			inst      Instrument
-			toSelf    bool
-			consented bool
-			setup     func(t *testing.T, receiver *keyedParty)
-			want      Code // "" means committed
+			name   string
+			inst   Instrument
+			toSelf bool
+			setup  func(t *testing.T, receiver *keyedParty)
+			want   Code // "" means committed
 		}{
 			{name: "without a preapproval", inst: USDCx, want: CodePreapprovalRequired},
 			{name: "with an NFT preapproval only", inst: USDCx, setup: func(t *testing.T, r *keyedParty) { preapprove(t, r, PreapprovalNFT) }, want: CodePreapprovalRequired},
@@ -275,7 +274,6 @@ func TestLedger_USDCxCreditToAnotherPartyNeedsItsActivePreapproval(t *testing.T)
 				}
 				clock.Advance(ttl/2 + time.Hour)
 			}},
-			{name: "consented, without a preapproval", inst: USDCx, consented: true},
 			{name: "to the signer itself", inst: USDCx, toSelf: true},
 			{name: "of CC, without a preapproval", inst: CC},
 		} {
@@ -289,7 +287,7 @@ func TestLedger_USDCxCreditToAnotherPartyNeedsItsActivePreapproval(t *testing.T)
 				if c.toSelf {
 					to = alice.id
 				}
-				credit := &Holding{Owner: to, Instrument: c.inst, Amount: MustAmount("40"), Consented: c.consented}
+				credit := &Holding{Owner: to, Instrument: c.inst, Amount: MustAmount("40")}
 				tx := &Transaction{Consume: spend(in), Create: []Contract{credit, &Holding{Owner: alice.id, Instrument: c.inst, Amount: MustAmount("60")}}}
 				if c.want != "" {
 					refused(t, s, alice.id, tx, hasCode(c.want))

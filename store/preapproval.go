@@ -38,6 +38,7 @@ type Preapproval struct {
 }
 
 func (*Preapproval) template() string { return templatePreapproval }
+func (p *Preapproval) owner() string  { return p.PartyID }
 
 // currentPreapproval returns the party's unconsumed preapproval of kind, expired or not, or nil.
 func currentPreapproval(ctx context.Context, db bun.IDB, partyID string, kind PreapprovalKind) (*Preapproval, error) {
