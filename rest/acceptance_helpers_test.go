@@ -136,3 +136,5 @@ func (a *testAPI) postJSON(path string, body any) rawResponse {
 
 // unixTime is the instant of a Unix-seconds field.
 func unixTime(sec int64) time.Time { return time.Unix(sec, 0).UTC() }
+
+func base64Std(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }

@@ -26,7 +26,7 @@ func statusOf(code store.Code) int {
 	case store.CodeUnauthenticated, store.CodeInvalidToken, store.CodeTokenRotated, store.CodeTokenRevoked,
 		store.CodeNonceInvalid, store.CodeInvalidSignature:
 		return http.StatusUnauthorized
-	case store.CodePartyMismatch, store.CodeCrossOrigin:
+	case store.CodePartyMismatch, store.CodeCrossOrigin, store.CodeNotAllowlisted:
 		return http.StatusForbidden
 	case store.CodeNotFound, store.CodePartyNotFound, store.CodePreparedNotFound:
 		return http.StatusNotFound

@@ -20,6 +20,7 @@ const (
 	CodeInvalidSignature     Code = "invalid_signature"
 	CodePartyMismatch        Code = "party_mismatch"
 	CodeCrossOrigin          Code = "cross_origin"
+	CodeNotAllowlisted       Code = "not_allowlisted"
 	CodeNotFound             Code = "not_found"
 	CodePartyNotFound        Code = "party_not_found"
 	CodePreparedNotFound     Code = "prepared_not_found"

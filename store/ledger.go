@@ -88,6 +88,8 @@ var templates = map[string]templateSpec{
 		return ""
 	}},
 	templatePreapproval: {owner: "party_id"},
+	templateNFT:         {owner: "owner", asset: "nft_id", receive: func(Contract) PreapprovalKind { return PreapprovalNFT }},
+	templateListing:     {owner: "seller", offer: true, escrow: "nft_cid", escrowOf: templateNFT},
 }
 
 // Lifecycle is the part every contract shares: its id, and the updates that created and

@@ -58,7 +58,7 @@ func (s *Store) Migrate(ctx context.Context) ([]string, error) {
 		for _, mg := range g.Migrations {
 			applied = append(applied, mg.Name+"_"+mg.Comment)
 		}
-		return nil
+		return s.ensureOperator(ctx)
 	})
 	return applied, err
 }

@@ -34,6 +34,13 @@ var actions = map[string]action{
 	KindCCTransfer:       applyAs(applyTransfer),
 	KindNFTPreapproval:   applyAs(applyPreapproval),
 	KindUSDCxPreapproval: applyAs(applyPreapproval),
+	KindNFTMint:          applyAs(applyMint),
+	KindNFTList:          applyAs(applyList),
+	KindNFTCancel:        applyAs(applyCancel),
+	KindNFTBuy:           applyAs(applyBuy),
+	KindNFTSweep:         applyAs(applyBuy),
+	KindNFTTransfer:      applyAs(applyMove),
+	KindNFTBurn:          applyAs(applyMove),
 }
 
 // action applies a prepared transaction's effects inside the execute transaction and returns

@@ -47,6 +47,7 @@ type Config struct {
 	RotateGrace    time.Duration // how long a superseded token is still accepted
 	PreparedTTL    time.Duration // how long a prepared transaction can be executed
 	PreapprovalTTL time.Duration // how long a receive-preapproval lasts, from creation or renewal
+	MarketFeeBps   int           // the marketplace fee on NFT sales, basis points of the price
 	Clock          Clock         // nil means the system clock
 	Logger         *slog.Logger  // nil means slog.Default()
 	MaxConns       int           // PostgreSQL pool size, or SQLite reader pool size; 0 picks a default
@@ -64,6 +65,7 @@ func DefaultConfig() Config {
 		RotateGrace:    5 * time.Minute,
 		PreparedTTL:    10 * time.Minute,
 		PreapprovalTTL: 30 * 24 * time.Hour,
+		MarketFeeBps:   250,
 	}
 }
 
@@ -83,6 +85,7 @@ type Store struct {
 
 	parties    sync.Map // party id -> *Party: parties are immutable once onboarded
 	partyCount atomic.Int64
+	operator   atomic.Pointer[string] // the operator party's id, once known
 
 	stopListener context.CancelFunc // the PostgreSQL session listener (session_notify.go)
 	listenerDone chan struct{}

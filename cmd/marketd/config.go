@@ -19,7 +19,6 @@ type config struct {
 	store          store.Config
 	dev            bool
 	allowedOrigins []string
-	marketFeeBps   int
 	rateRead       int
 	ratePrepare    int
 	logLevel       string
@@ -86,7 +85,14 @@ func settings(c *config) []setting {
 			c.store.Statement = v
 			return nil
 		}},
-		{"market-fee-bps", "MARKETD_MARKET_FEE_BPS", "250", "marketplace fee on NFT sales, basis points", num(&c.marketFeeBps)},
+		{"market-fee-bps", "MARKETD_MARKET_FEE_BPS", "250", "marketplace fee on NFT sales, basis points (at most 5000)", func(v string) error {
+			x, err := strconv.Atoi(v)
+			if err != nil || x < 0 || x > store.MaxRoyaltyBps {
+				return fmt.Errorf("want a whole number from 0 to %d", store.MaxRoyaltyBps)
+			}
+			c.store.MarketFeeBps = x
+			return nil
+		}},
 		{"challenge-ttl", "MARKETD_CHALLENGE_TTL", d.ChallengeTTL.String(), "challenge lifetime", dur(&c.store.ChallengeTTL)},
 		{"token-ttl", "MARKETD_TOKEN_TTL", d.TokenTTL.String(), "token lifetime from its own issue", dur(&c.store.TokenTTL)},
 		{"rotate-after", "MARKETD_ROTATE_AFTER", d.RotateAfter.String(), "token age that triggers cookie rotation", dur(&c.store.RotateAfter)},
@@ -106,10 +112,13 @@ func settings(c *config) []setting {
 	}
 }
 
-// parseConfig reads the environment, then args, into a config.
-func parseConfig(cmd string, args []string) (*config, []string, error) {
+// parseConfig reads the environment, then args, into a config. extra adds a command's own flags.
+func parseConfig(cmd string, args []string, extra ...func(fs *flag.FlagSet)) (*config, []string, error) {
 	c := new(config)
 	fs := flag.NewFlagSet("marketd "+cmd, flag.ContinueOnError)
+	for _, add := range extra {
+		add(fs)
+	}
 	for _, s := range settings(c) {
 		def := s.def
 		if v, ok := os.LookupEnv(s.env); ok {

@@ -24,6 +24,11 @@ const usage = `marketd: the marketplace service
 usage:
   marketd serve [flags]                  run the service (applies pending migrations first)
   marketd migrate up|down|status [flags] manage the schema
+  marketd collection create --slug S --name N --creator PARTY --currency CC|USDCx --supply N
+          [--royalty-bps N] [--items FILE] [--description D] [--image URL]
+  marketd collection add-phase --collection ID|SLUG --name N --price DEC --start UNIX --end UNIX
+          --per-party-limit N [--supply N] [--allow PARTY,...]
+  marketd seed --demo [--nfts N]          fill an empty store with a demo market
 
 Run "marketd serve -h" for the flags; each is also a MARKETD_ environment variable.
 `
@@ -39,6 +44,10 @@ func main() {
 		err = serve(args)
 	case "migrate":
 		err = migrate(args)
+	case "collection":
+		err = collectionCmd(args)
+	case "seed":
+		err = seedCmd(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -113,6 +122,7 @@ func serve(args []string) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go prune(ctx, s, log)
+	go expire(ctx, s, log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "public_url", c.store.PublicURL, "dev", c.dev)
@@ -148,6 +158,24 @@ func prune(ctx context.Context, s *store.Store, log *slog.Logger) {
 				log.Warn("prune failed", "error", err.Error())
 			} else if n != (store.Pruned{}) {
 				log.Debug("pruned", "nonces", n.Nonces, "prepared", n.Prepared, "sessions", n.Sessions, "superseded", n.Superseded)
+			}
+		}
+	}
+}
+
+// expire archives expired listings every second, so collection statistics follow expiries.
+func expire(ctx context.Context, s *store.Store, log *slog.Logger) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := s.ExpireListings(ctx, 100); err != nil && ctx.Err() == nil {
+				log.Warn("expiring listings failed", "error", err.Error())
+			} else if n > 0 {
+				log.Debug("listings expired", "listings", n)
 			}
 		}
 	}

@@ -1,0 +1,461 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Collection is a set of NFTs one creator issues, with its live statistics. A collection
+// trades in its one currency and pays its creator royaltyBps of every sale.
+type Collection struct {
+	bun.BaseModel `bun:"table:collections"`
+
+	ID            string     `bun:"collection_id,pk"`
+	Slug          string     `bun:"slug"`
+	Name          string     `bun:"name"`
+	Description   string     `bun:"description"`
+	Image         string     `bun:"image"`
+	Creator       string     `bun:"creator"`
+	Currency      Instrument `bun:"currency"`
+	RoyaltyBps    int        `bun:"royalty_bps"`
+	Supply        int        `bun:"supply"`
+	Minted        int        `bun:"minted"`
+	Burned        int        `bun:"burned"`
+	FloorPrice    *Amount    `bun:"floor_price"`
+	FloorKey      string     `bun:"floor_key"`
+	ListedCount   int        `bun:"listed_count"`
+	Owners        int        `bun:"owners"`
+	Volume        Amount     `bun:"volume"`
+	VolumeDescKey string     `bun:"volume_desc_key"`
+	CreatedAt     Timestamp  `bun:"created_at"`
+
+	Phases []MintPhase `bun:"-"`
+}
+
+// MintPhase is a window in which a collection mints at one price, with a per-party limit,
+// an optional supply of its own and an optional allow-list.
+type MintPhase struct {
+	bun.BaseModel `bun:"table:mint_phases"`
+
+	CollectionID  string    `bun:"collection_id,pk"`
+	Name          string    `bun:"name,pk"`
+	Price         Amount    `bun:"price"`
+	Start         Timestamp `bun:"start_at"`
+	End           Timestamp `bun:"end_at"`
+	PerPartyLimit int       `bun:"per_party_limit"`
+	Supply        *int      `bun:"supply"`
+	Minted        int       `bun:"minted"`
+	AllowList     bool      `bun:"allow_list"`
+}
+
+// ActiveAt tells whether the phase mints at t: from its start, until its end.
+func (p *MintPhase) ActiveAt(t time.Time) bool {
+	return !t.Before(p.Start.Time) && t.Before(p.End.Time)
+}
+
+// Trait is one type/value pair of an NFT.
+type Trait struct {
+	Type  string `json:"type"`
+	Value string `json:"value"`
+}
+
+// ItemSpec is what one serial of a collection becomes when minted.
+type ItemSpec struct {
+	Name   string  `json:"name"`
+	Image  string  `json:"image"`
+	Traits []Trait `json:"traits"`
+}
+
+// collectionItem is an ItemSpec kept for its serial until it is minted.
+type collectionItem struct {
+	bun.BaseModel `bun:"table:collection_items"`
+
+	CollectionID string `bun:"collection_id,pk"`
+	Serial       int    `bun:"serial,pk"`
+	Name         string `bun:"name"`
+	Image        string `bun:"image"`
+	Traits       string `bun:"traits"` // JSON array of Trait
+}
+
+// CollectionSpec is what the operator states to create a collection.
+type CollectionSpec struct {
+	Slug        string
+	Name        string
+	Description string
+	Image       string
+	Creator     string
+	Currency    Instrument
+	RoyaltyBps  int
+	Supply      int
+	Items       []ItemSpec // one per serial, or none for "Name #serial" with the collection's image
+}
+
+// Bounds of what a collection may state.
+const (
+	MaxRoyaltyBps     = 5000
+	MaxSupply         = 1_000_000
+	maxTraitsPerItem  = 32
+	maxTraitText      = 64
+	maxNameText       = 200
+	maxDescription    = 2000
+	maxURLText        = 1000
+	collectionIDBytes = 10
+)
+
+var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+
+func newObjectID(prefix string, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return prefix + hex.EncodeToString(b)
+}
+
+// checkText refuses an empty (when required) or overlong text field.
+func checkText(field, v string, max int, required bool) error {
+	if required && strings.TrimSpace(v) == "" {
+		return Errorf(CodeInvalidRequest, "%s is required", field)
+	}
+	if len(v) > max || strings.ContainsRune(v, 0) {
+		return Errorf(CodeInvalidRequest, "%s must be at most %d bytes of text", field, max)
+	}
+	return nil
+}
+
+func checkTraits(traits []Trait) error {
+	if len(traits) > maxTraitsPerItem {
+		return Errorf(CodeInvalidRequest, "an item has at most %d traits", maxTraitsPerItem)
+	}
+	seen := map[Trait]bool{}
+	for _, tr := range traits {
+		if err := checkText("trait type", tr.Type, maxTraitText, true); err != nil {
+			return err
+		}
+		if err := checkText("trait value", tr.Value, maxTraitText, true); err != nil {
+			return err
+		}
+		if strings.Contains(tr.Type, ":") {
+			return Errorf(CodeInvalidRequest, "trait type %q must not contain ':'", tr.Type)
+		}
+		if seen[tr] {
+			return Errorf(CodeInvalidRequest, "trait %s:%s is stated twice", tr.Type, tr.Value)
+		}
+		seen[tr] = true
+	}
+	return nil
+}
+
+// CreateCollection registers a collection and the items its serials will become.
+func (s *Store) CreateCollection(ctx context.Context, spec CollectionSpec) (*Collection, error) {
+	if !slugPattern.MatchString(spec.Slug) {
+		return nil, Errorf(CodeInvalidRequest, "slug %q must be 1 to 64 of [a-z0-9-], starting with a letter or digit", truncate(spec.Slug, 80))
+	}
+	for _, f := range []struct {
+		field, v string
+		max      int
+		required bool
+	}{{"name", spec.Name, maxNameText, true}, {"description", spec.Description, maxDescription, false}, {"image", spec.Image, maxURLText, false}} {
+		if err := checkText(f.field, f.v, f.max, f.required); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := ParseInstrument(string(spec.Currency)); err != nil {
+		return nil, err
+	}
+	if spec.RoyaltyBps < 0 || spec.RoyaltyBps > MaxRoyaltyBps {
+		return nil, Errorf(CodeInvalidRequest, "royalty must be 0 to %d basis points", MaxRoyaltyBps)
+	}
+	if spec.Supply < 1 || spec.Supply > MaxSupply {
+		return nil, Errorf(CodeInvalidRequest, "supply must be 1 to %d", MaxSupply)
+	}
+	if len(spec.Items) > 0 && len(spec.Items) != spec.Supply {
+		return nil, Errorf(CodeInvalidRequest, "the items file has %d items for a supply of %d; give one per serial", len(spec.Items), spec.Supply)
+	}
+	if _, err := s.Party(ctx, spec.Creator); err != nil {
+		return nil, err
+	}
+	items := make([]collectionItem, spec.Supply)
+	for i := range items {
+		it := ItemSpec{Name: spec.Name + " #" + itoa(i+1), Image: spec.Image}
+		if len(spec.Items) > 0 {
+			it = spec.Items[i]
+			if err := checkText("item name", it.Name, maxNameText, true); err != nil {
+				return nil, err
+			}
+			if err := checkText("item image", it.Image, maxURLText, false); err != nil {
+				return nil, err
+			}
+			if err := checkTraits(it.Traits); err != nil {
+				return nil, err
+			}
+		}
+		if it.Traits == nil {
+			it.Traits = []Trait{}
+		}
+		traits, err := json.Marshal(it.Traits)
+		if err != nil {
+			return nil, err
+		}
+		items[i] = collectionItem{Serial: i + 1, Name: it.Name, Image: it.Image, Traits: string(traits)}
+	}
+	c := &Collection{
+		ID: newObjectID("col_", collectionIDBytes), Slug: spec.Slug, Name: spec.Name, Description: spec.Description,
+		Image: spec.Image, Creator: spec.Creator, Currency: spec.Currency, RoyaltyBps: spec.RoyaltyBps,
+		Supply: spec.Supply, FloorKey: noKey, Volume: Zero, VolumeDescKey: descKey(Zero),
+	}
+	err := s.inTx(ctx, func(tx *Tx) error {
+		c.CreatedAt = At(tx.now)
+		if _, err := tx.NewInsert().Model(c).Exec(ctx); err != nil {
+			if isUniqueViolation(err) {
+				return Errorf(CodeConflict, "a collection with slug %q exists already", spec.Slug)
+			}
+			return err
+		}
+		for i := range items {
+			items[i].CollectionID = c.ID
+		}
+		for start := 0; start < len(items); start += 1000 {
+			batch := items[start:min(start+1000, len(items))]
+			if _, err := tx.NewInsert().Model(&batch).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	c.Phases = []MintPhase{}
+	return c, nil
+}
+
+// PhaseSpec is what the operator states to add a mint phase.
+type PhaseSpec struct {
+	Collection    string // id or slug
+	Name          string
+	Price         string // a decimal of the collection's currency; "0" mints for free
+	Start, End    time.Time
+	PerPartyLimit int
+	Supply        *int
+	Allow         []string // parties on the allow-list; none means anyone may mint
+}
+
+// AddPhase adds a mint phase to a collection. Phases of one collection may not overlap, so
+// at any instant at most one is active.
+func (s *Store) AddPhase(ctx context.Context, spec PhaseSpec) (*MintPhase, error) {
+	c, err := s.collectionByIDOrSlug(ctx, spec.Collection)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkText("phase name", spec.Name, maxTraitText, true); err != nil {
+		return nil, err
+	}
+	price, err := parseDecimal(spec.Price, c.Currency.Decimals())
+	if err != nil {
+		return nil, err
+	}
+	if !spec.End.After(spec.Start) {
+		return nil, Errorf(CodeInvalidRequest, "a phase must end after it starts")
+	}
+	if spec.PerPartyLimit < 1 {
+		return nil, Errorf(CodeInvalidRequest, "the per-party limit must be at least 1")
+	}
+	if spec.Supply != nil && (*spec.Supply < 1 || *spec.Supply > c.Supply) {
+		return nil, Errorf(CodeInvalidRequest, "a phase supply must be 1 to the collection's supply (%d)", c.Supply)
+	}
+	for _, p := range spec.Allow {
+		if _, err := s.Party(ctx, p); err != nil {
+			return nil, err
+		}
+	}
+	ph := &MintPhase{
+		CollectionID: c.ID, Name: spec.Name, Price: price, Start: At(spec.Start.Truncate(time.Second)), End: At(spec.End.Truncate(time.Second)),
+		PerPartyLimit: spec.PerPartyLimit, Supply: spec.Supply, AllowList: len(spec.Allow) > 0,
+	}
+	err = s.inTx(ctx, func(tx *Tx) error {
+		var phases []MintPhase
+		if err := tx.NewSelect().Model(&phases).Where("collection_id = ?", c.ID).Scan(ctx); err != nil {
+			return err
+		}
+		for _, p := range phases {
+			if p.Name == ph.Name {
+				return Errorf(CodeConflict, "collection %s has a phase %q already", c.Slug, ph.Name)
+			}
+			if ph.Start.Before(p.End.Time) && p.Start.Before(ph.End.Time) {
+				return Errorf(CodeConflict, "the phase overlaps phase %q (%s to %s); phases of a collection may not overlap",
+					p.Name, p.Start.Format(time.RFC3339), p.End.Format(time.RFC3339))
+			}
+		}
+		if _, err := tx.NewInsert().Model(ph).Exec(ctx); err != nil {
+			return err
+		}
+		if len(spec.Allow) == 0 {
+			return nil
+		}
+		rows := make([]phaseAllow, 0, len(spec.Allow))
+		for _, p := range spec.Allow {
+			rows = append(rows, phaseAllow{CollectionID: c.ID, Phase: ph.Name, PartyID: p})
+		}
+		_, err := tx.NewInsert().Model(&rows).On("CONFLICT DO NOTHING").Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ph, nil
+}
+
+type phaseAllow struct {
+	bun.BaseModel `bun:"table:phase_allow"`
+
+	CollectionID string `bun:"collection_id,pk"`
+	Phase        string `bun:"phase,pk"`
+	PartyID      string `bun:"party_id,pk"`
+}
+
+type phaseMints struct {
+	bun.BaseModel `bun:"table:phase_mints"`
+
+	CollectionID string `bun:"collection_id,pk"`
+	Phase        string `bun:"phase,pk"`
+	PartyID      string `bun:"party_id,pk"`
+	Minted       int    `bun:"minted"`
+}
+
+// collectionByIDOrSlug finds a collection by either of its names, without phases.
+func (s *Store) collectionByIDOrSlug(ctx context.Context, ref string) (*Collection, error) {
+	c := new(Collection)
+	err := s.db.NewSelect().Model(c).Where("collection_id = ?", ref).WhereOr("slug = ?", ref).Limit(1).Scan(ctx)
+	if isNoRows(err) {
+		return nil, Errorf(CodeNotFound, "no collection %q", truncate(ref, 80))
+	}
+	return c, err
+}
+
+// CollectionByID returns a collection with its phases, or not_found.
+func (s *Store) CollectionByID(ctx context.Context, id string) (*Collection, error) {
+	return s.collectionWhere(ctx, "collection_id = ?", id)
+}
+
+// CollectionBySlug returns a collection with its phases, or not_found.
+func (s *Store) CollectionBySlug(ctx context.Context, slug string) (*Collection, error) {
+	return s.collectionWhere(ctx, "slug = ?", slug)
+}
+
+func (s *Store) collectionWhere(ctx context.Context, where, v string) (*Collection, error) {
+	c := new(Collection)
+	err := s.db.NewSelect().Model(c).Where(where, v).Scan(ctx)
+	if isNoRows(err) {
+		return nil, Errorf(CodeNotFound, "no collection %q", truncate(v, 80))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.db.NewSelect().Model(&c.Phases).Where("collection_id = ?", c.ID).Order("start_at").Scan(ctx); err != nil {
+		return nil, err
+	}
+	if c.Phases == nil {
+		c.Phases = []MintPhase{}
+	}
+	return c, nil
+}
+
+// CollectionSort orders the collections list.
+type CollectionSort string
+
+const (
+	SortNewest CollectionSort = "newest"
+	SortVolume CollectionSort = "volume"
+	SortFloor  CollectionSort = "floor"
+)
+
+// ParseCollectionSort accepts newest (the default), volume or floor.
+func ParseCollectionSort(v string) (CollectionSort, error) {
+	switch CollectionSort(v) {
+	case "", SortNewest:
+		return SortNewest, nil
+	case SortVolume, SortFloor:
+		return CollectionSort(v), nil
+	}
+	return "", Errorf(CodeInvalidRequest, "sort must be newest, volume or floor, not %q", truncate(v, 40))
+}
+
+// collectionKey is a collection's keyset position in one sort.
+type collectionKey struct {
+	K  string `json:"k"` // the sort column's value (a key string or the creation time)
+	ID string `json:"i"`
+}
+
+// Collections lists collections: newest first, by volume (largest first) or by floor price
+// (lowest first, collections with nothing listed last). Each carries its phases.
+func (s *Store) Collections(ctx context.Context, sort CollectionSort, r PageRequest) (Page[Collection], error) {
+	q, err := startPage[collectionKey](ctx, s, "collections:"+string(sort), r)
+	if err != nil {
+		return Page[Collection]{}, err
+	}
+	var rows []Collection
+	sel := s.db.NewSelect().Model(&rows)
+	var key func(c Collection) collectionKey
+	switch sort {
+	case SortVolume:
+		sel = sel.Order("volume_desc_key", "collection_id")
+		if q.after != nil {
+			sel = sel.Where("(volume_desc_key, collection_id) > (?, ?)", q.after.K, q.after.ID)
+		}
+		key = func(c Collection) collectionKey { return collectionKey{c.VolumeDescKey, c.ID} }
+	case SortFloor:
+		sel = sel.Order("floor_key", "collection_id")
+		if q.after != nil {
+			sel = sel.Where("(floor_key, collection_id) > (?, ?)", q.after.K, q.after.ID)
+		}
+		key = func(c Collection) collectionKey { return collectionKey{c.FloorKey, c.ID} }
+	default:
+		sel = sel.OrderExpr("created_at DESC, collection_id DESC")
+		if q.after != nil {
+			at, err := parseInt64(q.after.K)
+			if err != nil {
+				return Page[Collection]{}, Errorf(CodeInvalidCursor, "the cursor was not issued by this list; start from the first page")
+			}
+			sel = sel.Where("(created_at, collection_id) < (?, ?)", at, q.after.ID)
+		}
+		key = func(c Collection) collectionKey { return collectionKey{itoa64(c.CreatedAt.UnixMicro()), c.ID} }
+	}
+	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+		return Page[Collection]{}, err
+	}
+	page, err := finish(ctx, s, q, rows, key)
+	if err != nil {
+		return page, err
+	}
+	return page, s.attachPhases(ctx, page.Items)
+}
+
+// attachPhases loads the phases of every collection in cs in one query.
+func (s *Store) attachPhases(ctx context.Context, cs []Collection) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(cs))
+	at := map[string]int{}
+	for i := range cs {
+		ids[i], at[cs[i].ID] = cs[i].ID, i
+		cs[i].Phases = []MintPhase{}
+	}
+	var phases []MintPhase
+	if err := s.db.NewSelect().Model(&phases).Where("collection_id IN (?)", bun.In(ids)).Order("collection_id", "start_at").Scan(ctx); err != nil {
+		return err
+	}
+	for _, p := range phases {
+		i := at[p.CollectionID]
+		cs[i].Phases = append(cs[i].Phases, p)
+	}
+	return nil
+}

@@ -1,0 +1,339 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/uptrace/bun"
+)
+
+const templateNFT = "nfts"
+
+// NFT is the ledger contract of one non-fungible token: owned by one party, one live
+// contract per NFT (NFTID). A transfer or a sale consumes it and creates the next.
+type NFT struct {
+	bun.BaseModel `bun:"table:nfts"`
+	Lifecycle
+
+	NFTID        string `bun:"nft_id"`
+	CollectionID string `bun:"collection_id"`
+	Serial       int    `bun:"serial"`
+	Owner        string `bun:"owner"`
+}
+
+func (*NFT) template() string                        { return templateNFT }
+func (n *NFT) owner() string                         { return n.Owner }
+func (n *NFT) asset() string                         { return n.NFTID }
+func nftIDOf(collectionID string, serial int) string { return collectionID + "#" + itoa(serial) }
+
+// nftItem is the read model of one live NFT: what the list endpoints filter and sort, with
+// its current contract and listing.
+type nftItem struct {
+	bun.BaseModel `bun:"table:nft_items"`
+
+	NFTID        string      `bun:"nft_id,pk"`
+	CollectionID string      `bun:"collection_id"`
+	Serial       int         `bun:"serial"`
+	Name         string      `bun:"name"`
+	Image        string      `bun:"image"`
+	Traits       string      `bun:"traits"`
+	Owner        string      `bun:"owner"`
+	ContractID   string      `bun:"contract_id"`
+	ListingCID   *string     `bun:"listing_cid"`
+	ListPrice    *Amount     `bun:"list_price"`
+	ListCurrency *Instrument `bun:"list_currency"`
+	ListExpires  *Timestamp  `bun:"list_expires"`
+	PriceAscKey  string      `bun:"price_asc_key"`
+	PriceDescKey string      `bun:"price_desc_key"`
+}
+
+// setListing puts l on the item, or takes its listing off when l is nil.
+func (it *nftItem) setListing(l *Listing) {
+	if l == nil {
+		it.ListingCID, it.ListPrice, it.ListCurrency, it.ListExpires = nil, nil, nil, nil
+		it.PriceAscKey, it.PriceDescKey = noKey, noKey
+		return
+	}
+	cid, price, cur := l.CID, l.Price, l.Currency
+	it.ListingCID, it.ListPrice, it.ListCurrency, it.ListExpires = &cid, &price, &cur, l.ExpiresAt
+	it.PriceAscKey, it.PriceDescKey = ascKey(price), descKey(price)
+}
+
+// nftTrait is one trait of a live NFT, for the trait filters.
+type nftTrait struct {
+	bun.BaseModel `bun:"table:nft_traits"`
+
+	CollectionID string `bun:"collection_id,pk"`
+	Type         string `bun:"trait_type,pk"`
+	Value        string `bun:"trait_value,pk"`
+	Serial       int    `bun:"serial,pk"`
+}
+
+// collectionOwner counts the live NFTs one party owns in a collection.
+type collectionOwner struct {
+	bun.BaseModel `bun:"table:collection_owners"`
+
+	CollectionID string `bun:"collection_id,pk"`
+	Owner        string `bun:"owner,pk"`
+	NFTs         int    `bun:"nfts"`
+}
+
+// NFT history event kinds.
+const (
+	EventMinted      = "minted"
+	EventListed      = "listed"
+	EventDelisted    = "delisted"
+	EventSold        = "sold"
+	EventTransferred = "transferred"
+	EventBurned      = "burned"
+)
+
+// nftActivity is one event of an NFT's history: the update that changed it.
+type nftActivity struct {
+	bun.BaseModel `bun:"table:nft_activity"`
+
+	ID           int64       `bun:"id,pk,autoincrement"`
+	NFTID        string      `bun:"nft_id"`
+	CollectionID string      `bun:"collection_id"`
+	UpdateID     string      `bun:"update_id"`
+	Kind         string      `bun:"kind"`
+	From         *string     `bun:"from_party"`
+	To           *string     `bun:"to_party"`
+	Price        *Amount     `bun:"price"`
+	Currency     *Instrument `bun:"currency"`
+	At           Timestamp   `bun:"at"`
+}
+
+// NFTView is an NFT as the API shows it.
+type NFTView struct {
+	ContractID   string
+	CollectionID string
+	Serial       int
+	Name         string
+	Image        string
+	Traits       []Trait
+	Owner        string
+	Listing      *ListingView
+}
+
+// ListingView is an NFT's current listing.
+type ListingView struct {
+	CID       string
+	Seller    string
+	Price     Amount
+	Currency  Instrument
+	ExpiresAt *Timestamp
+}
+
+// NFTEvent is one event of an NFT's history.
+type NFTEvent struct {
+	UpdateID string
+	Kind     string
+	At       Timestamp
+	From     *string
+	To       *string
+	Price    *Amount
+	Currency *Instrument
+}
+
+// NFTDetail is an NFT with its latest history, newest first.
+type NFTDetail struct {
+	NFTView
+	History []NFTEvent
+}
+
+func (it *nftItem) view() NFTView {
+	v := NFTView{ContractID: it.ContractID, CollectionID: it.CollectionID, Serial: it.Serial, Name: it.Name, Image: it.Image, Owner: it.Owner, Traits: []Trait{}}
+	_ = json.Unmarshal([]byte(it.Traits), &v.Traits)
+	if it.ListingCID != nil {
+		v.Listing = &ListingView{CID: *it.ListingCID, Seller: it.Owner, Price: *it.ListPrice, Currency: *it.ListCurrency, ExpiresAt: it.ListExpires}
+	}
+	return v
+}
+
+// historyLength is how many events an NFT's detail carries.
+const historyLength = 100
+
+// NFTByContract returns the NFT a contract id names, as it is now, with its 100 latest
+// events. Any contract id the NFT ever had names it; a burned NFT is not_found.
+func (s *Store) NFTByContract(ctx context.Context, contractID string) (*NFTDetail, error) {
+	notFound := Errorf(CodeNotFound, "no live NFT has contract %s", truncate(contractID, 80))
+	var ids []string
+	if err := s.db.NewSelect().Model((*NFT)(nil)).Column("nft_id").Where("cid = ?", contractID).Scan(ctx, &ids); err != nil {
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, notFound
+	}
+	it := new(nftItem)
+	err := s.db.NewSelect().Model(it).Where("nft_id = ?", ids[0]).Scan(ctx)
+	if isNoRows(err) {
+		return nil, notFound // burned
+	}
+	if err != nil {
+		return nil, err
+	}
+	var acts []nftActivity
+	if err := s.db.NewSelect().Model(&acts).Where("nft_id = ?", it.NFTID).OrderExpr("id DESC").Limit(historyLength).Scan(ctx); err != nil {
+		return nil, err
+	}
+	d := &NFTDetail{NFTView: it.view(), History: make([]NFTEvent, len(acts))}
+	for i, a := range acts {
+		d.History[i] = NFTEvent{UpdateID: a.UpdateID, Kind: a.Kind, At: a.At, From: a.From, To: a.To, Price: a.Price, Currency: a.Currency}
+	}
+	return d, nil
+}
+
+// NFTSort orders a collection's NFTs.
+type NFTSort string
+
+const (
+	SortSerial    NFTSort = "serial"
+	SortPriceAsc  NFTSort = "price_asc"
+	SortPriceDesc NFTSort = "price_desc"
+)
+
+// ParseNFTSort accepts serial (the default), price_asc or price_desc.
+func ParseNFTSort(v string) (NFTSort, error) {
+	switch NFTSort(v) {
+	case "", SortSerial:
+		return SortSerial, nil
+	case SortPriceAsc, SortPriceDesc:
+		return NFTSort(v), nil
+	}
+	return "", Errorf(CodeInvalidRequest, "sort must be serial, price_asc or price_desc, not %q", truncate(v, 40))
+}
+
+// NFTFilter narrows a collection's NFTs. Values of one trait type are OR-ed, types AND-ed.
+type NFTFilter struct {
+	Traits   map[string][]string
+	Listed   bool
+	MinPrice string // a decimal of the collection's currency; implies listed
+	MaxPrice string
+	Owner    string
+}
+
+// ParseTraitFilters reads repeated "TYPE:VALUE" parameters.
+func ParseTraitFilters(vs []string) (map[string][]string, error) {
+	if len(vs) > maxTraitsPerItem {
+		return nil, Errorf(CodeInvalidRequest, "at most %d trait filters", maxTraitsPerItem)
+	}
+	out := map[string][]string{}
+	for _, v := range vs {
+		typ, val, ok := strings.Cut(v, ":")
+		if !ok || typ == "" || val == "" || len(typ) > maxTraitText || len(val) > maxTraitText {
+			return nil, Errorf(CodeInvalidRequest, "trait filter %q must be TYPE:VALUE", truncate(v, 80))
+		}
+		out[typ] = append(out[typ], val)
+	}
+	return out, nil
+}
+
+// nftKey is an NFT's keyset position in one sort: the sort key (empty for serial) and serial.
+type nftKey struct {
+	K string `json:"k,omitempty"`
+	S int    `json:"s"`
+}
+
+// NFTs lists a collection's live NFTs matching f, in order: by serial, or by listing price
+// with unlisted NFTs last (by serial).
+func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort NFTSort, r PageRequest) (Page[NFTView], error) {
+	c, err := s.collectionByIDOrSlug(ctx, collectionID)
+	if err != nil {
+		return Page[NFTView]{}, err
+	}
+	collectionID = c.ID
+	var minPrice, maxPrice *Amount
+	for _, p := range []struct {
+		name, v string
+		dst     **Amount
+	}{{"minPrice", f.MinPrice, &minPrice}, {"maxPrice", f.MaxPrice, &maxPrice}} {
+		if p.v == "" {
+			continue
+		}
+		a, err := parseDecimal(p.v, c.Currency.Decimals())
+		if err != nil {
+			return Page[NFTView]{}, Errorf(CodeInvalidRequest, "%s: %s", p.name, ErrorMessage(err))
+		}
+		*p.dst = &a
+	}
+	if f.Owner != "" {
+		if err := checkPartyID("owner", f.Owner); err != nil {
+			return Page[NFTView]{}, err
+		}
+	}
+	q, err := startPage[nftKey](ctx, s, "nfts:"+collectionID+":"+string(sort)+":"+f.fingerprint(), r)
+	if err != nil {
+		return Page[NFTView]{}, err
+	}
+	var rows []nftItem
+	sel := s.db.NewSelect().Model(&rows).Where("collection_id = ?", collectionID)
+	for _, typ := range sortedKeys(f.Traits) {
+		sel = sel.Where("serial IN (?)", s.db.NewSelect().Model((*nftTrait)(nil)).Column("serial").
+			Where("collection_id = ?", collectionID).Where("trait_type = ?", typ).Where("trait_value IN (?)", bun.In(f.Traits[typ])))
+	}
+	if f.Listed || minPrice != nil || maxPrice != nil {
+		sel = sel.Where("price_asc_key <> ?", noKey).
+			Where("(list_expires IS NULL OR list_expires > ?)", At(s.now()))
+	}
+	if minPrice != nil {
+		sel = sel.Where("price_asc_key >= ?", ascKey(*minPrice))
+	}
+	if maxPrice != nil {
+		sel = sel.Where("price_asc_key <= ?", ascKey(*maxPrice))
+	}
+	if f.Owner != "" {
+		sel = sel.Where("owner = ?", f.Owner)
+	}
+	col := map[NFTSort]string{SortPriceAsc: "price_asc_key", SortPriceDesc: "price_desc_key"}[sort]
+	var key func(it nftItem) nftKey
+	if col == "" {
+		if q.after != nil {
+			sel = sel.Where("serial > ?", q.after.S)
+		}
+		sel = sel.Order("serial")
+		key = func(it nftItem) nftKey { return nftKey{S: it.Serial} }
+	} else {
+		if q.after != nil {
+			sel = sel.Where("(?, serial) > (?, ?)", bun.Ident(col), q.after.K, q.after.S)
+		}
+		sel = sel.Order(col, "serial")
+		key = func(it nftItem) nftKey {
+			if sort == SortPriceAsc {
+				return nftKey{K: it.PriceAscKey, S: it.Serial}
+			}
+			return nftKey{K: it.PriceDescKey, S: it.Serial}
+		}
+	}
+	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+		return Page[NFTView]{}, err
+	}
+	page, err := finish(ctx, s, q, rows, key)
+	if err != nil {
+		return Page[NFTView]{}, err
+	}
+	out := Page[NFTView]{Items: make([]NFTView, len(page.Items)), Cursor: page.Cursor}
+	now := s.now()
+	for i := range page.Items {
+		out.Items[i] = page.Items[i].view()
+		if l := out.Items[i].Listing; l != nil && l.ExpiresAt != nil && !now.Before(l.ExpiresAt.Time) {
+			out.Items[i].Listing = nil // expired: the sweeper archives it shortly
+		}
+	}
+	return out, nil
+}
+
+// fingerprint names the filter inside a cursor, so a cursor is only read by the same query.
+func (f NFTFilter) fingerprint() string {
+	var b strings.Builder
+	for _, typ := range sortedKeys(f.Traits) {
+		b.WriteString(typ + "=" + strings.Join(f.Traits[typ], "|") + ";")
+	}
+	if f.Listed {
+		b.WriteString("listed;")
+	}
+	b.WriteString("min=" + f.MinPrice + ";max=" + f.MaxPrice + ";")
+	b.WriteString("owner=" + f.Owner)
+	return hashText(b.String())
+}
