@@ -1,0 +1,120 @@
+package store
+
+import (
+	"context"
+
+	"github.com/uptrace/bun"
+)
+
+// CollectionsByID returns the collections ids name, with their phases, in two queries; an
+// unknown id is absent from the map. It is what a dataloader calls for a page of NFTs.
+func (s *Store) CollectionsByID(ctx context.Context, ids []string) (map[string]*Collection, error) {
+	out := make(map[string]*Collection, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []Collection
+	if err := s.db.NewSelect().Model(&rows).Where("collection_id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.attachPhases(ctx, rows); err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		out[rows[i].ID] = &rows[i]
+	}
+	return out, nil
+}
+
+// NFTRef names an NFT across its contracts: its collection and serial.
+type NFTRef struct {
+	CollectionID string
+	Serial       int
+}
+
+// Ref names the NFT a view shows.
+func (v *NFTView) Ref() NFTRef { return NFTRef{CollectionID: v.CollectionID, Serial: v.Serial} }
+
+func (r NFTRef) nftID() string { return nftIDOf(r.CollectionID, r.Serial) }
+
+// NFTHistory pages through an NFT's events, newest first; an NFT with no events (unknown or
+// burned long ago) has an empty history.
+func (s *Store) NFTHistory(ctx context.Context, ref NFTRef, r PageRequest) (Page[NFTEvent], error) {
+	q, err := startPage[int64](ctx, s, "nft-history:"+ref.nftID(), r)
+	if err != nil {
+		return Page[NFTEvent]{}, err
+	}
+	var acts []nftActivity
+	sel := s.db.NewSelect().Model(&acts).Where("nft_id = ?", ref.nftID()).OrderExpr("id DESC").Limit(q.fetch())
+	if q.after != nil {
+		sel = sel.Where("id < ?", *q.after)
+	}
+	if err := sel.Scan(ctx); err != nil {
+		return Page[NFTEvent]{}, err
+	}
+	page, err := finish(ctx, s, q, acts, func(a nftActivity) int64 { return a.ID })
+	if err != nil {
+		return Page[NFTEvent]{}, err
+	}
+	return Page[NFTEvent]{Items: eventsOf(page.Items), Cursor: page.Cursor, ItemCursors: page.ItemCursors}, nil
+}
+
+// NFTHistories returns the first page of each NFT's history (newest first, r.Limit events)
+// in one query, for a page of NFTs that each show their history.
+func (s *Store) NFTHistories(ctx context.Context, refs []NFTRef, r PageRequest) (map[NFTRef]Page[NFTEvent], error) {
+	if r.Cursor != "" {
+		return nil, Errorf(CodeInvalidRequest, "a batched history read starts at the first page")
+	}
+	out := make(map[NFTRef]Page[NFTEvent], len(refs))
+	if len(refs) == 0 {
+		return out, nil
+	}
+	n, err := r.size()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(refs))
+	byID := make(map[string]NFTRef, len(refs))
+	for i, ref := range refs {
+		ids[i] = ref.nftID()
+		byID[ids[i]] = ref
+	}
+	// The n+1 newest events of every NFT: one more tells whether another page follows.
+	ranked := s.db.NewSelect().Model((*nftActivity)(nil)).ColumnExpr("*").
+		ColumnExpr("ROW_NUMBER() OVER (PARTITION BY nft_id ORDER BY id DESC) AS rn").
+		Where("nft_id IN (?)", bun.In(ids))
+	var acts []nftActivity
+	if err := s.db.NewSelect().TableExpr("(?) AS ranked", ranked).ColumnExpr("id, nft_id, collection_id, update_id, kind, from_party, to_party, price, currency, at").
+		Where("rn <= ?", n+1).OrderExpr("nft_id, id DESC").Scan(ctx, &acts); err != nil {
+		return nil, err
+	}
+	grouped := make(map[string][]nftActivity, len(refs))
+	for _, a := range acts {
+		grouped[a.NFTID] = append(grouped[a.NFTID], a)
+	}
+	for _, id := range ids {
+		q := &pageQuery[int64]{list: "nft-history:" + id, limit: n, itemCursors: r.ItemCursors}
+		page, err := finish(ctx, s, q, grouped[id], func(a nftActivity) int64 { return a.ID })
+		if err != nil {
+			return nil, err
+		}
+		out[byID[id]] = Page[NFTEvent]{Items: eventsOf(page.Items), Cursor: page.Cursor, ItemCursors: page.ItemCursors}
+	}
+	return out, nil
+}
+
+func eventsOf(acts []nftActivity) []NFTEvent {
+	out := make([]NFTEvent, len(acts))
+	for i, a := range acts {
+		out[i] = NFTEvent{UpdateID: a.UpdateID, Kind: a.Kind, At: a.At, From: a.From, To: a.To, Price: a.Price, Currency: a.Currency}
+	}
+	return out
+}
+
+// AddQueryHook observes every SQL statement the store runs (tests count them).
+func (s *Store) AddQueryHook(h bun.QueryHook) {
+	s.db.AddQueryHook(h)
+	if s.wdb != nil && s.wdb != s.db {
+		s.wdb.AddQueryHook(h)
+	}
+}
