@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -25,6 +26,12 @@ type Options struct {
 	MaxDepth      int // deepest selection a query may make (introspection aside); 0 picks 12
 	MaxComplexity int // the most a query may cost, counting each list as its page size; 0 picks 20,000
 	Logger        *slog.Logger
+
+	// Authenticate reads a request's token as REST does; nil means no query may act as a party.
+	Authenticate func(*http.Request) (*store.Auth, error)
+	// CountRead counts a query against its origin's read budget, shared with REST; it writes
+	// the RateLimit headers and returns rate_limited over the limit. Nil means unlimited.
+	CountRead func(http.ResponseWriter, *http.Request) error
 }
 
 //go:embed graphiql
@@ -62,14 +69,22 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	page, _ := fs.ReadFile(assets, "index.html")
 	mux := http.NewServeMux()
 	mux.Handle("/graphql/assets/", http.StripPrefix("/graphql/assets/", http.FileServerFS(assets)))
-	mux.Handle("/graphql", withLoaders(s, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	serve := withCaller(cfg.Authenticate, withLoaders(s, gql))
+	mux.HandleFunc("/graphql", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet && r.URL.RawQuery == "" {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			w.Write(page)
 			return
 		}
-		gql.ServeHTTP(w, r)
-	})))
+		// A query is a read: it counts against the same budget as REST's GETs.
+		if cfg.CountRead != nil {
+			if err := cfg.CountRead(w, r); err != nil {
+				writeRequestError(w, http.StatusTooManyRequests, err)
+				return
+			}
+		}
+		serve.ServeHTTP(w, r)
+	})
 	return mux
 }
 
@@ -164,4 +179,13 @@ func depthOf(set ast.SelectionSet) int {
 		deepest = max(deepest, n)
 	}
 	return deepest
+}
+
+// writeRequestError answers a request refused before it ran, in GraphQL's response shape.
+func writeRequestError(w http.ResponseWriter, status int, err error) {
+	gerr := gqlerror.Errorf("%s", store.ErrorMessage(err))
+	setCode(gerr, string(store.ErrorCode(err)))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"errors": gqlerror.List{gerr}})
 }

@@ -61,6 +61,16 @@ type PageInfo struct {
 type Query struct {
 }
 
+type RewardConnection struct {
+	Edges    []*RewardEdge `json:"edges"`
+	PageInfo *PageInfo     `json:"pageInfo"`
+}
+
+type RewardEdge struct {
+	Cursor string             `json:"cursor"`
+	Node   *store.RewardEntry `json:"node"`
+}
+
 // Values of one trait type are OR-ed; types are AND-ed.
 type TraitFilter struct {
 	Type   string   `json:"type"`

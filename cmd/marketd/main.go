@@ -114,7 +114,7 @@ func serve(args []string) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           frontDoors(api, graph.NewHandler(s, graph.Options{Logger: log})),
+		Handler:           frontDoors(api, graph.NewHandler(s, graph.Options{Logger: log, Authenticate: api.Authenticate, CountRead: api.CountRead})),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
