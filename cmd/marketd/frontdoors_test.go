@@ -281,7 +281,9 @@ func TestFrontDoors_GraphQLQueriesShareRESTsReadBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer res.Body.Close()
-			var out struct{ Errors []struct{ Extensions struct{ Code string } } }
+			var out struct {
+				Errors []struct{ Extensions struct{ Code string } }
+			}
 			json.NewDecoder(res.Body).Decode(&out)
 			var codes []string
 			for _, e := range out.Errors {
