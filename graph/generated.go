@@ -30,11 +30,13 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 
 type ResolverRoot interface {
 	Collection() CollectionResolver
+	CollectionActivity() CollectionActivityResolver
 	MintPhase() MintPhaseResolver
 	NFT() NFTResolver
 	Preapproval() PreapprovalResolver
 	Query() QueryResolver
 	Rewards() RewardsResolver
+	Subscription() SubscriptionResolver
 	Wallet() WalletResolver
 }
 
@@ -68,6 +70,19 @@ type ComplexityRoot struct {
 		Slug        func(childComplexity int) int
 		Supply      func(childComplexity int) int
 		Volume      func(childComplexity int) int
+	}
+
+	CollectionActivity struct {
+		At           func(childComplexity int) int
+		CollectionID func(childComplexity int) int
+		Currency     func(childComplexity int) int
+		From         func(childComplexity int) int
+		Kind         func(childComplexity int) int
+		Position     func(childComplexity int) int
+		Price        func(childComplexity int) int
+		Serial       func(childComplexity int) int
+		To           func(childComplexity int) int
+		UpdateID     func(childComplexity int) int
 	}
 
 	CollectionConnection struct {
@@ -187,6 +202,10 @@ type ComplexityRoot struct {
 		Instrument func(childComplexity int) int
 	}
 
+	Subscription struct {
+		CollectionActivity func(childComplexity int, collectionID string, after *string) int
+	}
+
 	Trait struct {
 		Type  func(childComplexity int) int
 		Value func(childComplexity int) int
@@ -207,6 +226,9 @@ type ComplexityRoot struct {
 type CollectionResolver interface {
 	Phases(ctx context.Context, obj *store.Collection) ([]*store.MintPhase, error)
 	Nfts(ctx context.Context, obj *store.Collection, filter *NFTFilter, sort *NFTSort, first *int, after *string) (*NFTConnection, error)
+}
+type CollectionActivityResolver interface {
+	Position(ctx context.Context, obj *store.CollectionEvent) (string, error)
 }
 type MintPhaseResolver interface {
 	Active(ctx context.Context, obj *store.MintPhase) (bool, error)
@@ -229,6 +251,9 @@ type QueryResolver interface {
 }
 type RewardsResolver interface {
 	History(ctx context.Context, obj *Rewards, first *int, after *string) (*RewardConnection, error)
+}
+type SubscriptionResolver interface {
+	CollectionActivity(ctx context.Context, collectionID string, after *string) (<-chan *store.CollectionEvent, error)
 }
 type WalletResolver interface {
 	Balances(ctx context.Context, obj *Wallet) ([]*store.Balance, error)
@@ -392,6 +417,67 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Collection.Volume(childComplexity), true
+
+	case "CollectionActivity.at":
+		if e.ComplexityRoot.CollectionActivity.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CollectionActivity.At(childComplexity), true
+	case "CollectionActivity.collectionId":
+		if e.ComplexityRoot.CollectionActivity.CollectionID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CollectionActivity.CollectionID(childComplexity), true
+	case "CollectionActivity.currency":
+		if e.ComplexityRoot.CollectionActivity.Currency == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CollectionActivity.Currency(childComplexity), true
+	case "CollectionActivity.from":
+		if e.ComplexityRoot.CollectionActivity.From == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CollectionActivity.From(childComplexity), true
+	case "CollectionActivity.kind":
+		if e.ComplexityRoot.CollectionActivity.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CollectionActivity.Kind(childComplexity), true
+	case "CollectionActivity.position":
+		if e.ComplexityRoot.CollectionActivity.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CollectionActivity.Position(childComplexity), true
+	case "CollectionActivity.price":
+		if e.ComplexityRoot.CollectionActivity.Price == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CollectionActivity.Price(childComplexity), true
+	case "CollectionActivity.serial":
+		if e.ComplexityRoot.CollectionActivity.Serial == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CollectionActivity.Serial(childComplexity), true
+	case "CollectionActivity.to":
+		if e.ComplexityRoot.CollectionActivity.To == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CollectionActivity.To(childComplexity), true
+	case "CollectionActivity.updateId":
+		if e.ComplexityRoot.CollectionActivity.UpdateID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CollectionActivity.UpdateID(childComplexity), true
 
 	case "CollectionConnection.edges":
 		if e.ComplexityRoot.CollectionConnection.Edges == nil {
@@ -837,6 +923,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Rewards.Instrument(childComplexity), true
 
+	case "Subscription.collectionActivity":
+		if e.ComplexityRoot.Subscription.CollectionActivity == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_collectionActivity_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.CollectionActivity(childComplexity, args["collectionId"].(string), args["after"].(*string)), true
+
 	case "Trait.type":
 		if e.ComplexityRoot.Trait.Type == nil {
 			break
@@ -919,6 +1017,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 
 			return &response
 		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
 
 	default:
 		return graphql.OneShot(graphql.ErrorResponse(ctx, "unsupported GraphQL operation"))
@@ -944,7 +1059,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema.graphqls" "wallet.graphqls"
+//go:embed "schema.graphqls" "subscription.graphqls" "wallet.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -957,6 +1072,7 @@ func sourceData(filename string) string {
 
 var sources = []*ast.Source{
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
+	{Name: "subscription.graphqls", Input: sourceData("subscription.graphqls"), BuiltIn: false},
 	{Name: "wallet.graphqls", Input: sourceData("wallet.graphqls"), BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -1019,6 +1135,32 @@ func (ec *executionContext) childFields_Collection(ctx context.Context, field gr
 		return ec.fieldContext_Collection_nfts(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Collection", field.Name)
+}
+
+func (ec *executionContext) childFields_CollectionActivity(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "position":
+		return ec.fieldContext_CollectionActivity_position(ctx, field)
+	case "collectionId":
+		return ec.fieldContext_CollectionActivity_collectionId(ctx, field)
+	case "serial":
+		return ec.fieldContext_CollectionActivity_serial(ctx, field)
+	case "updateId":
+		return ec.fieldContext_CollectionActivity_updateId(ctx, field)
+	case "kind":
+		return ec.fieldContext_CollectionActivity_kind(ctx, field)
+	case "at":
+		return ec.fieldContext_CollectionActivity_at(ctx, field)
+	case "from":
+		return ec.fieldContext_CollectionActivity_from(ctx, field)
+	case "to":
+		return ec.fieldContext_CollectionActivity_to(ctx, field)
+	case "price":
+		return ec.fieldContext_CollectionActivity_price(ctx, field)
+	case "currency":
+		return ec.fieldContext_CollectionActivity_currency(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CollectionActivity", field.Name)
 }
 
 func (ec *executionContext) childFields_CollectionConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1546,6 +1688,28 @@ func (ec *executionContext) field_Rewards_history_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_collectionActivity_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "collectionId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["collectionId"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
@@ -2151,6 +2315,236 @@ func (ec *executionContext) fieldContext_Collection_nfts(ctx context.Context, fi
 		return fc, err
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _CollectionActivity_position(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CollectionActivity_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.CollectionActivity().Position(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CollectionActivity_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CollectionActivity", field, true, true, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CollectionActivity_collectionId(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CollectionActivity_collectionId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CollectionID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CollectionActivity_collectionId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _CollectionActivity_serial(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CollectionActivity_serial(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Serial, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CollectionActivity_serial(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _CollectionActivity_updateId(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CollectionActivity_updateId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdateID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CollectionActivity_updateId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _CollectionActivity_kind(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CollectionActivity_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CollectionActivity_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _CollectionActivity_at(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CollectionActivity_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CollectionActivity_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type UnixTime does not have child fields"))
+}
+
+func (ec *executionContext) _CollectionActivity_from(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CollectionActivity_from(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.From, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CollectionActivity_from(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _CollectionActivity_to(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CollectionActivity_to(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.To, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CollectionActivity_to(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _CollectionActivity_price(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CollectionActivity_price(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Price, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Amount) graphql.Marshaler {
+			return ec.marshalODecimal2ᚖmarketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CollectionActivity_price(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _CollectionActivity_currency(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CollectionActivity_currency(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Currency, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Instrument) graphql.Marshaler {
+			return ec.marshalOInstrument2ᚖmarketdᚋstoreᚐInstrument(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CollectionActivity_currency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type Instrument does not have child fields"))
 }
 
 func (ec *executionContext) _CollectionConnection_edges(ctx context.Context, field graphql.CollectedField, obj *CollectionConnection) (ret graphql.Marshaler) {
@@ -4008,6 +4402,50 @@ func (ec *executionContext) fieldContext_Rewards_history(ctx context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Subscription_collectionActivity(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_collectionActivity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().CollectionActivity(ctx, fc.Args["collectionId"].(string), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.CollectionEvent) graphql.Marshaler {
+			return ec.marshalNCollectionActivity2ᚖmarketdᚋstoreᚐCollectionEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_collectionActivity(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CollectionActivity(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_collectionActivity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Trait_type(ctx context.Context, field graphql.CollectedField, obj *store.Trait) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5577,6 +6015,122 @@ func (ec *executionContext) _Collection(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
+var collectionActivityImplementors = []string{"CollectionActivity"}
+
+func (ec *executionContext) _CollectionActivity(ctx context.Context, sel ast.SelectionSet, obj *store.CollectionEvent) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, collectionActivityImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CollectionActivity")
+		case "position":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._CollectionActivity_position(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "collectionId":
+			out.Values[i] = ec._CollectionActivity_collectionId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "serial":
+			out.Values[i] = ec._CollectionActivity_serial(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "updateId":
+			out.Values[i] = ec._CollectionActivity_updateId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "kind":
+			out.Values[i] = ec._CollectionActivity_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "at":
+			out.Values[i] = ec._CollectionActivity_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "from":
+			out.Values[i] = ec._CollectionActivity_from(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "to":
+			out.Values[i] = ec._CollectionActivity_to(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "price":
+			out.Values[i] = ec._CollectionActivity_price(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "currency":
+			out.Values[i] = ec._CollectionActivity_currency(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var collectionConnectionImplementors = []string{"CollectionConnection"}
 
 func (ec *executionContext) _CollectionConnection(ctx context.Context, sel ast.SelectionSet, obj *CollectionConnection) graphql.Marshaler {
@@ -6756,6 +7310,26 @@ func (ec *executionContext) _Rewards(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "collectionActivity":
+		return ec._Subscription_collectionActivity(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
+}
+
 var traitImplementors = []string{"Trait"}
 
 func (ec *executionContext) _Trait(ctx context.Context, sel ast.SelectionSet, obj *store.Trait) graphql.Marshaler {
@@ -7393,6 +7967,16 @@ func (ec *executionContext) marshalNCollection2ᚖmarketdᚋstoreᚐCollection(c
 		return graphql.Null
 	}
 	return ec._Collection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNCollectionActivity2ᚖmarketdᚋstoreᚐCollectionEvent(ctx context.Context, sel ast.SelectionSet, v *store.CollectionEvent) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._CollectionActivity(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNCollectionConnection2ᚖmarketdᚋgraphᚐCollectionConnection(ctx context.Context, sel ast.SelectionSet, v *CollectionConnection) graphql.Marshaler {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler"
@@ -51,6 +52,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	}
 	es := NewExecutableSchema(config(s))
 	gql := handler.New(es)
+	gql.AddTransport(transport.Websocket{KeepAlivePingInterval: 15 * time.Second})
 	gql.AddTransport(transport.GET{})
 	gql.AddTransport(transport.POST{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
@@ -71,7 +73,8 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	mux.Handle("/graphql/assets/", http.StripPrefix("/graphql/assets/", http.FileServerFS(assets)))
 	serve := withCaller(cfg.Authenticate, withLoaders(s, gql))
 	mux.HandleFunc("/graphql", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.URL.RawQuery == "" {
+		upgrade := strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+		if r.Method == http.MethodGet && r.URL.RawQuery == "" && !upgrade {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			w.Write(page)
 			return
@@ -83,6 +86,12 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 				return
 			}
 		}
+		if upgrade {
+			// A subscription outlives the server's per-request timeouts.
+			rc := http.NewResponseController(w)
+			rc.SetReadDeadline(time.Time{})
+			rc.SetWriteDeadline(time.Time{})
+		}
 		serve.ServeHTTP(w, r)
 	})
 	return mux
@@ -90,7 +99,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 
 // config wires the resolvers and the cost of each list for the complexity limit.
 func config(s *store.Store) Config {
-	c := Config{Resolvers: &Resolver{store: s}}
+	c := Config{Resolvers: &Resolver{store: s, followEvery: followEvery}}
 	c.Complexity.Query.Collections = func(child int, _ *CollectionSort, first *int, _ *string) int { return listCost(child, first) }
 	c.Complexity.Collection.Nfts = func(child int, _ *NFTFilter, _ *NFTSort, first *int, _ *string) int { return listCost(child, first) }
 	c.Complexity.NFT.History = func(child int, first *int, _ *string) int { return listCost(child, first) }

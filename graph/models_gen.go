@@ -71,6 +71,12 @@ type RewardEdge struct {
 	Node   *store.RewardEntry `json:"node"`
 }
 
+// Live feeds over WebSocket (the graphql-transport-ws protocol), read from the update log: every
+// instance of the service delivers every event, in log order. Each event carries its position;
+// subscribe again with `after` set to the last position seen and nothing is missed or repeated.
+type Subscription struct {
+}
+
 // Values of one trait type are OR-ed; types are AND-ed.
 type TraitFilter struct {
 	Type   string   `json:"type"`

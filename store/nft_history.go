@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"strconv"
+	"strings"
 
 	"github.com/uptrace/bun"
 )
@@ -117,4 +119,73 @@ func (s *Store) AddQueryHook(h bun.QueryHook) {
 	if s.wdb != nil && s.wdb != s.db {
 		s.wdb.AddQueryHook(h)
 	}
+}
+
+// CollectionEvent is one event of a collection's NFTs, placed in the update log: events are
+// ordered by their update's offset, then by their order within the update.
+type CollectionEvent struct {
+	NFTEvent
+	CollectionID string
+	Serial       int
+	Offset       int64 // the offset of the update that made the event
+	Seq          int64 // its order among all NFT events
+}
+
+// Position is where a follower resumes after this event.
+func (e *CollectionEvent) Position() LogPosition { return LogPosition{Offset: e.Offset, Seq: e.Seq} }
+
+// LogPosition is a point in the update log between two NFT events.
+type LogPosition struct {
+	Offset int64
+	Seq    int64
+}
+
+// LatestPosition is the end of the update log now: following from it yields only what
+// commits later.
+func (s *Store) LatestPosition(ctx context.Context) (LogPosition, error) {
+	var off []int64
+	err := s.db.NewSelect().Model((*Update)(nil)).ColumnExpr("COALESCE(MAX(ledger_offset), 0)").Scan(ctx, &off)
+	if err != nil || len(off) == 0 {
+		return LogPosition{}, err
+	}
+	return LogPosition{Offset: off[0], Seq: 1<<63 - 1}, nil
+}
+
+// CollectionActivityAfter lists up to limit events of the collection's NFTs after pos, in
+// log order. A follower that resumes from the position of the last event it saw misses none
+// and sees none twice, on any instance of the store.
+func (s *Store) CollectionActivityAfter(ctx context.Context, collectionID string, pos LogPosition, limit int) ([]CollectionEvent, error) {
+	var acts []nftActivity
+	err := s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*").
+		Join("JOIN updates AS u ON u.update_id = nft_activity.update_id").
+		Where("nft_activity.collection_id = ?", collectionID).
+		Where("u.ledger_offset IS NOT NULL").
+		Where("(u.ledger_offset > ? OR (u.ledger_offset = ? AND nft_activity.id > ?))", pos.Offset, pos.Offset, pos.Seq).
+		OrderExpr("u.ledger_offset, nft_activity.id").Limit(int64(limit)).
+		Scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The offsets of the updates, one query for the page.
+	ids := make([]string, len(acts))
+	for i := range acts {
+		ids[i] = acts[i].UpdateID
+	}
+	offsetOf := map[string]int64{}
+	if len(ids) > 0 {
+		var us []Update
+		if err := s.db.NewSelect().Model(&us).Column("update_id", "ledger_offset").Where("update_id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+			return nil, err
+		}
+		for _, u := range us {
+			offsetOf[u.UpdateID] = u.Offset
+		}
+	}
+	out := make([]CollectionEvent, len(acts))
+	for i, a := range acts {
+		_, serial, _ := strings.Cut(a.NFTID, "#")
+		n, _ := strconv.Atoi(serial)
+		out[i] = CollectionEvent{NFTEvent: eventsOf(acts[i : i+1])[0], CollectionID: a.CollectionID, Serial: n, Offset: offsetOf[a.UpdateID], Seq: a.ID}
+	}
+	return out, nil
 }
