@@ -397,6 +397,20 @@ type collectionKey struct {
 // Collections lists collections: newest first, by volume (largest first) or by floor price
 // (lowest first, collections with nothing listed last). Each carries its phases.
 func (s *Store) Collections(ctx context.Context, sort CollectionSort, r PageRequest) (Page[Collection], error) {
+	k := collectionPageKey{sort: sort, limit: r.Limit, cursor: r.Cursor, itemCursors: r.ItemCursors}
+	page, ok, gen := s.collectionPages.start(k)
+	if ok {
+		return page, nil
+	}
+	read := time.Now()
+	page, err := s.readCollections(ctx, sort, r)
+	if err == nil {
+		s.collectionPages.keep(k, gen, read, page)
+	}
+	return page, err
+}
+
+func (s *Store) readCollections(ctx context.Context, sort CollectionSort, r PageRequest) (Page[Collection], error) {
 	q, err := startPage[collectionKey](ctx, s, "collections:"+string(sort), r)
 	if err != nil {
 		return Page[Collection]{}, err

@@ -313,7 +313,7 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 	if err != nil {
 		return Page[NFTView]{}, err
 	}
-	out := Page[NFTView]{Items: make([]NFTView, len(page.Items)), Cursor: page.Cursor}
+	out := Page[NFTView]{Items: make([]NFTView, len(page.Items)), Cursor: page.Cursor, ItemCursors: page.ItemCursors}
 	now := s.now()
 	for i := range page.Items {
 		out.Items[i] = page.Items[i].view()

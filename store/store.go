@@ -92,6 +92,8 @@ type Store struct {
 
 	sessions *sessionCache
 	tokens   *tokenCache
+
+	collectionPages collectionPages
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -257,13 +259,17 @@ type Tx struct {
 
 // inTx runs fn in one write transaction and commits once; any error rolls everything back.
 func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
-	return s.wdb.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
+	err := s.wdb.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now()}
 		if err := fn(tx); err != nil {
 			return err
 		}
 		return tx.flush(ctx)
 	})
+	// Whatever committed (or may have, when the commit's answer was lost) may have moved a
+	// collection's statistics.
+	s.collectionPages.invalidate()
+	return err
 }
 
 // writeQuery is a bun write that can render itself as SQL.

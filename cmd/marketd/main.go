@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"marketd/graph"
 	"marketd/rest"
 	"marketd/store"
 )
@@ -113,7 +114,7 @@ func serve(args []string) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           frontDoors(api, graph.NewHandler(s, graph.Options{Logger: log, Authenticate: api.Authenticate, CountRead: api.CountRead})),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -230,4 +231,14 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// frontDoors routes /graphql (and its GraphiQL assets) to the GraphQL handler and every other
+// path to the REST API, which also answers unknown paths.
+func frontDoors(api, gql http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", gql)
+	mux.Handle("/graphql/", gql)
+	mux.Handle("/", api)
+	return mux
 }
