@@ -94,6 +94,7 @@ type Store struct {
 	tokens   *tokenCache
 
 	collectionPages collectionPages
+	collectionIDs   sync.Map // id or slug -> collectionIdentity
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
