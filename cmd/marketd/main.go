@@ -17,6 +17,7 @@ import (
 
 	"marketd/rest"
 	"marketd/store"
+	"marketd/web"
 )
 
 const usage = `marketd: the marketplace service
@@ -29,6 +30,8 @@ usage:
   marketd collection add-phase --collection ID|SLUG --name N --price DEC --start UNIX --end UNIX
           --per-party-limit N [--supply N] [--allow PARTY,...]
   marketd seed --demo [--nfts N]          fill an empty store with a demo market
+  marketd admin create-user --role viewer|operator NAME   an admin console user; password on stdin
+  marketd admin list | disable NAME | reset NAME          manage admin console users
 
 Run "marketd serve -h" for the flags; each is also a MARKETD_ environment variable.
 `
@@ -48,6 +51,8 @@ func main() {
 		err = collectionCmd(args)
 	case "seed":
 		err = seedCmd(args)
+	case "admin":
+		err = adminCmd(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -108,12 +113,16 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	// The admin console (web/) next to the API, on the API's rate limiter.
+	root := http.NewServeMux()
+	root.Handle("/admin/", web.New(s, web.Config{Limits: api.Limiter(), Dev: c.dev, Logger: log}))
+	root.Handle("/", api)
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           root,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -154,6 +163,9 @@ func prune(ctx context.Context, s *store.Store, log *slog.Logger) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if _, err := s.PruneAdminSessions(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("pruning admin sessions failed", "error", err.Error())
+			}
 			if n, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("prune failed", "error", err.Error())
 			} else if n != (store.Pruned{}) {
