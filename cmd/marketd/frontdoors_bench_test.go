@@ -43,7 +43,7 @@ func BenchmarkFrontDoors(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	hs := httptest.NewServer(frontDoors(api, graph.NewHandler(s, graph.Options{Logger: quiet})))
+	hs := httptest.NewServer(frontDoors(api, graph.NewHandler(s, graph.Options{Logger: quiet}), nil))
 	defer hs.Close()
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)

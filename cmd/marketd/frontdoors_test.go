@@ -46,7 +46,7 @@ func newFrontDoorsLimited(t *testing.T, b storetest.Backend, rateRead int) (*fro
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(frontDoors(api, graph.NewHandler(s, graph.Options{Logger: quiet, Authenticate: api.Authenticate, CountRead: api.CountRead})))
+	hs := httptest.NewServer(frontDoors(api, graph.NewHandler(s, graph.Options{Logger: quiet, Authenticate: api.Authenticate, CountRead: api.CountRead}), nil))
 	t.Cleanup(hs.Close)
 	return &frontDoorsAPI{t: t, url: hs.URL}, s
 }

@@ -18,6 +18,7 @@ import (
 	"marketd/graph"
 	"marketd/rest"
 	"marketd/store"
+	"marketd/web"
 )
 
 const usage = `marketd: the marketplace service
@@ -32,6 +33,8 @@ usage:
   marketd oracle set --base CC --quote USDCx --price DEC   set the oracle's price (quote per base)
   marketd pool create --base CC --quote USDCx --fee-bps N  create a swap pool
   marketd seed --demo [--nfts N]          fill an empty store with a demo market
+  marketd admin create-user --role viewer|operator NAME   an admin console user; password on stdin
+  marketd admin list | disable NAME | reset NAME          manage admin console users
 
 Run "marketd serve -h" for the flags; each is also a MARKETD_ environment variable.
 `
@@ -55,6 +58,8 @@ func main() {
 		err = oracleCmd(args)
 	case "pool":
 		err = poolCmd(args)
+	case "admin":
+		err = adminCmd(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -115,12 +120,17 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	// GraphQL and the admin console (web/) next to the API: GraphQL on the API's tokens and read
+	// budget, the console on the API's rate limiter.
+	root := frontDoors(api,
+		graph.NewHandler(s, graph.Options{Logger: log, Authenticate: api.Authenticate, CountRead: api.CountRead}),
+		web.New(s, web.Config{Limits: api.Limiter(), Dev: c.dev, Logger: log}))
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           frontDoors(api, graph.NewHandler(s, graph.Options{Logger: log, Authenticate: api.Authenticate, CountRead: api.CountRead})),
+		Handler:           root,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -162,6 +172,9 @@ func prune(ctx context.Context, s *store.Store, log *slog.Logger) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if _, err := s.PruneAdminSessions(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("pruning admin sessions failed", "error", err.Error())
+			}
 			if n, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("prune failed", "error", err.Error())
 			} else if n != (store.Pruned{}) {
@@ -240,12 +253,16 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// frontDoors routes /graphql (and its GraphiQL assets) to the GraphQL handler and every other
-// path to the REST API, which also answers unknown paths.
-func frontDoors(api, gql http.Handler) http.Handler {
+// frontDoors routes /graphql (and its GraphiQL assets) to the GraphQL handler, /admin/ to the
+// console (when there is one) and every other path to the REST API, which also answers
+// unknown paths.
+func frontDoors(api, gql, console http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/graphql", gql)
 	mux.Handle("/graphql/", gql)
+	if console != nil {
+		mux.Handle("/admin/", console)
+	}
 	mux.Handle("/", api)
 	return mux
 }
