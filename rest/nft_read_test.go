@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"slices"
@@ -231,6 +232,77 @@ func TestNFTRead_EveryFilterAndSortWalksEachItemOnceInOrder(t *testing.T) {
 			if d.Owner != it.Owner || (d.Listing == nil) != (it.Listing == nil) || d.Serial != it.Serial {
 				t.Errorf("serial %d: list %+v, detail %+v", it.Serial, it, d.nftView)
 			}
+		}
+	})
+}
+
+func TestNFTRead_ExpiredListingsNeverShowAsListedBeforeOrAfterTheSweeper(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		m := newMarket(t, b, collectionOpts{supply: 4, price: "0"})
+		seller, buyer := m.funded("seller"), m.funded("buyer")
+		nfts := m.mintOf(seller, m.col.ID, 4)
+		expiring := m.listUntil(seller, nfts[0], "1", m.clock.Now().Add(time.Minute)) // the floor, until it expires
+		m.list(seller, nfts[2], "5")
+		if c := m.collection(); c.FloorPrice == nil || c.FloorPrice.String() != "1" || c.ListedCount != 2 {
+			t.Fatalf("before expiry: floor %v, listed %d", c.FloorPrice, c.ListedCount)
+		}
+		m.clock.Advance(2 * time.Minute)
+		check := func(when string) {
+			t.Helper()
+			if d := m.nft(nfts[0]); d.Listing != nil {
+				t.Errorf("%s: the detail shows the expired listing %+v", when, d.Listing)
+			}
+			base := "/api/nft/collection/" + m.col.ID + "/nfts"
+			for q, want := range map[string][]int{
+				"listed=true":     {3},
+				"maxPrice=2":      {},
+				"sort=price_asc":  {3, 1, 2, 4},
+				"sort=price_desc": {3, 1, 2, 4},
+				"":                {1, 2, 3, 4},
+			} {
+				for _, limit := range []int{1, 3} {
+					got := walk[nftView](t, m.testAPI, base+"?"+q, limit)
+					if s := serialsOf(got); !slices.Equal(s, want) && !(len(s) == 0 && len(want) == 0) {
+						t.Errorf("%s: ?%s limit %d: serials %v, want %v", when, q, limit, s, want)
+					}
+					for _, it := range got {
+						if it.Serial == 1 && it.Listing != nil {
+							t.Errorf("%s: ?%s shows the expired listing", when, q)
+						}
+					}
+				}
+			}
+			c := m.collection()
+			if c.FloorPrice == nil || c.FloorPrice.String() != "5" || c.ListedCount != 1 {
+				t.Errorf("%s: floor %v, listed %d; want 5 and 1", when, c.FloorPrice, c.ListedCount)
+			}
+			var cols struct {
+				Items []collectionView `json:"items"`
+			}
+			decodeAs(t, m.do("GET", "/api/nft/collections?sort=floor", nil), &cols)
+			if len(cols.Items) != 1 || cols.Items[0].FloorPrice == nil || cols.Items[0].FloorPrice.String() != "5" || cols.Items[0].ListedCount != 1 {
+				t.Errorf("%s: collections list %+v", when, cols.Items)
+			}
+			m.do("POST", "/api/nft/buy/atomic/prepare", map[string]string{"cid": expiring}, bearer(buyer.tok)).wantProblem(t, 409, store.CodeConflict)
+		}
+		check("before the sweeper")
+		// A sweep of the cheapest buys the live listing, not the expired one.
+		prep := m.do("POST", "/api/nft/sweep/buy/prepare", map[string]any{"collectionId": m.col.ID, "count": 1, "maxTotal": "5"}, bearer(buyer.tok)).ok(t)
+		if n, err := m.store.ExpireListings(context.Background(), 100); err != nil || n != 1 {
+			t.Fatalf("sweeper archived %d listings: %v", n, err)
+		}
+		check("after the sweeper")
+		if d := m.nft(nfts[0]); len(d.History) != 3 || d.History[0].Kind != store.EventDelisted {
+			t.Errorf("history after expiry %+v, want delisted, listed, minted", d.History)
+		}
+		m.walletExecute("/api/nft/sweep/buy", prep, buyer.testParty, buyer.tok).ok(t)
+		if d := m.nft(nfts[2]); d.Owner != buyer.id {
+			t.Errorf("the sweep bought %+v", d.nftView)
+		}
+		// The seller can list the NFT whose listing expired again.
+		m.list(seller, nfts[0], "2")
+		if c := m.collection(); c.FloorPrice == nil || c.FloorPrice.String() != "2" || c.ListedCount != 1 {
+			t.Errorf("relisted: floor %v, listed %d", c.FloorPrice, c.ListedCount)
 		}
 	})
 }
