@@ -307,6 +307,31 @@ func TestNFTRead_ExpiredListingsNeverShowAsListedBeforeOrAfterTheSweeper(t *test
 	})
 }
 
+func TestNFTRead_ListingAnNFTWhoseListingExpiredWithdrawsTheOldOne(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		m := newMarket(t, b, collectionOpts{supply: 2, price: "0"})
+		seller := m.funded("seller")
+		nft := m.mintOf(seller, m.col.ID, 1)[0]
+		old := m.listUntil(seller, nft, "3", m.clock.Now().Add(time.Minute))
+		m.clock.Advance(2 * time.Minute)
+		// The sweeper has not run: the NFT shows unlisted, so its owner can list it.
+		cid := m.list(seller, nft, "4")
+		d := m.nft(nft)
+		if d.Listing == nil || d.Listing.CID != cid || d.Listing.Price.String() != "4" {
+			t.Fatalf("relisted NFT %+v", d.nftView)
+		}
+		if l, err := m.store.ListingByCID(context.Background(), old); err != nil || l.Active() {
+			t.Errorf("the expired listing is still active: %+v %v", l, err)
+		}
+		if c := m.collection(); c.ListedCount != 1 || c.FloorPrice == nil || c.FloorPrice.String() != "4" {
+			t.Errorf("collection floor %v listed %d, want 4 and 1", c.FloorPrice, c.ListedCount)
+		}
+		if n, err := m.store.ExpireListings(context.Background(), 100); err != nil || n != 0 {
+			t.Errorf("the sweeper found %d listings due: %v", n, err)
+		}
+	})
+}
+
 func TestNFTRead_DetailCarriesTraitsListingAndTheHundredLatestEventsNewestFirst(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		m := newMarket(t, b, collectionOpts{supply: 8, price: "0", items: traitItems()})
