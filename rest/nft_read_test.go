@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -487,4 +488,25 @@ func colBySlug(cs []collectionView, slug string) collectionView {
 		}
 	}
 	return collectionView{}
+}
+
+func TestNFTMint_AcceptsTheCollectionsSlugAsWellAsItsID(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		m := newMarket(t, b, collectionOpts{supply: 4, price: "1"})
+		u := m.funded("minter")
+		byID := m.mintOf(u, m.col.ID, 1)
+		bySlug := m.pe(u, "/api/nft/mint/atomic", map[string]any{"collectionId": m.col.Slug}).ok(t)
+		var out struct {
+			ContractIDs []string `json:"contractIds"`
+		}
+		if err := json.Unmarshal(bySlug.body, &out); err != nil || len(out.ContractIDs) != 1 {
+			t.Fatalf("mint by slug %s", bySlug.body)
+		}
+		if d := m.nft(out.ContractIDs[0]); d.Serial != 2 || d.CollectionID != m.col.ID || d.Owner != u.id {
+			t.Errorf("minted by slug %+v after %v", d.nftView, byID)
+		}
+		if got := amountOf(m.walletBalance(u), store.CC); got != "998" {
+			t.Errorf("minter paid %s, want 998 left", got)
+		}
+	})
 }
