@@ -303,6 +303,8 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 		// holdings enough that his buy and his mints spend different ones.
 		m.walletTap(bob, store.USDCx, "100")
 		m.walletTap(bob, store.USDCx, "100")
+		burnHash := m.prepareOK(bob, "/api/nft/burn/prepare", map[string]any{"contractId": a2})
+		transferHash := m.prepareOK(bob, "/api/nft/transfer/prepare", map[string]any{"contractId": a2, "receiver": alice.id})
 		buyHash := m.prepareOK(bob, "/api/nft/buy/atomic/prepare", map[string]any{"cid": cidA})
 		cancelHash := m.prepareOK(alice, "/api/nft/list/"+cidA+"/cancel/prepare", map[string]any{})
 		mintHash1 := m.prepareOK(bob, "/api/nft/mint/batch/atomic/prepare", map[string]any{"collectionId": m.col.ID, "quantity": 2})
@@ -314,6 +316,8 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 		}
 		decodeAs(t, m.do("POST", "/api/nft/mint/batch/atomic/execute", executeBody(bob.testParty, mintHash1), bearer(bob.tok)), &minted)
 		m.expectRefused(t, parties, []errorCase{
+			{"burn of an NFT listed since", "", "/api/nft/burn/execute", executeBody(bob.testParty, burnHash), bob, 409, store.CodeStale},
+			{"transfer of an NFT listed since", "", "/api/nft/transfer/execute", executeBody(bob.testParty, transferHash), bob, 409, store.CodeStale},
 			{"cancel of a listing sold since", "", "/api/nft/list/cancel/execute", executeBody(alice.testParty, cancelHash), alice, 409, store.CodeStale},
 			{"mint over the per-party limit reached since", "", "/api/nft/mint/batch/atomic/execute", executeBody(bob.testParty, mintHash2), bob, 409, store.CodeStale},
 		})

@@ -1151,6 +1151,10 @@ func applyMove(ctx context.Context, tx *Tx, u *Update, e *moveEffects) (any, err
 		}
 		return nil, err
 	}
+	if it.ListingCID != nil && *it.ListingCID != e.Listing {
+		// Listed since the prepare: prepared again, the transaction withdraws that listing.
+		return nil, Errorf(CodeStale, "NFT %s was listed (listing %s) since this transaction was prepared; prepare it again", e.NFTID, *it.ListingCID)
+	}
 	t := &Transaction{Consume: []ContractRef{{templateNFT, e.NFTCID}}, BurnAssets: e.Receiver == ""}
 	if e.Listing != "" {
 		t.Consume = append(t.Consume, ContractRef{templateListing, e.Listing})
