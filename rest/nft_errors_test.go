@@ -227,6 +227,8 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 			{"list above the price cap", "", "/api/nft/list/prepare", map[string]any{"contractId": a2, "price": "1000000000001"}, bob, 400, store.CodeInvalidRequest},
 			{"list without a price", "", "/api/nft/list/prepare", map[string]any{"contractId": a2}, bob, 400, store.CodeInvalidRequest},
 			{"list expiring in the past", "", "/api/nft/list/prepare", map[string]any{"contractId": a2, "price": "1", "expiresAt": now.Unix()}, bob, 400, store.CodeInvalidRequest},
+			{"list expiring after year 9999", "", "/api/nft/list/prepare", map[string]any{"contractId": a2, "price": "1", "expiresAt": int64(1) << 50}, bob, 400, store.CodeInvalidRequest},
+			{"list expiring at a fraction", "", "/api/nft/list/prepare", map[string]any{"contractId": a2, "price": "1", "expiresAt": 1.5e9 + 0.5}, bob, 400, store.CodeInvalidRequest},
 			{"batch list of none", "", "/api/nft/list/batch/atomic/prepare", map[string]any{"items": []any{}}, bob, 400, store.CodeInvalidRequest},
 			{"batch list naming an NFT twice", "", "/api/nft/list/batch/atomic/prepare", map[string]any{"items": []map[string]string{{"contractId": a2, "price": "1"}, {"contractId": a2, "price": "2"}}}, bob, 400, store.CodeInvalidRequest},
 			{"batch list of 51", "", "/api/nft/list/batch/atomic/prepare", map[string]any{"items": fiftyOne}, bob, 400, store.CodeInvalidRequest},

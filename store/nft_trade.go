@@ -31,6 +31,9 @@ const (
 	maxListPrice = "1000000000000"
 )
 
+// maxListingExpiry bounds a listing's expiry to what Unix microseconds hold with room to spare.
+var maxListingExpiry = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
 // ---- collection state inside one transaction
 
 // collectionTx is a collection locked for one NFT transaction. Every NFT transaction of a
@@ -557,6 +560,9 @@ func (s *Store) PrepareList(ctx context.Context, seller string, terms []ListingT
 		if lt.ExpiresAt != nil {
 			if !lt.ExpiresAt.After(now) {
 				return nil, Errorf(CodeInvalidRequest, "expiresAt must be in the future")
+			}
+			if lt.ExpiresAt.After(maxListingExpiry) {
+				return nil, Errorf(CodeInvalidRequest, "expiresAt must be at most %d (the end of year 9999)", maxListingExpiry.Unix())
 			}
 			x := lt.ExpiresAt.Unix()
 			le.ExpiresAt = &x
