@@ -72,8 +72,18 @@ func TestNFTSweep_NamedListingsSettleEveryShareInOneTransaction(t *testing.T) {
 		for _, p := range parties {
 			before[p] = m.usdcx(p)
 		}
+		prep := m.do("POST", "/api/nft/sweep/buy/prepare", map[string]any{"collectionId": m.col.ID, "cids": cids, "maxTotal": "20.623496"}, bearer(m.carol.tok)).ok(t)
+		first := m.walletExecute("/api/nft/sweep/buy", prep, m.carol.testParty, m.carol.tok).ok(t)
 		var r sweepReceipt
-		decodeAs(t, m.pe(m.carol, "/api/nft/sweep/buy", map[string]any{"collectionId": m.col.ID, "cids": cids, "maxTotal": "20.623496"}), &r)
+		decodeAs(t, first, &r)
+		// Executing it again answers the first receipt and applies nothing twice.
+		state := m.marketState(t, parties...)
+		if again := m.walletExecute("/api/nft/sweep/buy", prep, m.carol.testParty, m.carol.tok).ok(t); string(again.body) != string(first.body) {
+			t.Errorf("replayed sweep answered %s, first %s", again.body, first.body)
+		}
+		if after := m.marketState(t, parties...); after != state {
+			t.Errorf("a replayed sweep changed the market:\n%s\n%s", state, after)
+		}
 		if r.Status != "committed" || len(r.ContractIDs) != 3 || len(r.Items) != 3 {
 			t.Fatalf("sweep receipt %+v", r)
 		}
