@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -387,7 +388,55 @@ func (s *Store) collectionWhere(ctx context.Context, where, v string) (*Collecti
 	if c.Phases == nil {
 		c.Phases = []MintPhase{}
 	}
-	return c, nil
+	cs := []Collection{*c}
+	if err := s.withoutExpired(ctx, cs); err != nil {
+		return nil, err
+	}
+	return &cs[0], nil
+}
+
+// withoutExpired corrects the floor and listed count of those of cs that have listings past
+// their expiry that the sweeper has not archived yet: no read shows an expired listing as
+// listed. The sweeper runs every second, so this is rarely more than one indexed look-up.
+func (s *Store) withoutExpired(ctx context.Context, cs []Collection) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	ids := make([]string, len(cs))
+	for i := range cs {
+		ids[i] = cs[i].ID
+	}
+	now := At(s.now())
+	var due []string
+	err := s.db.NewSelect().Model((*Listing)(nil)).ColumnExpr("DISTINCT collection_id").
+		Where("consumed_update IS NULL").Where("expires_at IS NOT NULL").Where("expires_at <= ?", now).
+		Where("collection_id IN (?)", bun.In(ids)).Scan(ctx, &due)
+	if err != nil || len(due) == 0 {
+		return err
+	}
+	for i := range cs {
+		c := &cs[i]
+		if !slices.Contains(due, c.ID) {
+			continue
+		}
+		live := func() *bun.SelectQuery {
+			return s.db.NewSelect().Model((*nftItem)(nil)).Where("collection_id = ?", c.ID).
+				Where("price_asc_key <> ?", noKey).Where("(list_expires IS NULL OR list_expires > ?)", now)
+		}
+		n, err := live().Count(ctx)
+		if err != nil {
+			return err
+		}
+		var floor []nftItem
+		if err := live().Column("list_price", "price_asc_key").Order("price_asc_key").Limit(1).Scan(ctx, &floor); err != nil {
+			return err
+		}
+		c.ListedCount, c.FloorPrice, c.FloorKey = int(n), nil, noKey
+		if len(floor) > 0 {
+			c.FloorPrice, c.FloorKey = floor[0].ListPrice, floor[0].PriceAscKey
+		}
+	}
+	return nil
 }
 
 // CollectionSort orders the collections list.
@@ -469,6 +518,9 @@ func (s *Store) readCollections(ctx context.Context, sort CollectionSort, r Page
 	}
 	page, err := finish(ctx, s, q, rows, key)
 	if err != nil {
+		return page, err
+	}
+	if err := s.withoutExpired(ctx, page.Items); err != nil {
 		return page, err
 	}
 	return page, s.attachPhases(ctx, page.Items)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -143,10 +144,17 @@ type NFTDetail struct {
 	History []NFTEvent
 }
 
-func (it *nftItem) view() NFTView {
+// listedAt tells whether the item has a listing that has not expired at now. A listing past
+// its expiry is unlisted for every read, before the sweeper archives it too.
+func (it *nftItem) listedAt(now time.Time) bool {
+	return it.ListingCID != nil && (it.ListExpires == nil || now.Before(it.ListExpires.Time))
+}
+
+// view is the item as the API shows it at now.
+func (it *nftItem) view(now time.Time) NFTView {
 	v := NFTView{ContractID: it.ContractID, CollectionID: it.CollectionID, Serial: it.Serial, Name: it.Name, Image: it.Image, Owner: it.Owner, Traits: []Trait{}}
 	_ = json.Unmarshal([]byte(it.Traits), &v.Traits)
-	if it.ListingCID != nil {
+	if it.listedAt(now) {
 		v.Listing = &ListingView{CID: *it.ListingCID, Seller: it.Owner, Price: *it.ListPrice, Currency: *it.ListCurrency, ExpiresAt: it.ListExpires}
 	}
 	return v
@@ -178,7 +186,7 @@ func (s *Store) NFTByContract(ctx context.Context, contractID string) (*NFTDetai
 	if err := s.db.NewSelect().Model(&acts).Where("nft_id = ?", it.NFTID).OrderExpr("id DESC").Limit(historyLength).Scan(ctx); err != nil {
 		return nil, err
 	}
-	d := &NFTDetail{NFTView: it.view(), History: make([]NFTEvent, len(acts))}
+	d := &NFTDetail{NFTView: it.view(s.now()), History: make([]NFTEvent, len(acts))}
 	for i, a := range acts {
 		d.History[i] = NFTEvent{UpdateID: a.UpdateID, Kind: a.Kind, At: a.At, From: a.From, To: a.To, Price: a.Price, Currency: a.Currency}
 	}
@@ -267,59 +275,96 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 	if err != nil {
 		return Page[NFTView]{}, err
 	}
+	now := At(s.now())
+	// filtered is the query of the collection's NFTs that match f, in no order yet.
+	filtered := func() *bun.SelectQuery {
+		sel := s.db.NewSelect().Model((*nftItem)(nil)).Where("collection_id = ?", collectionID)
+		for _, typ := range sortedKeys(f.Traits) {
+			sel = sel.Where("serial IN (?)", s.db.NewSelect().Model((*nftTrait)(nil)).Column("serial").
+				Where("collection_id = ?", collectionID).Where("trait_type = ?", typ).Where("trait_value IN (?)", bun.In(f.Traits[typ])))
+		}
+		if f.Owner != "" {
+			sel = sel.Where("owner = ?", f.Owner)
+		}
+		return sel
+	}
+	// listed narrows a query to NFTs whose listing has not expired; unlisted to the others.
+	listed := func(sel *bun.SelectQuery) *bun.SelectQuery {
+		return sel.Where("price_asc_key <> ?", noKey).Where("(list_expires IS NULL OR list_expires > ?)", now)
+	}
+	unlisted := func(sel *bun.SelectQuery) *bun.SelectQuery {
+		return sel.Where("(price_asc_key = ? OR list_expires <= ?)", noKey, now)
+	}
+	onlyListed := f.Listed || minPrice != nil || maxPrice != nil
 	var rows []nftItem
-	sel := s.db.NewSelect().Model(&rows).Where("collection_id = ?", collectionID)
-	for _, typ := range sortedKeys(f.Traits) {
-		sel = sel.Where("serial IN (?)", s.db.NewSelect().Model((*nftTrait)(nil)).Column("serial").
-			Where("collection_id = ?", collectionID).Where("trait_type = ?", typ).Where("trait_value IN (?)", bun.In(f.Traits[typ])))
-	}
-	if f.Listed || minPrice != nil || maxPrice != nil {
-		sel = sel.Where("price_asc_key <> ?", noKey).
-			Where("(list_expires IS NULL OR list_expires > ?)", At(s.now()))
-	}
-	if minPrice != nil {
-		sel = sel.Where("price_asc_key >= ?", ascKey(*minPrice))
-	}
-	if maxPrice != nil {
-		sel = sel.Where("price_asc_key <= ?", ascKey(*maxPrice))
-	}
-	if f.Owner != "" {
-		sel = sel.Where("owner = ?", f.Owner)
-	}
-	col := map[NFTSort]string{SortPriceAsc: "price_asc_key", SortPriceDesc: "price_desc_key"}[sort]
 	var key func(it nftItem) nftKey
+	col := map[NFTSort]string{SortPriceAsc: "price_asc_key", SortPriceDesc: "price_desc_key"}[sort]
 	if col == "" {
+		sel := filtered()
+		if onlyListed {
+			sel = listed(sel)
+		}
+		if minPrice != nil {
+			sel = sel.Where("price_asc_key >= ?", ascKey(*minPrice))
+		}
+		if maxPrice != nil {
+			sel = sel.Where("price_asc_key <= ?", ascKey(*maxPrice))
+		}
 		if q.after != nil {
 			sel = sel.Where("serial > ?", q.after.S)
 		}
-		sel = sel.Order("serial")
+		if err := sel.Order("serial").Limit(q.fetch()).Scan(ctx, &rows); err != nil {
+			return Page[NFTView]{}, err
+		}
 		key = func(it nftItem) nftKey { return nftKey{S: it.Serial} }
 	} else {
-		if q.after != nil {
-			sel = sel.Where("(?, serial) > (?, ?)", bun.Ident(col), q.after.K, q.after.S)
+		// A price sort reads two runs: the NFTs listed now by price, then (unless the filter
+		// wants listed ones only) the rest by serial, expired listings among them. A cursor in
+		// the second run has the key noKey.
+		inRest := q.after != nil && q.after.K == noKey
+		if !inRest {
+			sel := listed(filtered())
+			if minPrice != nil {
+				sel = sel.Where("price_asc_key >= ?", ascKey(*minPrice))
+			}
+			if maxPrice != nil {
+				sel = sel.Where("price_asc_key <= ?", ascKey(*maxPrice))
+			}
+			if q.after != nil {
+				sel = sel.Where("(?, serial) > (?, ?)", bun.Ident(col), q.after.K, q.after.S)
+			}
+			if err := sel.Order(col, "serial").Limit(q.fetch()).Scan(ctx, &rows); err != nil {
+				return Page[NFTView]{}, err
+			}
 		}
-		sel = sel.Order(col, "serial")
+		if !onlyListed && int64(len(rows)) < q.fetch() {
+			sel := unlisted(filtered())
+			if inRest {
+				sel = sel.Where("serial > ?", q.after.S)
+			}
+			var rest []nftItem
+			if err := sel.Order("serial").Limit(q.fetch()-int64(len(rows))).Scan(ctx, &rest); err != nil {
+				return Page[NFTView]{}, err
+			}
+			rows = append(rows, rest...)
+		}
 		key = func(it nftItem) nftKey {
-			if sort == SortPriceAsc {
+			switch {
+			case !it.listedAt(now.Time):
+				return nftKey{K: noKey, S: it.Serial}
+			case sort == SortPriceAsc:
 				return nftKey{K: it.PriceAscKey, S: it.Serial}
 			}
 			return nftKey{K: it.PriceDescKey, S: it.Serial}
 		}
-	}
-	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
-		return Page[NFTView]{}, err
 	}
 	page, err := finish(ctx, s, q, rows, key)
 	if err != nil {
 		return Page[NFTView]{}, err
 	}
 	out := Page[NFTView]{Items: make([]NFTView, len(page.Items)), Cursor: page.Cursor, ItemCursors: page.ItemCursors}
-	now := s.now()
 	for i := range page.Items {
-		out.Items[i] = page.Items[i].view()
-		if l := out.Items[i].Listing; l != nil && l.ExpiresAt != nil && !now.Before(l.ExpiresAt.Time) {
-			out.Items[i].Listing = nil // expired: the sweeper archives it shortly
-		}
+		out.Items[i] = page.Items[i].view(now.Time)
 	}
 	return out, nil
 }

@@ -31,6 +31,9 @@ const (
 	maxListPrice = "1000000000000"
 )
 
+// maxListingExpiry bounds a listing's expiry to what Unix microseconds hold with room to spare.
+var maxListingExpiry = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
 // ---- collection state inside one transaction
 
 // collectionTx is a collection locked for one NFT transaction. Every NFT transaction of a
@@ -322,7 +325,12 @@ func (s *Store) PrepareMint(ctx context.Context, minter, collectionID string, qu
 	if quantity < 1 || quantity > MaxMintBatch {
 		return nil, Errorf(CodeInvalidRequest, "quantity must be 1 to %d", MaxMintBatch)
 	}
-	c, err := s.CollectionByID(ctx, collectionID)
+	// A collection is named by its id or its slug (SEED-SPEC.md 2.3), as everywhere else.
+	ref, err := s.collectionByIDOrSlug(ctx, collectionID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.CollectionByID(ctx, ref.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -478,6 +486,7 @@ type listingEffect struct {
 	Price        Amount     `json:"price"`
 	Currency     Instrument `json:"currency"`
 	ExpiresAt    *int64     `json:"expiresAt,omitempty"`
+	Withdraws    string     `json:"withdrawsListing,omitempty"` // the NFT's expired listing
 }
 
 type listEffects struct {
@@ -510,6 +519,7 @@ func (s *Store) PrepareList(ctx context.Context, seller string, terms []ListingT
 		return nil, Errorf(CodeInvalidRequest, "list 1 to %d NFTs at once", MaxBatch)
 	}
 	e := listEffects{Seller: seller}
+	var claims []string
 	seen := map[string]bool{}
 	now := s.now()
 	limit := MustAmount(maxListPrice)
@@ -536,15 +546,23 @@ func (s *Store) PrepareList(ctx context.Context, seller string, terms []ListingT
 		if price.Cmp(limit) > 0 {
 			return nil, Errorf(CodeInvalidRequest, "a listing price is at most %s", limit)
 		}
+		le := listingEffect{NFTCID: n.CID, NFTID: n.NFTID, CollectionID: c.ID, Price: price, Currency: c.Currency}
 		if l, err := activeListingOf(ctx, s.db, n.CID); err != nil {
 			return nil, err
 		} else if l != nil {
-			return nil, Errorf(CodeConflict, "NFT %s is listed already (listing %s); cancel that listing first", n.CID, l.CID)
+			if l.ExpiresAt == nil || now.Before(l.ExpiresAt.Time) {
+				return nil, Errorf(CodeConflict, "NFT %s is listed already (listing %s); cancel that listing first", n.CID, l.CID)
+			}
+			// Expired, so unlisted for every read: the new listing withdraws it.
+			le.Withdraws = l.CID
+			claims = append(claims, l.CID)
 		}
-		le := listingEffect{NFTCID: n.CID, NFTID: n.NFTID, CollectionID: c.ID, Price: price, Currency: c.Currency}
 		if lt.ExpiresAt != nil {
 			if !lt.ExpiresAt.After(now) {
 				return nil, Errorf(CodeInvalidRequest, "expiresAt must be in the future")
+			}
+			if lt.ExpiresAt.After(maxListingExpiry) {
+				return nil, Errorf(CodeInvalidRequest, "expiresAt must be at most %d (the end of year 9999)", maxListingExpiry.Unix())
 			}
 			x := lt.ExpiresAt.Unix()
 			le.ExpiresAt = &x
@@ -552,7 +570,7 @@ func (s *Store) PrepareList(ctx context.Context, seller string, terms []ListingT
 		e.Listings = append(e.Listings, le)
 	}
 	summary := map[string]any{"action": fmt.Sprintf("list %d NFT(s) for sale", len(e.Listings)), "seller": seller, "listings": e.Listings}
-	return s.prepareAs(ctx, KindNFTList, seller, e, summary, nil)
+	return s.prepareAs(ctx, KindNFTList, seller, e, summary, claims)
 }
 
 // ListResult is what a list execute adds to the receipt.
@@ -594,6 +612,22 @@ func applyList(ctx context.Context, tx *Tx, u *Update, e *listEffects) (any, err
 	}
 	t := &Transaction{}
 	listings := make([]*Listing, len(e.Listings))
+	var events []nftActivity
+	for _, le := range e.Listings {
+		if le.Withdraws != "" {
+			// The sweeper may have archived the expired listing since; then there is nothing to withdraw.
+			old, err := listingByCID(ctx, tx, le.Withdraws)
+			if err != nil {
+				return nil, err
+			}
+			if old.Active() {
+				t.Consume = append(t.Consume, ContractRef{templateListing, old.CID})
+				cts[le.CollectionID].delisted()
+				p, cur := old.Price, old.Currency
+				events = append(events, nftActivity{NFTID: le.NFTID, CollectionID: le.CollectionID, Kind: EventDelisted, From: strPtr(e.Seller), Price: &p, Currency: &cur})
+			}
+		}
+	}
 	for i, le := range e.Listings {
 		l := &Listing{Seller: e.Seller, NFTCID: le.NFTCID, NFTID: le.NFTID, CollectionID: le.CollectionID, Price: le.Price, Currency: le.Currency}
 		if le.ExpiresAt != nil {
@@ -609,7 +643,6 @@ func applyList(ctx context.Context, tx *Tx, u *Update, e *listEffects) (any, err
 	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
 		return nil, err
 	}
-	events := make([]nftActivity, len(listings))
 	res := ListResult{}
 	nftIDs := make([]string, len(listings))
 	for i, l := range listings {
@@ -619,7 +652,7 @@ func applyList(ctx context.Context, tx *Tx, u *Update, e *listEffects) (any, err
 	if err != nil {
 		return nil, err
 	}
-	for i, l := range listings {
+	for _, l := range listings {
 		it := items[l.NFTID]
 		it.setListing(l)
 		if err := tx.saveItem(ctx, it); err != nil {
@@ -627,7 +660,7 @@ func applyList(ctx context.Context, tx *Tx, u *Update, e *listEffects) (any, err
 		}
 		cts[l.CollectionID].listed(l.Price)
 		p, cur := l.Price, l.Currency
-		events[i] = nftActivity{NFTID: l.NFTID, CollectionID: l.CollectionID, Kind: EventListed, From: strPtr(l.Seller), Price: &p, Currency: &cur}
+		events = append(events, nftActivity{NFTID: l.NFTID, CollectionID: l.CollectionID, Kind: EventListed, From: strPtr(l.Seller), Price: &p, Currency: &cur})
 		res.CIDs = append(res.CIDs, l.CID)
 	}
 	if len(res.CIDs) == 1 {
@@ -1123,6 +1156,10 @@ func applyMove(ctx context.Context, tx *Tx, u *Update, e *moveEffects) (any, err
 			return nil, Errorf(CodeStale, "NFT %s was burned since this transaction was prepared", e.NFTID)
 		}
 		return nil, err
+	}
+	if it.ListingCID != nil && *it.ListingCID != e.Listing {
+		// Listed since the prepare: prepared again, the transaction withdraws that listing.
+		return nil, Errorf(CodeStale, "NFT %s was listed (listing %s) since this transaction was prepared; prepare it again", e.NFTID, *it.ListingCID)
 	}
 	t := &Transaction{Consume: []ContractRef{{templateNFT, e.NFTCID}}, BurnAssets: e.Receiver == ""}
 	if e.Listing != "" {

@@ -1,0 +1,527 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"marketd/store"
+	"marketd/store/storetest"
+)
+
+// nftWorld is a property run of the NFT market: traders, two collections (one per currency)
+// and what the test knows was committed.
+type nftWorld struct {
+	t       *testing.T
+	s       *store.Store
+	raw     *sql.DB
+	creator *ledgerParty
+	traders []*ledgerParty
+	cols    []*store.Collection
+	price   map[string]decimal.Decimal // each collection's mint price
+	royalty map[string]int64
+	op      string
+
+	mu        sync.Mutex
+	delta     map[string]map[store.Instrument]decimal.Decimal // what each party gained or lost
+	volume    map[string]decimal.Decimal                      // per collection
+	sold      map[string]int                                  // listing cid: committed purchases
+	purchases int
+	burned    map[string]bool // nft ids
+	stats     map[string]int
+}
+
+const nftTraderFunds = "1000"
+
+func newNFTWorld(t *testing.T, b storetest.Backend, traders int) *nftWorld {
+	ctx := context.Background()
+	s, clock, raw := openLedger(t, b)
+	w := &nftWorld{t: t, s: s, raw: raw, price: map[string]decimal.Decimal{}, royalty: map[string]int64{},
+		delta: map[string]map[store.Instrument]decimal.Decimal{}, volume: map[string]decimal.Decimal{},
+		sold: map[string]int{}, burned: map[string]bool{}, stats: map[string]int{}}
+	op, err := s.OperatorParty(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.op = op
+	w.creator = onboardParty(t, s, "creator")
+	w.preapprove(w.creator, store.PreapprovalUSDCx)
+	for i := range traders {
+		p := onboardParty(t, s, fmt.Sprintf("trader%d", i))
+		tap(t, s, p, store.CC, nftTraderFunds)
+		tap(t, s, p, store.USDCx, nftTraderFunds)
+		w.preapprove(p, store.PreapprovalNFT)
+		w.preapprove(p, store.PreapprovalUSDCx)
+		w.traders = append(w.traders, p)
+	}
+	now := clock.Now()
+	for _, c := range []struct {
+		slug    string
+		cur     store.Instrument
+		royalty int
+		price   string
+	}{{"cc-apes", store.CC, 300, "0.5"}, {"usd-owls", store.USDCx, 700, "1.25"}} {
+		col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: c.slug, Name: c.slug, Creator: w.creator.id, Currency: c.cur, RoyaltyBps: c.royalty, Supply: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AddPhase(ctx, store.PhaseSpec{Collection: col.ID, Name: "open", Price: c.price, Start: now.Add(-time.Hour), End: now.Add(time.Hour), PerPartyLimit: 60}); err != nil {
+			t.Fatal(err)
+		}
+		w.cols = append(w.cols, col)
+		w.price[col.ID] = decimal.RequireFromString(c.price)
+		w.royalty[col.ID] = int64(c.royalty)
+		w.volume[col.ID] = decimal.Zero
+	}
+	return w
+}
+
+func (w *nftWorld) preapprove(p *ledgerParty, kind store.PreapprovalKind) {
+	w.t.Helper()
+	prep, err := w.s.PreparePreapproval(context.Background(), p.id, kind)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	k := store.KindNFTPreapproval
+	if kind == store.PreapprovalUSDCx {
+		k = store.KindUSDCxPreapproval
+	}
+	if _, err := p.execute(w.s, k, prep); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *nftWorld) gain(party string, inst store.Instrument, d decimal.Decimal) {
+	if w.delta[party] == nil {
+		w.delta[party] = map[store.Instrument]decimal.Decimal{}
+	}
+	w.delta[party][inst] = w.delta[party][inst].Add(d)
+}
+
+func (w *nftWorld) count(what string) {
+	w.mu.Lock()
+	w.stats[what]++
+	w.mu.Unlock()
+}
+
+// refusedOK tells whether a refusal is one a race between traders may cause.
+func refusedOK(err error) bool {
+	switch store.ErrorCode(err) {
+	case store.CodeStale, store.CodeConflict, store.CodeInsufficientFunds:
+		return true
+	}
+	return false
+}
+
+// run prepares and executes one write; a refusal a race explains is counted, any other fails.
+func (w *nftWorld) run(p *ledgerParty, what, kind string, prepare func() (*store.Prepared, error)) (*store.Prepared, store.Receipt) {
+	prep, err := prepare()
+	if err != nil {
+		if !refusedOK(err) {
+			w.t.Errorf("%s prepare by %s: %v", what, p.id, err)
+		}
+		w.count(what + " refused at prepare: " + string(store.ErrorCode(err)))
+		return nil, nil
+	}
+	r, err := p.execute(w.s, kind, prep)
+	if err != nil {
+		if !refusedOK(err) {
+			w.t.Errorf("%s execute by %s: %v", what, p.id, err)
+		}
+		w.count(what + " refused at execute: " + string(store.ErrorCode(err)))
+		return nil, nil
+	}
+	w.count(what)
+	return prep, r
+}
+
+// own lists p's NFTs of a collection: unlisted or listed.
+func (w *nftWorld) own(p *ledgerParty, col *store.Collection, listed bool) []store.NFTView {
+	page, err := w.s.NFTs(context.Background(), col.ID, store.NFTFilter{Owner: p.id}, store.SortSerial, store.PageRequest{Limit: store.MaxPageSize})
+	if err != nil {
+		w.t.Errorf("NFTs: %v", err)
+		return nil
+	}
+	var out []store.NFTView
+	for _, n := range page.Items {
+		if (n.Listing != nil) == listed {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// forSale lists the collection's listings others than p's.
+func (w *nftWorld) forSale(p *ledgerParty, col *store.Collection) []store.NFTView {
+	page, err := w.s.NFTs(context.Background(), col.ID, store.NFTFilter{Listed: true}, store.SortPriceAsc, store.PageRequest{Limit: store.MaxPageSize})
+	if err != nil {
+		w.t.Errorf("NFTs: %v", err)
+		return nil
+	}
+	var out []store.NFTView
+	for _, n := range page.Items {
+		if n.Owner != p.id {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func pick[T any](rng *rand.Rand, xs []T) (T, bool) {
+	var zero T
+	if len(xs) == 0 {
+		return zero, false
+	}
+	return xs[rng.IntN(len(xs))], true
+}
+
+func (w *nftWorld) step(rng *rand.Rand, i int) {
+	ctx := context.Background()
+	p := w.traders[i]
+	col := w.cols[rng.IntN(len(w.cols))]
+	switch rng.IntN(10) {
+	case 0, 1: // mint
+		q := 1 + rng.IntN(2)
+		if _, r := w.run(p, "mint", store.KindNFTMint, func() (*store.Prepared, error) { return w.s.PrepareMint(ctx, p.id, col.ID, q) }); r != nil {
+			paid := w.price[col.ID].Mul(decimal.NewFromInt(int64(q)))
+			w.mu.Lock()
+			w.gain(p.id, col.Currency, paid.Neg())
+			w.gain(w.creator.id, col.Currency, paid)
+			w.mu.Unlock()
+		}
+	case 2, 3: // list one or two
+		mine := w.own(p, col, false)
+		rng.Shuffle(len(mine), func(a, b int) { mine[a], mine[b] = mine[b], mine[a] })
+		mine = mine[:min(len(mine), 1+rng.IntN(2))]
+		if len(mine) == 0 {
+			return
+		}
+		terms := make([]store.ListingTerms, len(mine))
+		for k, n := range mine {
+			terms[k] = store.ListingTerms{ContractID: n.ContractID, Price: unitsString(randomUnits(rng, 30*pow10(decimalsOf(col.Currency)), col.Currency), col.Currency)}
+		}
+		w.run(p, "list", store.KindNFTList, func() (*store.Prepared, error) { return w.s.PrepareList(ctx, p.id, terms) })
+	case 4: // cancel
+		if n, ok := pick(rng, w.own(p, col, true)); ok {
+			w.run(p, "cancel", store.KindNFTCancel, func() (*store.Prepared, error) { return w.s.PrepareCancel(ctx, p.id, []string{n.Listing.CID}) })
+		}
+	case 5, 6: // buy
+		if n, ok := pick(rng, w.forSale(p, col)); ok {
+			prep, r := w.run(p, "buy", store.KindNFTBuy, func() (*store.Prepared, error) { return w.s.PrepareBuy(ctx, p.id, n.Listing.CID) })
+			w.settled(p, col, prep, r)
+		}
+	case 7: // sweep, named or the cheapest
+		var req store.SweepRequest
+		if rng.IntN(2) == 0 {
+			req = store.SweepRequest{CollectionID: col.ID, Count: 1 + rng.IntN(2), MaxTotal: "100"}
+		} else {
+			sale := w.forSale(p, col)
+			rng.Shuffle(len(sale), func(a, b int) { sale[a], sale[b] = sale[b], sale[a] })
+			sale = sale[:min(len(sale), 1+rng.IntN(3))]
+			if len(sale) == 0 {
+				return
+			}
+			req = store.SweepRequest{CollectionID: col.Slug, MaxTotal: "100"}
+			for _, n := range sale {
+				req.CIDs = append(req.CIDs, n.Listing.CID)
+			}
+		}
+		prep, r := w.run(p, "sweep", store.KindNFTSweep, func() (*store.Prepared, error) { return w.s.PrepareSweep(ctx, p.id, req) })
+		w.settled(p, col, prep, r)
+	case 8: // transfer, listed or not
+		if n, ok := pick(rng, append(w.own(p, col, false), w.own(p, col, true)...)); ok {
+			j := rng.IntN(len(w.traders) - 1)
+			if j >= i {
+				j++
+			}
+			w.run(p, "transfer", store.KindNFTTransfer, func() (*store.Prepared, error) {
+				return w.s.PrepareTransfer(ctx, p.id, n.ContractID, w.traders[j].id)
+			})
+		}
+	case 9: // burn, listed or not
+		if n, ok := pick(rng, append(w.own(p, col, false), w.own(p, col, true)...)); ok {
+			if _, r := w.run(p, "burn", store.KindNFTBurn, func() (*store.Prepared, error) { return w.s.PrepareBurn(ctx, p.id, n.ContractID) }); r != nil {
+				w.mu.Lock()
+				w.burned[fmt.Sprintf("%s#%d", col.ID, n.Serial)] = true
+				w.mu.Unlock()
+			}
+		}
+	}
+}
+
+// settled records a committed buy or sweep: each purchase's shares, checked against the
+// settlement rule, and the listings it consumed.
+func (w *nftWorld) settled(buyer *ledgerParty, col *store.Collection, prep *store.Prepared, r store.Receipt) {
+	if r == nil {
+		return
+	}
+	var env struct {
+		Effects struct {
+			Purchases []struct {
+				Listing string `json:"listing"`
+			} `json:"purchases"`
+		} `json:"effects"`
+	}
+	var res struct {
+		Settlement store.Settlement   `json:"settlement"`
+		Items      []store.Settlement `json:"items"`
+	}
+	if err := json.Unmarshal(prep.Transaction, &env); err != nil {
+		w.t.Errorf("prepared transaction: %v", err)
+		return
+	}
+	if err := json.Unmarshal(r, &res); err != nil {
+		w.t.Errorf("receipt %s: %v", r, err)
+		return
+	}
+	items := res.Items
+	if items == nil {
+		items = []store.Settlement{res.Settlement}
+	}
+	if len(items) != len(env.Effects.Purchases) {
+		w.t.Errorf("receipt %s settles %d items for %d purchases", r, len(items), len(env.Effects.Purchases))
+		return
+	}
+	decimals := col.Currency.Decimals()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, it := range items {
+		price := it.Price.Decimal()
+		fee := price.Mul(decimal.New(int64(w.s.Config().MarketFeeBps), -4)).Truncate(decimals)
+		royalty := price.Mul(decimal.New(w.royalty[col.ID], -4)).Truncate(decimals)
+		if !it.Fee.Amount.Decimal().Equal(fee) || !it.Royalty.Amount.Decimal().Equal(royalty) || !it.Seller.Amount.Decimal().Equal(price.Sub(fee).Sub(royalty)) ||
+			*it.Fee.Party != w.op || *it.Royalty.Party != w.creator.id {
+			w.t.Errorf("settlement %+v of %s: want fee %s and royalty %s", it, price, fee, royalty)
+		}
+		w.gain(buyer.id, col.Currency, price.Neg())
+		w.gain(*it.Seller.Party, col.Currency, it.Seller.Amount.Decimal())
+		w.gain(w.op, col.Currency, fee)
+		w.gain(w.creator.id, col.Currency, royalty)
+		w.volume[col.ID] = w.volume[col.ID].Add(price)
+		w.sold[env.Effects.Purchases[k].Listing]++
+		w.purchases++
+	}
+}
+
+func TestNFTMarket_ConservesValueAndKeepsOneLiveContractPerNFTUnderConcurrency(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		seed := propertySeed(t)
+		const traders, steps = 5, 30
+		w := newNFTWorld(t, b, traders)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range traders {
+			rng := rand.New(rand.NewPCG(seed, uint64(i)))
+			wg.Go(func() {
+				<-start
+				for range steps {
+					w.step(rng, i)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		t.Logf("%v", w.stats)
+		for _, what := range []string{"mint", "list", "buy"} {
+			if w.stats[what] == 0 {
+				t.Errorf("no %s committed: the run did not exercise the market (%v)", what, w.stats)
+			}
+		}
+		w.verify()
+	})
+}
+
+// verify checks the ledger and the read models against each other and against what the
+// test recorded.
+func (w *nftWorld) verify() {
+	t, ctx := w.t, context.Background()
+	// Every instrument conserved: the supply is what was tapped, and each party holds what
+	// it started with plus what the committed mints and sales moved.
+	supply, err := w.s.Supply(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tapped := decimal.RequireFromString(nftTraderFunds).Mul(decimal.NewFromInt(int64(len(w.traders))))
+	for _, inst := range store.Instruments {
+		if !supply[inst].Decimal().Equal(tapped) {
+			t.Errorf("%s supply %s, tapped %s", inst, supply[inst], tapped)
+		}
+	}
+	parties := []string{w.creator.id, w.op}
+	for _, p := range w.traders {
+		parties = append(parties, p.id)
+	}
+	for _, p := range parties {
+		bs, err := w.s.Balances(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, bal := range bs {
+			want := w.delta[p][bal.Instrument]
+			if p != w.creator.id && p != w.op {
+				want = want.Add(decimal.RequireFromString(nftTraderFunds))
+			}
+			if !bal.Amount.Decimal().Equal(want) {
+				t.Errorf("%s holds %s %s, the committed writes say %s", p, bal.Amount, bal.Instrument, want)
+			}
+		}
+	}
+
+	// One live contract per NFT, none for a burned one.
+	type contract struct{ cid, owner, col string }
+	live := map[string]contract{}
+	minted := map[string]string{} // nft id: collection
+	rows, err := w.raw.Query("SELECT nft_id, collection_id, cid, owner, consumed_update IS NULL FROM nfts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, col, cid, owner string
+		var active bool
+		if err := rows.Scan(&id, &col, &cid, &owner, &active); err != nil {
+			t.Fatal(err)
+		}
+		minted[id] = col
+		if active {
+			if prev, dup := live[id]; dup {
+				t.Errorf("NFT %s has two live contracts, %s and %s", id, prev.cid, cid)
+			}
+			live[id] = contract{cid, owner, col}
+		}
+	}
+	rows.Close()
+	for id := range minted {
+		if _, ok := live[id]; ok == w.burned[id] {
+			t.Errorf("NFT %s: live %v, burned by the test %v", id, ok, w.burned[id])
+		}
+	}
+
+	// Active listings lock a live NFT of their seller; no listing was sold twice.
+	type listing struct {
+		cid, seller, nftCID, nftID, col string
+		price                           decimal.Decimal
+	}
+	listings := map[string]listing{} // by nft id
+	rows, err = w.raw.Query("SELECT cid, seller, nft_cid, nft_id, collection_id, price FROM listings WHERE consumed_update IS NULL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var l listing
+		var price string
+		if err := rows.Scan(&l.cid, &l.seller, &l.nftCID, &l.nftID, &l.col, &price); err != nil {
+			t.Fatal(err)
+		}
+		l.price = decimal.RequireFromString(price)
+		if c, ok := live[l.nftID]; !ok || c.cid != l.nftCID || c.owner != l.seller {
+			t.Errorf("active listing %s sells %s of %s, whose live contract is %+v", l.cid, l.nftCID, l.seller, c)
+		}
+		if w.sold[l.cid] > 0 {
+			t.Errorf("listing %s was sold and is still active", l.cid)
+		}
+		listings[l.nftID] = l
+	}
+	rows.Close()
+	for cid, n := range w.sold {
+		if n > 1 {
+			t.Errorf("listing %s was sold %d times", cid, n)
+		}
+	}
+	var soldEvents int
+	if err := w.raw.QueryRow("SELECT COUNT(*) FROM nft_activity WHERE kind = 'sold'").Scan(&soldEvents); err != nil {
+		t.Fatal(err)
+	}
+	if soldEvents != w.purchases {
+		t.Errorf("%d sold events, %d committed purchases", soldEvents, w.purchases)
+	}
+
+	// The NFT read model is the ledger's contracts.
+	items := map[string]bool{}
+	rows, err = w.raw.Query("SELECT nft_id, owner, contract_id, listing_cid, list_price FROM nft_items")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, owner, contractID string
+		var listingCID, listPrice sql.NullString
+		if err := rows.Scan(&id, &owner, &contractID, &listingCID, &listPrice); err != nil {
+			t.Fatal(err)
+		}
+		items[id] = true
+		c := live[id]
+		if c.cid != contractID || c.owner != owner {
+			t.Errorf("item %s: owner %s contract %s; the ledger's live contract %+v", id, owner, contractID, c)
+		}
+		l, listed := listings[id]
+		if listed != listingCID.Valid || (listed && (l.cid != listingCID.String || !l.price.Equal(decimal.RequireFromString(listPrice.String)))) {
+			t.Errorf("item %s: listing %v at %v; the ledger's %+v", id, listingCID, listPrice, l)
+		}
+	}
+	rows.Close()
+	if len(items) != len(live) {
+		t.Errorf("%d items for %d live NFTs", len(items), len(live))
+	}
+
+	// Collection statistics are a recomputation from the contracts.
+	for _, col := range w.cols {
+		c, err := w.s.CollectionByID(ctx, col.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mintedN, liveN, listed int
+		owners := map[string]int{}
+		var floor *decimal.Decimal
+		for id, cid := range minted {
+			if cid == col.ID {
+				mintedN++
+			}
+			if lc, ok := live[id]; ok && lc.col == col.ID {
+				liveN++
+				owners[lc.owner]++
+			}
+			if l, ok := listings[id]; ok && l.col == col.ID {
+				listed++
+				if floor == nil || l.price.LessThan(*floor) {
+					p := l.price
+					floor = &p
+				}
+			}
+		}
+		floorOK := (floor == nil) == (c.FloorPrice == nil) && (floor == nil || floor.Equal(c.FloorPrice.Decimal()))
+		if c.Minted != mintedN || c.Minted-c.Burned != liveN || c.ListedCount != listed || c.Owners != len(owners) || !floorOK || !c.Volume.Decimal().Equal(w.volume[col.ID]) {
+			t.Errorf("%s: minted %d burned %d listed %d owners %d floor %v volume %s; recomputed minted %d live %d listed %d owners %d floor %v volume %s",
+				col.Slug, c.Minted, c.Burned, c.ListedCount, c.Owners, c.FloorPrice, c.Volume, mintedN, liveN, listed, len(owners), floor, w.volume[col.ID])
+		}
+		var phaseMinted int
+		for _, ph := range c.Phases {
+			phaseMinted += ph.Minted
+		}
+		if phaseMinted != c.Minted {
+			t.Errorf("%s: phases minted %d, the collection %d", col.Slug, phaseMinted, c.Minted)
+		}
+		rows, err := w.raw.Query("SELECT owner, nfts FROM collection_owners WHERE collection_id = '" + col.ID + "'") // an id is col_ and hex
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for rows.Next() {
+			var owner string
+			var n int
+			if err := rows.Scan(&owner, &n); err != nil {
+				t.Fatal(err)
+			}
+			got[owner] = n
+		}
+		rows.Close()
+		if fmt.Sprint(got) != fmt.Sprint(owners) {
+			t.Errorf("%s: collection_owners %v, live contracts %v", col.Slug, got, owners)
+		}
+	}
+}
