@@ -2,9 +2,11 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/graph-gophers/dataloader/v7"
 
 	"marketd/store"
@@ -78,3 +80,62 @@ func withLoaders(s *store.Store, next http.Handler) http.Handler {
 }
 
 func loadersOf(ctx context.Context) *loaders { return ctx.Value(loadersKey{}).(*loaders) }
+
+// primeHistories loads the first history page of every NFT of a page in one query, when the
+// query asks for edges { node { history } } without a cursor, and leaves them in the loader
+// for the NFTs' history resolvers: a page costs the same however many NFTs it holds, and
+// however the resolvers happen to be scheduled.
+func primeHistories(ctx context.Context, s *store.Store, nfts []store.NFTView) error {
+	oc := graphql.GetOperationContext(ctx)
+	for _, edges := range graphql.CollectFieldsCtx(ctx, nil) {
+		if edges.Name != "edges" {
+			continue
+		}
+		for _, node := range graphql.CollectFields(oc, edges.Selections, nil) {
+			if node.Name != "node" {
+				continue
+			}
+			for _, h := range graphql.CollectFields(oc, node.Selections, nil) {
+				if h.Name != "history" {
+					continue
+				}
+				args := h.ArgumentMap(oc.Variables)
+				limit, ok := intArg(args["first"], store.DefaultPageSize)
+				if args["after"] != nil || !ok || limit < 1 || limit > store.MaxPageSize {
+					continue // the resolver reads (or refuses) it alone
+				}
+				refs := make([]store.NFTRef, len(nfts))
+				for i := range nfts {
+					refs[i] = nfts[i].Ref()
+				}
+				pages, err := s.NFTHistories(ctx, refs, store.PageRequest{Limit: limit, ItemCursors: true})
+				if err != nil {
+					return err
+				}
+				l := loadersOf(ctx).history
+				for ref, p := range pages {
+					l.Prime(ctx, historyKey{ref: ref, limit: limit}, p)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// intArg reads an Int argument as the query or its variables carry it.
+func intArg(v any, def int) (int, bool) {
+	switch n := v.(type) {
+	case nil:
+		return def, true
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	case float64:
+		return int(n), n == float64(int(n))
+	case json.Number:
+		i, err := n.Int64()
+		return int(i), err == nil
+	}
+	return 0, false
+}

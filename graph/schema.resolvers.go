@@ -31,6 +31,9 @@ func (r *collectionResolver) Nfts(ctx context.Context, obj *store.Collection, fi
 	if err != nil {
 		return nil, err
 	}
+	if err := primeHistories(ctx, r.store, page.Items); err != nil {
+		return nil, err
+	}
 	conn := &NFTConnection{PageInfo: pageInfo(pr, page)}
 	for i := range page.Items {
 		conn.Edges = append(conn.Edges, &NFTEdge{Cursor: page.ItemCursors[i], Node: &page.Items[i]})
