@@ -2,8 +2,9 @@ package graph
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"marketd/store"
@@ -65,11 +66,15 @@ func (r *Resolver) startPosition(ctx context.Context, after *string) (store.LogP
 	if after == nil {
 		return r.store.LatestPosition(ctx)
 	}
-	var p store.LogPosition
-	if _, err := fmt.Sscanf(*after, "%d.%d", &p.Offset, &p.Seq); err != nil || formatPosition(p) != *after || p.Offset < 0 || p.Seq < 0 {
-		return p, store.Errorf(store.CodeInvalidCursor, "after must be a position an event carried")
+	bad := store.Errorf(store.CodeInvalidCursor, "after must be a position an event carried")
+	off, key, ok := strings.Cut(*after, ".")
+	n, err := strconv.ParseInt(off, 10, 64)
+	if !ok || err != nil || n < 0 || key == "" || len(key) > 200 {
+		return store.LogPosition{}, bad
 	}
-	return p, nil
+	return store.LogPosition{Offset: n, After: key}, nil
 }
 
-func formatPosition(p store.LogPosition) string { return fmt.Sprintf("%d.%d", p.Offset, p.Seq) }
+func formatPosition(p store.LogPosition) string {
+	return strconv.FormatInt(p.Offset, 10) + "." + p.After
+}

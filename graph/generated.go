@@ -31,8 +31,10 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Collection() CollectionResolver
 	CollectionActivity() CollectionActivityResolver
+	Intent() IntentResolver
 	MintPhase() MintPhaseResolver
 	NFT() NFTResolver
+	Pool() PoolResolver
 	Preapproval() PreapprovalResolver
 	Query() QueryResolver
 	Rewards() RewardsResolver
@@ -91,6 +93,65 @@ type ComplexityRoot struct {
 	}
 
 	CollectionEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	Fill struct {
+		AmountIn  func(childComplexity int) int
+		AmountOut func(childComplexity int) int
+		Fee       func(childComplexity int) int
+		LP        func(childComplexity int) int
+		Price     func(childComplexity int) int
+		QuoteID   func(childComplexity int) int
+	}
+
+	InstrumentAmount struct {
+		Amount     func(childComplexity int) int
+		Instrument func(childComplexity int) int
+	}
+
+	Intent struct {
+		Amount     func(childComplexity int) int
+		Deadline   func(childComplexity int) int
+		Fills      func(childComplexity int) int
+		IntentCID  func(childComplexity int) int
+		MinReceive func(childComplexity int) int
+		PoolID     func(childComplexity int) int
+		Received   func(childComplexity int) int
+		Sell       func(childComplexity int) int
+		Status     func(childComplexity int) int
+		Taker      func(childComplexity int) int
+	}
+
+	IntentConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	IntentEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	LPQuote struct {
+		ExpiresAt   func(childComplexity int) int
+		FeesAccrued func(childComplexity int) int
+		LP          func(childComplexity int) int
+		PoolID      func(childComplexity int) int
+		Price       func(childComplexity int) int
+		QuoteID     func(childComplexity int) int
+		Remaining   func(childComplexity int) int
+		Side        func(childComplexity int) int
+		Size        func(childComplexity int) int
+	}
+
+	LPQuoteConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	LPQuoteEdge struct {
 		Cursor func(childComplexity int) int
 		Node   func(childComplexity int) int
 	}
@@ -158,11 +219,67 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	Outcome struct {
+		At        func(childComplexity int) int
+		Fee       func(childComplexity int) int
+		IntentCID func(childComplexity int) int
+		PoolID    func(childComplexity int) int
+		Received  func(childComplexity int) int
+		Sold      func(childComplexity int) int
+		Taker     func(childComplexity int) int
+		UpdateID  func(childComplexity int) int
+	}
+
+	OutcomeConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	OutcomeEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	PageInfo struct {
 		EndCursor       func(childComplexity int) int
 		HasNextPage     func(childComplexity int) int
 		HasPreviousPage func(childComplexity int) int
 		StartCursor     func(childComplexity int) int
+	}
+
+	Pool struct {
+		Aggregates  func(childComplexity int) int
+		Base        func(childComplexity int) int
+		FeeBps      func(childComplexity int) int
+		History     func(childComplexity int, first *int, after *string) int
+		LpQuotes    func(childComplexity int, first *int, after *string) int
+		OraclePrice func(childComplexity int) int
+		Outcomes    func(childComplexity int, first *int, after *string) int
+		PoolID      func(childComplexity int) int
+		PriceAt     func(childComplexity int) int
+		Quote       func(childComplexity int) int
+	}
+
+	PoolAggregates struct {
+		AccruedFees            func(childComplexity int) int
+		DepthWeightedSpreadBps func(childComplexity int) int
+		LpCount                func(childComplexity int) int
+		Tvl                    func(childComplexity int) int
+	}
+
+	PoolConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	PoolEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
+	PoolOutcome struct {
+		Outcome  func(childComplexity int) int
+		Position func(childComplexity int) int
 	}
 
 	Preapproval struct {
@@ -175,7 +292,11 @@ type ComplexityRoot struct {
 	Query struct {
 		Collection  func(childComplexity int, id *string, slug *string) int
 		Collections func(childComplexity int, sort *CollectionSort, first *int, after *string) int
+		Intents     func(childComplexity int, taker string, first *int, after *string) int
 		Nft         func(childComplexity int, contractID string) int
+		Pool        func(childComplexity int, id string) int
+		Pools       func(childComplexity int, first *int, after *string) int
+		SwapHistory func(childComplexity int, taker string, first *int, after *string) int
 		Wallet      func(childComplexity int, partyID string) int
 	}
 
@@ -204,6 +325,8 @@ type ComplexityRoot struct {
 
 	Subscription struct {
 		CollectionActivity func(childComplexity int, collectionID string, after *string) int
+		IntentStatus       func(childComplexity int, intentCid string) int
+		PoolOutcomes       func(childComplexity int, poolID string, after *string) int
 	}
 
 	Trait struct {
@@ -230,6 +353,9 @@ type CollectionResolver interface {
 type CollectionActivityResolver interface {
 	Position(ctx context.Context, obj *store.CollectionEvent) (string, error)
 }
+type IntentResolver interface {
+	Fills(ctx context.Context, obj *store.IntentView) ([]*store.Fill, error)
+}
 type MintPhaseResolver interface {
 	Active(ctx context.Context, obj *store.MintPhase) (bool, error)
 }
@@ -237,6 +363,14 @@ type NFTResolver interface {
 	Collection(ctx context.Context, obj *store.NFTView) (*store.Collection, error)
 
 	History(ctx context.Context, obj *store.NFTView, first *int, after *string) (*NFTEventConnection, error)
+}
+type PoolResolver interface {
+	OraclePrice(ctx context.Context, obj *store.Pool) (*store.Amount, error)
+	PriceAt(ctx context.Context, obj *store.Pool) (*store.Timestamp, error)
+	Aggregates(ctx context.Context, obj *store.Pool) (*PoolAggregates, error)
+	LpQuotes(ctx context.Context, obj *store.Pool, first *int, after *string) (*LPQuoteConnection, error)
+	Outcomes(ctx context.Context, obj *store.Pool, first *int, after *string) (*OutcomeConnection, error)
+	History(ctx context.Context, obj *store.Pool, first *int, after *string) (*OutcomeConnection, error)
 }
 type PreapprovalResolver interface {
 	Kind(ctx context.Context, obj *store.Preapproval) (string, error)
@@ -247,6 +381,10 @@ type QueryResolver interface {
 	Collections(ctx context.Context, sort *CollectionSort, first *int, after *string) (*CollectionConnection, error)
 	Collection(ctx context.Context, id *string, slug *string) (*store.Collection, error)
 	Nft(ctx context.Context, contractID string) (*store.NFTView, error)
+	Pools(ctx context.Context, first *int, after *string) (*PoolConnection, error)
+	Pool(ctx context.Context, id string) (*store.Pool, error)
+	SwapHistory(ctx context.Context, taker string, first *int, after *string) (*OutcomeConnection, error)
+	Intents(ctx context.Context, taker string, first *int, after *string) (*IntentConnection, error)
 	Wallet(ctx context.Context, partyID string) (*Wallet, error)
 }
 type RewardsResolver interface {
@@ -254,6 +392,8 @@ type RewardsResolver interface {
 }
 type SubscriptionResolver interface {
 	CollectionActivity(ctx context.Context, collectionID string, after *string) (<-chan *store.CollectionEvent, error)
+	PoolOutcomes(ctx context.Context, poolID string, after *string) (<-chan *PoolOutcome, error)
+	IntentStatus(ctx context.Context, intentCid string) (<-chan *store.IntentView, error)
 }
 type WalletResolver interface {
 	Balances(ctx context.Context, obj *Wallet) ([]*store.Balance, error)
@@ -505,6 +645,224 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.CollectionEdge.Node(childComplexity), true
 
+	case "Fill.amountIn":
+		if e.ComplexityRoot.Fill.AmountIn == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Fill.AmountIn(childComplexity), true
+	case "Fill.amountOut":
+		if e.ComplexityRoot.Fill.AmountOut == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Fill.AmountOut(childComplexity), true
+	case "Fill.fee":
+		if e.ComplexityRoot.Fill.Fee == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Fill.Fee(childComplexity), true
+	case "Fill.lp":
+		if e.ComplexityRoot.Fill.LP == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Fill.LP(childComplexity), true
+	case "Fill.price":
+		if e.ComplexityRoot.Fill.Price == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Fill.Price(childComplexity), true
+	case "Fill.lpQuoteCid":
+		if e.ComplexityRoot.Fill.QuoteID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Fill.QuoteID(childComplexity), true
+
+	case "InstrumentAmount.amount":
+		if e.ComplexityRoot.InstrumentAmount.Amount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InstrumentAmount.Amount(childComplexity), true
+	case "InstrumentAmount.instrument":
+		if e.ComplexityRoot.InstrumentAmount.Instrument == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InstrumentAmount.Instrument(childComplexity), true
+
+	case "Intent.amount":
+		if e.ComplexityRoot.Intent.Amount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Intent.Amount(childComplexity), true
+	case "Intent.deadline":
+		if e.ComplexityRoot.Intent.Deadline == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Intent.Deadline(childComplexity), true
+	case "Intent.fills":
+		if e.ComplexityRoot.Intent.Fills == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Intent.Fills(childComplexity), true
+	case "Intent.intentCid":
+		if e.ComplexityRoot.Intent.IntentCID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Intent.IntentCID(childComplexity), true
+	case "Intent.minReceive":
+		if e.ComplexityRoot.Intent.MinReceive == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Intent.MinReceive(childComplexity), true
+	case "Intent.poolId":
+		if e.ComplexityRoot.Intent.PoolID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Intent.PoolID(childComplexity), true
+	case "Intent.received":
+		if e.ComplexityRoot.Intent.Received == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Intent.Received(childComplexity), true
+	case "Intent.sell":
+		if e.ComplexityRoot.Intent.Sell == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Intent.Sell(childComplexity), true
+	case "Intent.status":
+		if e.ComplexityRoot.Intent.Status == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Intent.Status(childComplexity), true
+	case "Intent.taker":
+		if e.ComplexityRoot.Intent.Taker == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Intent.Taker(childComplexity), true
+
+	case "IntentConnection.edges":
+		if e.ComplexityRoot.IntentConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IntentConnection.Edges(childComplexity), true
+	case "IntentConnection.pageInfo":
+		if e.ComplexityRoot.IntentConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IntentConnection.PageInfo(childComplexity), true
+
+	case "IntentEdge.cursor":
+		if e.ComplexityRoot.IntentEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IntentEdge.Cursor(childComplexity), true
+	case "IntentEdge.node":
+		if e.ComplexityRoot.IntentEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.IntentEdge.Node(childComplexity), true
+
+	case "LPQuote.expiresAt":
+		if e.ComplexityRoot.LPQuote.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuote.ExpiresAt(childComplexity), true
+	case "LPQuote.feesAccrued":
+		if e.ComplexityRoot.LPQuote.FeesAccrued == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuote.FeesAccrued(childComplexity), true
+	case "LPQuote.lp":
+		if e.ComplexityRoot.LPQuote.LP == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuote.LP(childComplexity), true
+	case "LPQuote.poolId":
+		if e.ComplexityRoot.LPQuote.PoolID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuote.PoolID(childComplexity), true
+	case "LPQuote.price":
+		if e.ComplexityRoot.LPQuote.Price == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuote.Price(childComplexity), true
+	case "LPQuote.cid":
+		if e.ComplexityRoot.LPQuote.QuoteID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuote.QuoteID(childComplexity), true
+	case "LPQuote.remaining":
+		if e.ComplexityRoot.LPQuote.Remaining == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuote.Remaining(childComplexity), true
+	case "LPQuote.side":
+		if e.ComplexityRoot.LPQuote.Side == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuote.Side(childComplexity), true
+	case "LPQuote.size":
+		if e.ComplexityRoot.LPQuote.Size == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuote.Size(childComplexity), true
+
+	case "LPQuoteConnection.edges":
+		if e.ComplexityRoot.LPQuoteConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuoteConnection.Edges(childComplexity), true
+	case "LPQuoteConnection.pageInfo":
+		if e.ComplexityRoot.LPQuoteConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuoteConnection.PageInfo(childComplexity), true
+
+	case "LPQuoteEdge.cursor":
+		if e.ComplexityRoot.LPQuoteEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuoteEdge.Cursor(childComplexity), true
+	case "LPQuoteEdge.node":
+		if e.ComplexityRoot.LPQuoteEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuoteEdge.Node(childComplexity), true
+
 	case "Listing.cid":
 		if e.ComplexityRoot.Listing.CID == nil {
 			break
@@ -752,6 +1110,81 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.NFTEventEdge.Node(childComplexity), true
 
+	case "Outcome.at":
+		if e.ComplexityRoot.Outcome.At == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Outcome.At(childComplexity), true
+	case "Outcome.fee":
+		if e.ComplexityRoot.Outcome.Fee == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Outcome.Fee(childComplexity), true
+	case "Outcome.intentCid":
+		if e.ComplexityRoot.Outcome.IntentCID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Outcome.IntentCID(childComplexity), true
+	case "Outcome.poolId":
+		if e.ComplexityRoot.Outcome.PoolID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Outcome.PoolID(childComplexity), true
+	case "Outcome.received":
+		if e.ComplexityRoot.Outcome.Received == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Outcome.Received(childComplexity), true
+	case "Outcome.sold":
+		if e.ComplexityRoot.Outcome.Sold == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Outcome.Sold(childComplexity), true
+	case "Outcome.taker":
+		if e.ComplexityRoot.Outcome.Taker == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Outcome.Taker(childComplexity), true
+	case "Outcome.updateId":
+		if e.ComplexityRoot.Outcome.UpdateID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Outcome.UpdateID(childComplexity), true
+
+	case "OutcomeConnection.edges":
+		if e.ComplexityRoot.OutcomeConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OutcomeConnection.Edges(childComplexity), true
+	case "OutcomeConnection.pageInfo":
+		if e.ComplexityRoot.OutcomeConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OutcomeConnection.PageInfo(childComplexity), true
+
+	case "OutcomeEdge.cursor":
+		if e.ComplexityRoot.OutcomeEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OutcomeEdge.Cursor(childComplexity), true
+	case "OutcomeEdge.node":
+		if e.ComplexityRoot.OutcomeEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OutcomeEdge.Node(childComplexity), true
+
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
 			break
@@ -776,6 +1209,146 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
+
+	case "Pool.aggregates":
+		if e.ComplexityRoot.Pool.Aggregates == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pool.Aggregates(childComplexity), true
+	case "Pool.base":
+		if e.ComplexityRoot.Pool.Base == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pool.Base(childComplexity), true
+	case "Pool.feeBps":
+		if e.ComplexityRoot.Pool.FeeBps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pool.FeeBps(childComplexity), true
+	case "Pool.history":
+		if e.ComplexityRoot.Pool.History == nil {
+			break
+		}
+
+		args, err := ec.field_Pool_history_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Pool.History(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Pool.lpQuotes":
+		if e.ComplexityRoot.Pool.LpQuotes == nil {
+			break
+		}
+
+		args, err := ec.field_Pool_lpQuotes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Pool.LpQuotes(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Pool.oraclePrice":
+		if e.ComplexityRoot.Pool.OraclePrice == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pool.OraclePrice(childComplexity), true
+	case "Pool.outcomes":
+		if e.ComplexityRoot.Pool.Outcomes == nil {
+			break
+		}
+
+		args, err := ec.field_Pool_outcomes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Pool.Outcomes(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Pool.poolId":
+		if e.ComplexityRoot.Pool.PoolID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pool.PoolID(childComplexity), true
+	case "Pool.priceAt":
+		if e.ComplexityRoot.Pool.PriceAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pool.PriceAt(childComplexity), true
+	case "Pool.quote":
+		if e.ComplexityRoot.Pool.Quote == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pool.Quote(childComplexity), true
+
+	case "PoolAggregates.accruedFees":
+		if e.ComplexityRoot.PoolAggregates.AccruedFees == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolAggregates.AccruedFees(childComplexity), true
+	case "PoolAggregates.depthWeightedSpreadBps":
+		if e.ComplexityRoot.PoolAggregates.DepthWeightedSpreadBps == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolAggregates.DepthWeightedSpreadBps(childComplexity), true
+	case "PoolAggregates.lpCount":
+		if e.ComplexityRoot.PoolAggregates.LpCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolAggregates.LpCount(childComplexity), true
+	case "PoolAggregates.tvl":
+		if e.ComplexityRoot.PoolAggregates.Tvl == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolAggregates.Tvl(childComplexity), true
+
+	case "PoolConnection.edges":
+		if e.ComplexityRoot.PoolConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolConnection.Edges(childComplexity), true
+	case "PoolConnection.pageInfo":
+		if e.ComplexityRoot.PoolConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolConnection.PageInfo(childComplexity), true
+
+	case "PoolEdge.cursor":
+		if e.ComplexityRoot.PoolEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolEdge.Cursor(childComplexity), true
+	case "PoolEdge.node":
+		if e.ComplexityRoot.PoolEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolEdge.Node(childComplexity), true
+
+	case "PoolOutcome.outcome":
+		if e.ComplexityRoot.PoolOutcome.Outcome == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolOutcome.Outcome(childComplexity), true
+	case "PoolOutcome.position":
+		if e.ComplexityRoot.PoolOutcome.Position == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolOutcome.Position(childComplexity), true
 
 	case "Preapproval.active":
 		if e.ComplexityRoot.Preapproval.Active == nil {
@@ -824,6 +1397,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Collections(childComplexity, args["sort"].(*CollectionSort), args["first"].(*int), args["after"].(*string)), true
+	case "Query.intents":
+		if e.ComplexityRoot.Query.Intents == nil {
+			break
+		}
+
+		args, err := ec.field_Query_intents_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Intents(childComplexity, args["taker"].(string), args["first"].(*int), args["after"].(*string)), true
 
 	case "Query.nft":
 		if e.ComplexityRoot.Query.Nft == nil {
@@ -836,6 +1420,39 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Nft(childComplexity, args["contractId"].(string)), true
+	case "Query.pool":
+		if e.ComplexityRoot.Query.Pool == nil {
+			break
+		}
+
+		args, err := ec.field_Query_pool_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Pool(childComplexity, args["id"].(string)), true
+	case "Query.pools":
+		if e.ComplexityRoot.Query.Pools == nil {
+			break
+		}
+
+		args, err := ec.field_Query_pools_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Pools(childComplexity, args["first"].(*int), args["after"].(*string)), true
+	case "Query.swapHistory":
+		if e.ComplexityRoot.Query.SwapHistory == nil {
+			break
+		}
+
+		args, err := ec.field_Query_swapHistory_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.SwapHistory(childComplexity, args["taker"].(string), args["first"].(*int), args["after"].(*string)), true
 	case "Query.wallet":
 		if e.ComplexityRoot.Query.Wallet == nil {
 			break
@@ -934,6 +1551,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Subscription.CollectionActivity(childComplexity, args["collectionId"].(string), args["after"].(*string)), true
+	case "Subscription.intentStatus":
+		if e.ComplexityRoot.Subscription.IntentStatus == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_intentStatus_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.IntentStatus(childComplexity, args["intentCid"].(string)), true
+	case "Subscription.poolOutcomes":
+		if e.ComplexityRoot.Subscription.PoolOutcomes == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_poolOutcomes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.PoolOutcomes(childComplexity, args["poolId"].(string), args["after"].(*string)), true
 
 	case "Trait.type":
 		if e.ComplexityRoot.Trait.Type == nil {
@@ -1059,7 +1698,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema.graphqls" "subscription.graphqls" "wallet.graphqls"
+//go:embed "schema.graphqls" "subscription.graphqls" "swap.graphqls" "wallet.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1073,6 +1712,7 @@ func sourceData(filename string) string {
 var sources = []*ast.Source{
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
 	{Name: "subscription.graphqls", Input: sourceData("subscription.graphqls"), BuiltIn: false},
+	{Name: "swap.graphqls", Input: sourceData("swap.graphqls"), BuiltIn: false},
 	{Name: "wallet.graphqls", Input: sourceData("wallet.graphqls"), BuiltIn: false},
 }
 var parsedSchema = gqlparser.MustLoadSchema(sources...)
@@ -1181,6 +1821,124 @@ func (ec *executionContext) childFields_CollectionEdge(ctx context.Context, fiel
 		return ec.fieldContext_CollectionEdge_node(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CollectionEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_Fill(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "lpQuoteCid":
+		return ec.fieldContext_Fill_lpQuoteCid(ctx, field)
+	case "lp":
+		return ec.fieldContext_Fill_lp(ctx, field)
+	case "price":
+		return ec.fieldContext_Fill_price(ctx, field)
+	case "amountIn":
+		return ec.fieldContext_Fill_amountIn(ctx, field)
+	case "amountOut":
+		return ec.fieldContext_Fill_amountOut(ctx, field)
+	case "fee":
+		return ec.fieldContext_Fill_fee(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Fill", field.Name)
+}
+
+func (ec *executionContext) childFields_InstrumentAmount(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "instrument":
+		return ec.fieldContext_InstrumentAmount_instrument(ctx, field)
+	case "amount":
+		return ec.fieldContext_InstrumentAmount_amount(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InstrumentAmount", field.Name)
+}
+
+func (ec *executionContext) childFields_Intent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "intentCid":
+		return ec.fieldContext_Intent_intentCid(ctx, field)
+	case "status":
+		return ec.fieldContext_Intent_status(ctx, field)
+	case "taker":
+		return ec.fieldContext_Intent_taker(ctx, field)
+	case "poolId":
+		return ec.fieldContext_Intent_poolId(ctx, field)
+	case "sell":
+		return ec.fieldContext_Intent_sell(ctx, field)
+	case "amount":
+		return ec.fieldContext_Intent_amount(ctx, field)
+	case "minReceive":
+		return ec.fieldContext_Intent_minReceive(ctx, field)
+	case "deadline":
+		return ec.fieldContext_Intent_deadline(ctx, field)
+	case "received":
+		return ec.fieldContext_Intent_received(ctx, field)
+	case "fills":
+		return ec.fieldContext_Intent_fills(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Intent", field.Name)
+}
+
+func (ec *executionContext) childFields_IntentConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_IntentConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_IntentConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IntentConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_IntentEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_IntentEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_IntentEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type IntentEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_LPQuote(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cid":
+		return ec.fieldContext_LPQuote_cid(ctx, field)
+	case "poolId":
+		return ec.fieldContext_LPQuote_poolId(ctx, field)
+	case "lp":
+		return ec.fieldContext_LPQuote_lp(ctx, field)
+	case "side":
+		return ec.fieldContext_LPQuote_side(ctx, field)
+	case "price":
+		return ec.fieldContext_LPQuote_price(ctx, field)
+	case "size":
+		return ec.fieldContext_LPQuote_size(ctx, field)
+	case "remaining":
+		return ec.fieldContext_LPQuote_remaining(ctx, field)
+	case "feesAccrued":
+		return ec.fieldContext_LPQuote_feesAccrued(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_LPQuote_expiresAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LPQuote", field.Name)
+}
+
+func (ec *executionContext) childFields_LPQuoteConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_LPQuoteConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_LPQuoteConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LPQuoteConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_LPQuoteEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_LPQuoteEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_LPQuoteEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type LPQuoteEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_Listing(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1309,6 +2067,48 @@ func (ec *executionContext) childFields_NFTEventEdge(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type NFTEventEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_Outcome(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "intentCid":
+		return ec.fieldContext_Outcome_intentCid(ctx, field)
+	case "updateId":
+		return ec.fieldContext_Outcome_updateId(ctx, field)
+	case "taker":
+		return ec.fieldContext_Outcome_taker(ctx, field)
+	case "poolId":
+		return ec.fieldContext_Outcome_poolId(ctx, field)
+	case "sold":
+		return ec.fieldContext_Outcome_sold(ctx, field)
+	case "received":
+		return ec.fieldContext_Outcome_received(ctx, field)
+	case "fee":
+		return ec.fieldContext_Outcome_fee(ctx, field)
+	case "at":
+		return ec.fieldContext_Outcome_at(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Outcome", field.Name)
+}
+
+func (ec *executionContext) childFields_OutcomeConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_OutcomeConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_OutcomeConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type OutcomeConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_OutcomeEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_OutcomeEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_OutcomeEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type OutcomeEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "hasNextPage":
@@ -1321,6 +2121,76 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PageInfo", field.Name)
+}
+
+func (ec *executionContext) childFields_Pool(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "poolId":
+		return ec.fieldContext_Pool_poolId(ctx, field)
+	case "base":
+		return ec.fieldContext_Pool_base(ctx, field)
+	case "quote":
+		return ec.fieldContext_Pool_quote(ctx, field)
+	case "feeBps":
+		return ec.fieldContext_Pool_feeBps(ctx, field)
+	case "oraclePrice":
+		return ec.fieldContext_Pool_oraclePrice(ctx, field)
+	case "priceAt":
+		return ec.fieldContext_Pool_priceAt(ctx, field)
+	case "aggregates":
+		return ec.fieldContext_Pool_aggregates(ctx, field)
+	case "lpQuotes":
+		return ec.fieldContext_Pool_lpQuotes(ctx, field)
+	case "outcomes":
+		return ec.fieldContext_Pool_outcomes(ctx, field)
+	case "history":
+		return ec.fieldContext_Pool_history(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Pool", field.Name)
+}
+
+func (ec *executionContext) childFields_PoolAggregates(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "tvl":
+		return ec.fieldContext_PoolAggregates_tvl(ctx, field)
+	case "lpCount":
+		return ec.fieldContext_PoolAggregates_lpCount(ctx, field)
+	case "accruedFees":
+		return ec.fieldContext_PoolAggregates_accruedFees(ctx, field)
+	case "depthWeightedSpreadBps":
+		return ec.fieldContext_PoolAggregates_depthWeightedSpreadBps(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PoolAggregates", field.Name)
+}
+
+func (ec *executionContext) childFields_PoolConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_PoolConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_PoolConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PoolConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_PoolEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_PoolEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_PoolEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PoolEdge", field.Name)
+}
+
+func (ec *executionContext) childFields_PoolOutcome(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "position":
+		return ec.fieldContext_PoolOutcome_position(ctx, field)
+	case "outcome":
+		return ec.fieldContext_PoolOutcome_outcome(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PoolOutcome", field.Name)
 }
 
 func (ec *executionContext) childFields_Preapproval(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1583,6 +2453,72 @@ func (ec *executionContext) field_NFT_history_args(ctx context.Context, rawArgs 
 	return args, nil
 }
 
+func (ec *executionContext) field_Pool_history_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Pool_lpQuotes_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Pool_outcomes_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
 func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1649,6 +2585,36 @@ func (ec *executionContext) field_Query_collections_args(ctx context.Context, ra
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_intents_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "taker",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["taker"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_nft_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -1660,6 +2626,72 @@ func (ec *executionContext) field_Query_nft_args(ctx context.Context, rawArgs ma
 		return nil, err
 	}
 	args["contractId"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_pool_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_pools_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_swapHistory_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "taker",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["taker"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
 	return args, nil
 }
 
@@ -1710,6 +2742,42 @@ func (ec *executionContext) field_Subscription_collectionActivity_args(ctx conte
 		return nil, err
 	}
 	args["collectionId"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_intentStatus_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "intentCid",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["intentCid"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_poolOutcomes_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "poolId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["poolId"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
 		func(ctx context.Context, v any) (*string, error) {
 			return ec.unmarshalOString2ᚖstring(ctx, v)
@@ -2661,6 +3729,874 @@ func (ec *executionContext) fieldContext_CollectionEdge_node(_ context.Context, 
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Collection(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Fill_lpQuoteCid(ctx context.Context, field graphql.CollectedField, obj *store.Fill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Fill_lpQuoteCid(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.QuoteID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Fill_lpQuoteCid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Fill", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Fill_lp(ctx context.Context, field graphql.CollectedField, obj *store.Fill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Fill_lp(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LP, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Fill_lp(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Fill", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Fill_price(ctx context.Context, field graphql.CollectedField, obj *store.Fill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Fill_price(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Price, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Fill_price(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Fill", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _Fill_amountIn(ctx context.Context, field graphql.CollectedField, obj *store.Fill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Fill_amountIn(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AmountIn, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Fill_amountIn(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Fill", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _Fill_amountOut(ctx context.Context, field graphql.CollectedField, obj *store.Fill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Fill_amountOut(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AmountOut, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Fill_amountOut(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Fill", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _Fill_fee(ctx context.Context, field graphql.CollectedField, obj *store.Fill) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Fill_fee(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Fee, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Fill_fee(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Fill", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _InstrumentAmount_instrument(ctx context.Context, field graphql.CollectedField, obj *InstrumentAmount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InstrumentAmount_instrument(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Instrument, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚐInstrument(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InstrumentAmount_instrument(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InstrumentAmount", field, false, false, errors.New("field of type Instrument does not have child fields"))
+}
+
+func (ec *executionContext) _InstrumentAmount_amount(ctx context.Context, field graphql.CollectedField, obj *InstrumentAmount) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InstrumentAmount_amount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Amount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InstrumentAmount_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InstrumentAmount", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _Intent_intentCid(ctx context.Context, field graphql.CollectedField, obj *store.IntentView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Intent_intentCid(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IntentCID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Intent_intentCid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Intent", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Intent_status(ctx context.Context, field graphql.CollectedField, obj *store.IntentView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Intent_status(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Status, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Intent_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Intent", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Intent_taker(ctx context.Context, field graphql.CollectedField, obj *store.IntentView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Intent_taker(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Taker, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Intent_taker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Intent", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Intent_poolId(ctx context.Context, field graphql.CollectedField, obj *store.IntentView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Intent_poolId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PoolID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Intent_poolId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Intent", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Intent_sell(ctx context.Context, field graphql.CollectedField, obj *store.IntentView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Intent_sell(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sell, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚐInstrument(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Intent_sell(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Intent", field, false, false, errors.New("field of type Instrument does not have child fields"))
+}
+
+func (ec *executionContext) _Intent_amount(ctx context.Context, field graphql.CollectedField, obj *store.IntentView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Intent_amount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Amount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Intent_amount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Intent", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _Intent_minReceive(ctx context.Context, field graphql.CollectedField, obj *store.IntentView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Intent_minReceive(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.MinReceive, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Intent_minReceive(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Intent", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _Intent_deadline(ctx context.Context, field graphql.CollectedField, obj *store.IntentView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Intent_deadline(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Deadline, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Intent_deadline(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Intent", field, false, false, errors.New("field of type UnixTime does not have child fields"))
+}
+
+func (ec *executionContext) _Intent_received(ctx context.Context, field graphql.CollectedField, obj *store.IntentView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Intent_received(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Received, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Amount) graphql.Marshaler {
+			return ec.marshalODecimal2ᚖmarketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Intent_received(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Intent", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _Intent_fills(ctx context.Context, field graphql.CollectedField, obj *store.IntentView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Intent_fills(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Intent().Fills(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*store.Fill) graphql.Marshaler {
+			return ec.marshalNFill2ᚕᚖmarketdᚋstoreᚐFillᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Intent_fills(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Intent",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Fill(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IntentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *IntentConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IntentConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*IntentEdge) graphql.Marshaler {
+			return ec.marshalNIntentEdge2ᚕᚖmarketdᚋgraphᚐIntentEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IntentConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IntentConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IntentEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IntentConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *IntentConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IntentConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖmarketdᚋgraphᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IntentConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IntentConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _IntentEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *IntentEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IntentEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IntentEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("IntentEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _IntentEdge_node(ctx context.Context, field graphql.CollectedField, obj *IntentEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_IntentEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.IntentView) graphql.Marshaler {
+			return ec.marshalNIntent2ᚖmarketdᚋstoreᚐIntentView(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_IntentEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "IntentEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Intent(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LPQuote_cid(ctx context.Context, field graphql.CollectedField, obj *store.LPQuote) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuote_cid(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.QuoteID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuote_cid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LPQuote", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _LPQuote_poolId(ctx context.Context, field graphql.CollectedField, obj *store.LPQuote) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuote_poolId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PoolID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuote_poolId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LPQuote", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _LPQuote_lp(ctx context.Context, field graphql.CollectedField, obj *store.LPQuote) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuote_lp(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LP, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuote_lp(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LPQuote", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _LPQuote_side(ctx context.Context, field graphql.CollectedField, obj *store.LPQuote) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuote_side(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Side, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuote_side(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LPQuote", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LPQuote_price(ctx context.Context, field graphql.CollectedField, obj *store.LPQuote) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuote_price(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Price, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuote_price(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LPQuote", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _LPQuote_size(ctx context.Context, field graphql.CollectedField, obj *store.LPQuote) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuote_size(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Size, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuote_size(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LPQuote", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _LPQuote_remaining(ctx context.Context, field graphql.CollectedField, obj *store.LPQuote) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuote_remaining(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Remaining, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuote_remaining(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LPQuote", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _LPQuote_feesAccrued(ctx context.Context, field graphql.CollectedField, obj *store.LPQuote) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuote_feesAccrued(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FeesAccrued, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuote_feesAccrued(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LPQuote", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _LPQuote_expiresAt(ctx context.Context, field graphql.CollectedField, obj *store.LPQuote) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuote_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuote_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LPQuote", field, false, false, errors.New("field of type UnixTime does not have child fields"))
+}
+
+func (ec *executionContext) _LPQuoteConnection_edges(ctx context.Context, field graphql.CollectedField, obj *LPQuoteConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuoteConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*LPQuoteEdge) graphql.Marshaler {
+			return ec.marshalNLPQuoteEdge2ᚕᚖmarketdᚋgraphᚐLPQuoteEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuoteConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LPQuoteConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LPQuoteEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LPQuoteConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *LPQuoteConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuoteConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖmarketdᚋgraphᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuoteConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LPQuoteConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _LPQuoteEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *LPQuoteEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuoteEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuoteEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LPQuoteEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _LPQuoteEdge_node(ctx context.Context, field graphql.CollectedField, obj *LPQuoteEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuoteEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.LPQuote) graphql.Marshaler {
+			return ec.marshalNLPQuote2ᚖmarketdᚋstoreᚐLPQuote(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuoteEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "LPQuoteEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LPQuote(ctx, field)
 		},
 	}
 	return fc, nil
@@ -3665,6 +5601,327 @@ func (ec *executionContext) fieldContext_NFTEventEdge_node(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Outcome_intentCid(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Outcome_intentCid(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.IntentCID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Outcome_intentCid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Outcome", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Outcome_updateId(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Outcome_updateId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.UpdateID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Outcome_updateId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Outcome", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Outcome_taker(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Outcome_taker(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Taker, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Outcome_taker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Outcome", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Outcome_poolId(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Outcome_poolId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PoolID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Outcome_poolId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Outcome", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Outcome_sold(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Outcome_sold(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Sold, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *InstrumentAmount) graphql.Marshaler {
+			return ec.marshalNInstrumentAmount2ᚖmarketdᚋgraphᚐInstrumentAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Outcome_sold(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Outcome",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InstrumentAmount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Outcome_received(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Outcome_received(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Received, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *InstrumentAmount) graphql.Marshaler {
+			return ec.marshalNInstrumentAmount2ᚖmarketdᚋgraphᚐInstrumentAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Outcome_received(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Outcome",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InstrumentAmount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Outcome_fee(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Outcome_fee(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Fee, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Outcome_fee(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Outcome", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _Outcome_at(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Outcome_at(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.At, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Outcome_at(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Outcome", field, false, false, errors.New("field of type UnixTime does not have child fields"))
+}
+
+func (ec *executionContext) _OutcomeConnection_edges(ctx context.Context, field graphql.CollectedField, obj *OutcomeConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OutcomeConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*OutcomeEdge) graphql.Marshaler {
+			return ec.marshalNOutcomeEdge2ᚕᚖmarketdᚋgraphᚐOutcomeEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OutcomeConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "OutcomeConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OutcomeEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _OutcomeConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *OutcomeConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OutcomeConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖmarketdᚋgraphᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OutcomeConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "OutcomeConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _OutcomeEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *OutcomeEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OutcomeEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OutcomeEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OutcomeEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _OutcomeEdge_node(ctx context.Context, field graphql.CollectedField, obj *OutcomeEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OutcomeEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Outcome) graphql.Marshaler {
+			return ec.marshalNOutcome2ᚖmarketdᚋgraphᚐOutcome(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OutcomeEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "OutcomeEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Outcome(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3755,6 +6012,583 @@ func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _Pool_poolId(ctx context.Context, field graphql.CollectedField, obj *store.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_poolId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PoolID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_poolId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pool", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Pool_base(ctx context.Context, field graphql.CollectedField, obj *store.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_base(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Base, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚐInstrument(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_base(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pool", field, false, false, errors.New("field of type Instrument does not have child fields"))
+}
+
+func (ec *executionContext) _Pool_quote(ctx context.Context, field graphql.CollectedField, obj *store.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_quote(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Quote, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚐInstrument(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_quote(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pool", field, false, false, errors.New("field of type Instrument does not have child fields"))
+}
+
+func (ec *executionContext) _Pool_feeBps(ctx context.Context, field graphql.CollectedField, obj *store.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_feeBps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.FeeBps, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_feeBps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pool", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Pool_oraclePrice(ctx context.Context, field graphql.CollectedField, obj *store.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_oraclePrice(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Pool().OraclePrice(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2ᚖmarketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_oraclePrice(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pool", field, true, true, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _Pool_priceAt(ctx context.Context, field graphql.CollectedField, obj *store.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_priceAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Pool().PriceAt(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2ᚖmarketdᚋstoreᚐTimestamp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_priceAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pool", field, true, true, errors.New("field of type UnixTime does not have child fields"))
+}
+
+func (ec *executionContext) _Pool_aggregates(ctx context.Context, field graphql.CollectedField, obj *store.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_aggregates(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Pool().Aggregates(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PoolAggregates) graphql.Marshaler {
+			return ec.marshalNPoolAggregates2ᚖmarketdᚋgraphᚐPoolAggregates(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_aggregates(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Pool",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PoolAggregates(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Pool_lpQuotes(ctx context.Context, field graphql.CollectedField, obj *store.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_lpQuotes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Pool().LpQuotes(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *LPQuoteConnection) graphql.Marshaler {
+			return ec.marshalNLPQuoteConnection2ᚖmarketdᚋgraphᚐLPQuoteConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_lpQuotes(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Pool",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_LPQuoteConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Pool_lpQuotes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Pool_outcomes(ctx context.Context, field graphql.CollectedField, obj *store.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_outcomes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Pool().Outcomes(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *OutcomeConnection) graphql.Marshaler {
+			return ec.marshalNOutcomeConnection2ᚖmarketdᚋgraphᚐOutcomeConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_outcomes(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Pool",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OutcomeConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Pool_outcomes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Pool_history(ctx context.Context, field graphql.CollectedField, obj *store.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_history(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Pool().History(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *OutcomeConnection) graphql.Marshaler {
+			return ec.marshalNOutcomeConnection2ᚖmarketdᚋgraphᚐOutcomeConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_history(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Pool",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OutcomeConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Pool_history_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PoolAggregates_tvl(ctx context.Context, field graphql.CollectedField, obj *PoolAggregates) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolAggregates_tvl(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Tvl, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolAggregates_tvl(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PoolAggregates", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _PoolAggregates_lpCount(ctx context.Context, field graphql.CollectedField, obj *PoolAggregates) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolAggregates_lpCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LpCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolAggregates_lpCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PoolAggregates", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _PoolAggregates_accruedFees(ctx context.Context, field graphql.CollectedField, obj *PoolAggregates) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolAggregates_accruedFees(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.AccruedFees, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*InstrumentAmount) graphql.Marshaler {
+			return ec.marshalNInstrumentAmount2ᚕᚖmarketdᚋgraphᚐInstrumentAmountᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolAggregates_accruedFees(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PoolAggregates",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InstrumentAmount(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PoolAggregates_depthWeightedSpreadBps(ctx context.Context, field graphql.CollectedField, obj *PoolAggregates) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolAggregates_depthWeightedSpreadBps(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.DepthWeightedSpreadBps, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolAggregates_depthWeightedSpreadBps(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PoolAggregates", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _PoolConnection_edges(ctx context.Context, field graphql.CollectedField, obj *PoolConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*PoolEdge) graphql.Marshaler {
+			return ec.marshalNPoolEdge2ᚕᚖmarketdᚋgraphᚐPoolEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PoolConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PoolEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PoolConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *PoolConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖmarketdᚋgraphᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PoolConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PoolEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *PoolEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PoolEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PoolEdge_node(ctx context.Context, field graphql.CollectedField, obj *PoolEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Pool) graphql.Marshaler {
+			return ec.marshalNPool2ᚖmarketdᚋstoreᚐPool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PoolEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Pool(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _PoolOutcome_position(ctx context.Context, field graphql.CollectedField, obj *PoolOutcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolOutcome_position(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Position, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolOutcome_position(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PoolOutcome", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PoolOutcome_outcome(ctx context.Context, field graphql.CollectedField, obj *PoolOutcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolOutcome_outcome(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Outcome, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Outcome) graphql.Marshaler {
+			return ec.marshalNOutcome2ᚖmarketdᚋgraphᚐOutcome(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolOutcome_outcome(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PoolOutcome",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Outcome(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Preapproval_cid(ctx context.Context, field graphql.CollectedField, obj *store.Preapproval) (ret graphql.Marshaler) {
@@ -3975,6 +6809,182 @@ func (ec *executionContext) fieldContext_Query_nft(ctx context.Context, field gr
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Query_nft_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_pools(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_pools(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Pools(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PoolConnection) graphql.Marshaler {
+			return ec.marshalNPoolConnection2ᚖmarketdᚋgraphᚐPoolConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_pools(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PoolConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_pools_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_pool(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_pool(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Pool(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Pool) graphql.Marshaler {
+			return ec.marshalOPool2ᚖmarketdᚋstoreᚐPool(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_pool(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Pool(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_pool_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_swapHistory(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_swapHistory(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().SwapHistory(ctx, fc.Args["taker"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *OutcomeConnection) graphql.Marshaler {
+			return ec.marshalNOutcomeConnection2ᚖmarketdᚋgraphᚐOutcomeConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_swapHistory(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OutcomeConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_swapHistory_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_intents(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_intents(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Intents(ctx, fc.Args["taker"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *IntentConnection) graphql.Marshaler {
+			return ec.marshalNIntentConnection2ᚖmarketdᚋgraphᚐIntentConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_intents(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_IntentConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_intents_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -4440,6 +7450,94 @@ func (ec *executionContext) fieldContext_Subscription_collectionActivity(ctx con
 	}()
 	ctx = graphql.WithFieldContext(ctx, fc)
 	if fc.Args, err = ec.field_Subscription_collectionActivity_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_poolOutcomes(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_poolOutcomes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().PoolOutcomes(ctx, fc.Args["poolId"].(string), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PoolOutcome) graphql.Marshaler {
+			return ec.marshalNPoolOutcome2ᚖmarketdᚋgraphᚐPoolOutcome(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_poolOutcomes(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PoolOutcome(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_poolOutcomes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_intentStatus(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_intentStatus(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().IntentStatus(ctx, fc.Args["intentCid"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.IntentView) graphql.Marshaler {
+			return ec.marshalNIntent2ᚖmarketdᚋstoreᚐIntentView(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_intentStatus(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Intent(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_intentStatus_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
 		ec.Error(ctx, err)
 		return fc, err
 	}
@@ -6217,6 +9315,478 @@ func (ec *executionContext) _CollectionEdge(ctx context.Context, sel ast.Selecti
 	return out
 }
 
+var fillImplementors = []string{"Fill"}
+
+func (ec *executionContext) _Fill(ctx context.Context, sel ast.SelectionSet, obj *store.Fill) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, fillImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Fill")
+		case "lpQuoteCid":
+			out.Values[i] = ec._Fill_lpQuoteCid(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lp":
+			out.Values[i] = ec._Fill_lp(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "price":
+			out.Values[i] = ec._Fill_price(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "amountIn":
+			out.Values[i] = ec._Fill_amountIn(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "amountOut":
+			out.Values[i] = ec._Fill_amountOut(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fee":
+			out.Values[i] = ec._Fill_fee(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var instrumentAmountImplementors = []string{"InstrumentAmount"}
+
+func (ec *executionContext) _InstrumentAmount(ctx context.Context, sel ast.SelectionSet, obj *InstrumentAmount) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, instrumentAmountImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InstrumentAmount")
+		case "instrument":
+			out.Values[i] = ec._InstrumentAmount_instrument(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "amount":
+			out.Values[i] = ec._InstrumentAmount_amount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var intentImplementors = []string{"Intent"}
+
+func (ec *executionContext) _Intent(ctx context.Context, sel ast.SelectionSet, obj *store.IntentView) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, intentImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Intent")
+		case "intentCid":
+			out.Values[i] = ec._Intent_intentCid(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "status":
+			out.Values[i] = ec._Intent_status(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "taker":
+			out.Values[i] = ec._Intent_taker(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "poolId":
+			out.Values[i] = ec._Intent_poolId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "sell":
+			out.Values[i] = ec._Intent_sell(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "amount":
+			out.Values[i] = ec._Intent_amount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "minReceive":
+			out.Values[i] = ec._Intent_minReceive(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "deadline":
+			out.Values[i] = ec._Intent_deadline(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "received":
+			out.Values[i] = ec._Intent_received(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "fills":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Intent_fills(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var intentConnectionImplementors = []string{"IntentConnection"}
+
+func (ec *executionContext) _IntentConnection(ctx context.Context, sel ast.SelectionSet, obj *IntentConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, intentConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IntentConnection")
+		case "edges":
+			out.Values[i] = ec._IntentConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._IntentConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var intentEdgeImplementors = []string{"IntentEdge"}
+
+func (ec *executionContext) _IntentEdge(ctx context.Context, sel ast.SelectionSet, obj *IntentEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, intentEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("IntentEdge")
+		case "cursor":
+			out.Values[i] = ec._IntentEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._IntentEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var lPQuoteImplementors = []string{"LPQuote"}
+
+func (ec *executionContext) _LPQuote(ctx context.Context, sel ast.SelectionSet, obj *store.LPQuote) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, lPQuoteImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LPQuote")
+		case "cid":
+			out.Values[i] = ec._LPQuote_cid(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "poolId":
+			out.Values[i] = ec._LPQuote_poolId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lp":
+			out.Values[i] = ec._LPQuote_lp(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "side":
+			out.Values[i] = ec._LPQuote_side(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "price":
+			out.Values[i] = ec._LPQuote_price(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "size":
+			out.Values[i] = ec._LPQuote_size(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "remaining":
+			out.Values[i] = ec._LPQuote_remaining(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "feesAccrued":
+			out.Values[i] = ec._LPQuote_feesAccrued(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "expiresAt":
+			out.Values[i] = ec._LPQuote_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var lPQuoteConnectionImplementors = []string{"LPQuoteConnection"}
+
+func (ec *executionContext) _LPQuoteConnection(ctx context.Context, sel ast.SelectionSet, obj *LPQuoteConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, lPQuoteConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LPQuoteConnection")
+		case "edges":
+			out.Values[i] = ec._LPQuoteConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._LPQuoteConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var lPQuoteEdgeImplementors = []string{"LPQuoteEdge"}
+
+func (ec *executionContext) _LPQuoteEdge(ctx context.Context, sel ast.SelectionSet, obj *LPQuoteEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, lPQuoteEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("LPQuoteEdge")
+		case "cursor":
+			out.Values[i] = ec._LPQuoteEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._LPQuoteEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var listingImplementors = []string{"Listing"}
 
 func (ec *executionContext) _Listing(ctx context.Context, sel ast.SelectionSet, obj *store.ListingView) graphql.Marshaler {
@@ -6775,6 +10345,165 @@ func (ec *executionContext) _NFTEventEdge(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var outcomeImplementors = []string{"Outcome"}
+
+func (ec *executionContext) _Outcome(ctx context.Context, sel ast.SelectionSet, obj *Outcome) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, outcomeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Outcome")
+		case "intentCid":
+			out.Values[i] = ec._Outcome_intentCid(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "updateId":
+			out.Values[i] = ec._Outcome_updateId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "taker":
+			out.Values[i] = ec._Outcome_taker(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "poolId":
+			out.Values[i] = ec._Outcome_poolId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "sold":
+			out.Values[i] = ec._Outcome_sold(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "received":
+			out.Values[i] = ec._Outcome_received(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "fee":
+			out.Values[i] = ec._Outcome_fee(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "at":
+			out.Values[i] = ec._Outcome_at(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var outcomeConnectionImplementors = []string{"OutcomeConnection"}
+
+func (ec *executionContext) _OutcomeConnection(ctx context.Context, sel ast.SelectionSet, obj *OutcomeConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, outcomeConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("OutcomeConnection")
+		case "edges":
+			out.Values[i] = ec._OutcomeConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._OutcomeConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var outcomeEdgeImplementors = []string{"OutcomeEdge"}
+
+func (ec *executionContext) _OutcomeEdge(ctx context.Context, sel ast.SelectionSet, obj *OutcomeEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, outcomeEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("OutcomeEdge")
+		case "cursor":
+			out.Values[i] = ec._OutcomeEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._OutcomeEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var pageInfoImplementors = []string{"PageInfo"}
 
 func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet, obj *PageInfo) graphql.Marshaler {
@@ -6805,6 +10534,469 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 		case "endCursor":
 			out.Values[i] = ec._PageInfo_endCursor(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var poolImplementors = []string{"Pool"}
+
+func (ec *executionContext) _Pool(ctx context.Context, sel ast.SelectionSet, obj *store.Pool) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, poolImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Pool")
+		case "poolId":
+			out.Values[i] = ec._Pool_poolId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "base":
+			out.Values[i] = ec._Pool_base(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "quote":
+			out.Values[i] = ec._Pool_quote(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "feeBps":
+			out.Values[i] = ec._Pool_feeBps(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "oraclePrice":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Pool_oraclePrice(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "priceAt":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Pool_priceAt(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "aggregates":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Pool_aggregates(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "lpQuotes":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Pool_lpQuotes(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "outcomes":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Pool_outcomes(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "history":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Pool_history(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var poolAggregatesImplementors = []string{"PoolAggregates"}
+
+func (ec *executionContext) _PoolAggregates(ctx context.Context, sel ast.SelectionSet, obj *PoolAggregates) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, poolAggregatesImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PoolAggregates")
+		case "tvl":
+			out.Values[i] = ec._PoolAggregates_tvl(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "lpCount":
+			out.Values[i] = ec._PoolAggregates_lpCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "accruedFees":
+			out.Values[i] = ec._PoolAggregates_accruedFees(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "depthWeightedSpreadBps":
+			out.Values[i] = ec._PoolAggregates_depthWeightedSpreadBps(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var poolConnectionImplementors = []string{"PoolConnection"}
+
+func (ec *executionContext) _PoolConnection(ctx context.Context, sel ast.SelectionSet, obj *PoolConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, poolConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PoolConnection")
+		case "edges":
+			out.Values[i] = ec._PoolConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._PoolConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var poolEdgeImplementors = []string{"PoolEdge"}
+
+func (ec *executionContext) _PoolEdge(ctx context.Context, sel ast.SelectionSet, obj *PoolEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, poolEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PoolEdge")
+		case "cursor":
+			out.Values[i] = ec._PoolEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._PoolEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var poolOutcomeImplementors = []string{"PoolOutcome"}
+
+func (ec *executionContext) _PoolOutcome(ctx context.Context, sel ast.SelectionSet, obj *PoolOutcome) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, poolOutcomeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PoolOutcome")
+		case "position":
+			out.Values[i] = ec._PoolOutcome_position(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "outcome":
+			out.Values[i] = ec._PoolOutcome_outcome(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
 		default:
@@ -7022,6 +11214,94 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 				}()
 				res = ec._Query_nft(ctx, field)
 				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "pools":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_pools(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "pool":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_pool(ctx, field)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "swapHistory":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_swapHistory(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "intents":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_intents(ctx, field)
+				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
 				return res
@@ -7325,6 +11605,10 @@ func (ec *executionContext) _Subscription(ctx context.Context, sel ast.Selection
 	switch fields[0].Name {
 	case "collectionActivity":
 		return ec._Subscription_collectionActivity(ctx, fields[0])
+	case "poolOutcomes":
+		return ec._Subscription_poolOutcomes(ctx, fields[0])
+	case "intentStatus":
+		return ec._Subscription_intentStatus(ctx, fields[0])
 	default:
 		panic("unknown field " + strconv.Quote(fields[0].Name))
 	}
@@ -8031,6 +12315,54 @@ func (ec *executionContext) marshalNDecimal2marketdᚋstoreᚐAmount(ctx context
 	return res
 }
 
+func (ec *executionContext) unmarshalNDecimal2ᚖmarketdᚋstoreᚐAmount(ctx context.Context, v any) (*store.Amount, error) {
+	res, err := UnmarshalDecimal(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNDecimal2ᚖmarketdᚋstoreᚐAmount(ctx context.Context, sel ast.SelectionSet, v *store.Amount) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	_ = sel
+	res := MarshalDecimal(*v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+func (ec *executionContext) marshalNFill2ᚕᚖmarketdᚋstoreᚐFillᚄ(ctx context.Context, sel ast.SelectionSet, v []*store.Fill) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNFill2ᚖmarketdᚋstoreᚐFill(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNFill2ᚖmarketdᚋstoreᚐFill(ctx context.Context, sel ast.SelectionSet, v *store.Fill) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Fill(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {
 	res, err := graphql.UnmarshalID(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -8075,6 +12407,32 @@ var (
 	}
 )
 
+func (ec *executionContext) marshalNInstrumentAmount2ᚕᚖmarketdᚋgraphᚐInstrumentAmountᚄ(ctx context.Context, sel ast.SelectionSet, v []*InstrumentAmount) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNInstrumentAmount2ᚖmarketdᚋgraphᚐInstrumentAmount(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNInstrumentAmount2ᚖmarketdᚋgraphᚐInstrumentAmount(ctx context.Context, sel ast.SelectionSet, v *InstrumentAmount) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._InstrumentAmount(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNInt2int(ctx context.Context, v any) (int, error) {
 	res, err := graphql.UnmarshalInt(v)
 	return res, graphql.ErrorOnPath(ctx, err)
@@ -8089,6 +12447,98 @@ func (ec *executionContext) marshalNInt2int(ctx context.Context, sel ast.Selecti
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) marshalNIntent2ᚖmarketdᚋstoreᚐIntentView(ctx context.Context, sel ast.SelectionSet, v *store.IntentView) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Intent(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNIntentConnection2ᚖmarketdᚋgraphᚐIntentConnection(ctx context.Context, sel ast.SelectionSet, v *IntentConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._IntentConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNIntentEdge2ᚕᚖmarketdᚋgraphᚐIntentEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*IntentEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNIntentEdge2ᚖmarketdᚋgraphᚐIntentEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNIntentEdge2ᚖmarketdᚋgraphᚐIntentEdge(ctx context.Context, sel ast.SelectionSet, v *IntentEdge) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._IntentEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLPQuote2ᚖmarketdᚋstoreᚐLPQuote(ctx context.Context, sel ast.SelectionSet, v *store.LPQuote) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._LPQuote(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLPQuoteConnection2ᚖmarketdᚋgraphᚐLPQuoteConnection(ctx context.Context, sel ast.SelectionSet, v *LPQuoteConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._LPQuoteConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNLPQuoteEdge2ᚕᚖmarketdᚋgraphᚐLPQuoteEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*LPQuoteEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNLPQuoteEdge2ᚖmarketdᚋgraphᚐLPQuoteEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNLPQuoteEdge2ᚖmarketdᚋgraphᚐLPQuoteEdge(ctx context.Context, sel ast.SelectionSet, v *LPQuoteEdge) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._LPQuoteEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNMintPhase2ᚕᚖmarketdᚋstoreᚐMintPhaseᚄ(ctx context.Context, sel ast.SelectionSet, v []*store.MintPhase) graphql.Marshaler {
@@ -8209,6 +12659,52 @@ func (ec *executionContext) marshalNNFTEventEdge2ᚖmarketdᚋgraphᚐNFTEventEd
 	return ec._NFTEventEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) marshalNOutcome2ᚖmarketdᚋgraphᚐOutcome(ctx context.Context, sel ast.SelectionSet, v *Outcome) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Outcome(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNOutcomeConnection2ᚖmarketdᚋgraphᚐOutcomeConnection(ctx context.Context, sel ast.SelectionSet, v *OutcomeConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._OutcomeConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNOutcomeEdge2ᚕᚖmarketdᚋgraphᚐOutcomeEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*OutcomeEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNOutcomeEdge2ᚖmarketdᚋgraphᚐOutcomeEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNOutcomeEdge2ᚖmarketdᚋgraphᚐOutcomeEdge(ctx context.Context, sel ast.SelectionSet, v *OutcomeEdge) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._OutcomeEdge(ctx, sel, v)
+}
+
 func (ec *executionContext) marshalNPageInfo2ᚖmarketdᚋgraphᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *PageInfo) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -8217,6 +12713,72 @@ func (ec *executionContext) marshalNPageInfo2ᚖmarketdᚋgraphᚐPageInfo(ctx c
 		return graphql.Null
 	}
 	return ec._PageInfo(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPool2ᚖmarketdᚋstoreᚐPool(ctx context.Context, sel ast.SelectionSet, v *store.Pool) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Pool(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPoolAggregates2ᚖmarketdᚋgraphᚐPoolAggregates(ctx context.Context, sel ast.SelectionSet, v *PoolAggregates) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PoolAggregates(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPoolConnection2ᚖmarketdᚋgraphᚐPoolConnection(ctx context.Context, sel ast.SelectionSet, v *PoolConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PoolConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPoolEdge2ᚕᚖmarketdᚋgraphᚐPoolEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*PoolEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNPoolEdge2ᚖmarketdᚋgraphᚐPoolEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNPoolEdge2ᚖmarketdᚋgraphᚐPoolEdge(ctx context.Context, sel ast.SelectionSet, v *PoolEdge) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PoolEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPoolOutcome2ᚖmarketdᚋgraphᚐPoolOutcome(ctx context.Context, sel ast.SelectionSet, v *PoolOutcome) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PoolOutcome(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPreapproval2ᚕᚖmarketdᚋstoreᚐPreapprovalᚄ(ctx context.Context, sel ast.SelectionSet, v []*store.Preapproval) graphql.Marshaler {
@@ -8379,6 +12941,28 @@ func (ec *executionContext) unmarshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx c
 func (ec *executionContext) marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx context.Context, sel ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
 	_ = sel
 	res := MarshalUnixTime(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+func (ec *executionContext) unmarshalNUnixTime2ᚖmarketdᚋstoreᚐTimestamp(ctx context.Context, v any) (*store.Timestamp, error) {
+	res, err := UnmarshalUnixTime(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNUnixTime2ᚖmarketdᚋstoreᚐTimestamp(ctx context.Context, sel ast.SelectionSet, v *store.Timestamp) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	_ = sel
+	res := MarshalUnixTime(*v)
 	if res == graphql.Null {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -8710,6 +13294,13 @@ func (ec *executionContext) marshalONFTSort2ᚖmarketdᚋgraphᚐNFTSort(ctx con
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalOPool2ᚖmarketdᚋstoreᚐPool(ctx context.Context, sel ast.SelectionSet, v *store.Pool) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Pool(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOString2ᚖstring(ctx context.Context, v any) (*string, error) {

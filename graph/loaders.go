@@ -17,6 +17,7 @@ import (
 type loaders struct {
 	collection *dataloader.Loader[string, *store.Collection]
 	history    *dataloader.Loader[historyKey, store.Page[store.NFTEvent]]
+	oracle     *dataloader.Loader[[2]store.Instrument, *store.OraclePrice]
 }
 
 // historyKey asks for the first page of one NFT's history.
@@ -67,6 +68,21 @@ func newLoaders(s *store.Store) *loaders {
 			}
 			return out
 		}, dataloader.WithWait[historyKey, store.Page[store.NFTEvent]](batchWait)),
+		oracle: dataloader.NewBatchedLoader(func(ctx context.Context, pairs [][2]store.Instrument) []*dataloader.Result[*store.OraclePrice] {
+			prices, err := s.OraclePrices(ctx)
+			out := make([]*dataloader.Result[*store.OraclePrice], len(pairs))
+			for i, pair := range pairs {
+				switch p := prices[pair]; {
+				case err != nil:
+					out[i] = &dataloader.Result[*store.OraclePrice]{Error: err}
+				case p == nil:
+					out[i] = &dataloader.Result[*store.OraclePrice]{Error: store.Errorf(store.CodeNotFound, "the oracle has no price for %s/%s", pair[0], pair[1])}
+				default:
+					out[i] = &dataloader.Result[*store.OraclePrice]{Data: p}
+				}
+			}
+			return out
+		}, dataloader.WithWait[[2]store.Instrument, *store.OraclePrice](batchWait)),
 	}
 }
 

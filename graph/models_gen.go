@@ -20,6 +20,26 @@ type CollectionEdge struct {
 	Node   *store.Collection `json:"node"`
 }
 
+type IntentConnection struct {
+	Edges    []*IntentEdge `json:"edges"`
+	PageInfo *PageInfo     `json:"pageInfo"`
+}
+
+type IntentEdge struct {
+	Cursor string            `json:"cursor"`
+	Node   *store.IntentView `json:"node"`
+}
+
+type LPQuoteConnection struct {
+	Edges    []*LPQuoteEdge `json:"edges"`
+	PageInfo *PageInfo      `json:"pageInfo"`
+}
+
+type LPQuoteEdge struct {
+	Cursor string         `json:"cursor"`
+	Node   *store.LPQuote `json:"node"`
+}
+
 type NFTConnection struct {
 	Edges    []*NFTEdge `json:"edges"`
 	PageInfo *PageInfo  `json:"pageInfo"`
@@ -50,12 +70,41 @@ type NFTFilter struct {
 	Owner    *string       `json:"owner,omitempty"`
 }
 
+type OutcomeConnection struct {
+	Edges    []*OutcomeEdge `json:"edges"`
+	PageInfo *PageInfo      `json:"pageInfo"`
+}
+
+type OutcomeEdge struct {
+	Cursor string   `json:"cursor"`
+	Node   *Outcome `json:"node"`
+}
+
 type PageInfo struct {
 	HasNextPage bool `json:"hasNextPage"`
 	// True when the page was asked for after a cursor (edges may precede it).
 	HasPreviousPage bool    `json:"hasPreviousPage"`
 	StartCursor     *string `json:"startCursor,omitempty"`
 	EndCursor       *string `json:"endCursor,omitempty"`
+}
+
+// tvl = Σ ask locked base × oracle + Σ bid locked quote (in quote); depthWeightedSpreadBps =
+// 2 × Σ(remaining × |price − oracle|) / (oracle × Σ remaining) × 10000 (0 with no open quote).
+type PoolAggregates struct {
+	Tvl                    store.Amount        `json:"tvl"`
+	LpCount                int                 `json:"lpCount"`
+	AccruedFees            []*InstrumentAmount `json:"accruedFees"`
+	DepthWeightedSpreadBps store.Amount        `json:"depthWeightedSpreadBps"`
+}
+
+type PoolConnection struct {
+	Edges    []*PoolEdge `json:"edges"`
+	PageInfo *PageInfo   `json:"pageInfo"`
+}
+
+type PoolEdge struct {
+	Cursor string      `json:"cursor"`
+	Node   *store.Pool `json:"node"`
 }
 
 type Query struct {

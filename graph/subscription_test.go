@@ -256,3 +256,104 @@ func positionBefore(t *testing.T, a, b string) bool {
 	}
 	return ao < bo || ao == bo && as < bs
 }
+
+// swap submits an intent selling amount CC for USDCx with no minimum: against the demo
+// pool's open quotes it fills at once.
+func (m *minter) swap(poolID, amount string) {
+	m.t.Helper()
+	prep, err := m.s.PrepareSwap(context.Background(), m.id, store.SwapTerms{PoolID: poolID, Sell: "CC", Amount: amount, MinReceive: "0.000001",
+		Deadline: m.s.Now().Add(time.Hour).Unix()})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.execute(store.KindSwapIntent, prep)
+}
+
+const outcomesQuery = `subscription($p: ID!, $after: String) {
+  poolOutcomes(poolId: $p, after: $after) { position outcome { intentCid taker sold { instrument amount } received { amount } } }
+}`
+
+func TestSubscription_PoolOutcomesOnceEachInOrderAndResumable(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
+		if _, err := s.SeedDemo(context.Background(), store.DemoOptions{NFTs: 40, Seed: 4}); err != nil {
+			t.Fatal(err)
+		}
+		pools, err := s.Pools(context.Background())
+		if err != nil || len(pools) == 0 {
+			t.Fatalf("the demo has no pool: %v", err)
+		}
+		pool := pools[0].PoolID
+		hs := httptest.NewServer(NewHandler(s, Options{Logger: slog.New(slog.DiscardHandler)}))
+		t.Cleanup(hs.Close)
+		taker := newMinter(t, s, "taker")
+
+		c := dialGraphQL(t, hs.URL)
+		c.subscribe("1", outcomesQuery, map[string]any{"p": pool})
+		time.Sleep(300 * time.Millisecond)
+		for range 3 {
+			taker.swap(pool, "1")
+		}
+		seen := map[string]bool{}
+		var last string
+		for i := range 3 {
+			ev := c.next(10 * time.Second)
+			if ev == nil {
+				t.Fatalf("outcome %d did not arrive", i)
+			}
+			o := ev["poolOutcomes"].(map[string]any)
+			out := o["outcome"].(map[string]any)
+			if out["taker"] != taker.id || seen[out["intentCid"].(string)] {
+				t.Fatalf("outcome %d: %v (seen %v)", i, o, seen)
+			}
+			seen[out["intentCid"].(string)] = true
+			if pos := o["position"].(string); last != "" && !textPositionBefore(t, last, pos) {
+				t.Fatalf("outcomes out of log order: %s after %s", pos, last)
+			}
+			last = o["position"].(string)
+		}
+		if ev := c.next(600 * time.Millisecond); ev != nil {
+			t.Fatalf("an outcome nobody filled: %v", ev)
+		}
+		c.conn.Close(websocket.StatusNormalClosure, "")
+
+		for range 2 {
+			taker.swap(pool, "1")
+		}
+		c2 := dialGraphQL(t, hs.URL)
+		c2.subscribe("1", outcomesQuery, map[string]any{"p": pool, "after": last})
+		for i := range 2 {
+			ev := c2.next(10 * time.Second)
+			if ev == nil {
+				t.Fatalf("missed outcome %d was not delivered", i)
+			}
+			cid := ev["poolOutcomes"].(map[string]any)["outcome"].(map[string]any)["intentCid"].(string)
+			if seen[cid] {
+				t.Fatalf("outcome %s delivered twice", cid)
+			}
+			seen[cid] = true
+		}
+		if ev := c2.next(600 * time.Millisecond); ev != nil {
+			t.Fatalf("more than the missed outcomes: %v", ev)
+		}
+		// Every fill of the pool by this taker came exactly once: the store agrees.
+		page, err := s.SwapHistory(context.Background(), store.SwapHistoryFilter{Taker: taker.id}, store.PageRequest{Limit: 100})
+		if err != nil || len(page.Items) != 5 || len(seen) != 5 {
+			t.Fatalf("history %d, delivered %d: %v", len(page.Items), len(seen), err)
+		}
+	})
+}
+
+// textPositionBefore tells whether position a ("offset.key") comes before b in the log.
+func textPositionBefore(t *testing.T, a, b string) bool {
+	ao, ak, _ := strings.Cut(a, ".")
+	bo, bk, _ := strings.Cut(b, ".")
+	var an, bn int64
+	if _, err := fmt.Sscan(ao, &an); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Sscan(bo, &bn); err != nil {
+		t.Fatal(err)
+	}
+	return an < bn || an == bn && ak < bk
+}

@@ -45,16 +45,25 @@ func withCaller(authenticate func(*http.Request) (*store.Auth, error), next http
 
 // actAs returns nil when the request's token is partyID's, else the error REST would give.
 func actAs(ctx context.Context, partyID string) error {
+	p, err := callerParty(ctx)
+	if err != nil {
+		return err
+	}
+	if p != partyID {
+		return store.Errorf(store.CodePartyMismatch, "the query names %s, the token is for %s", partyID, p)
+	}
+	return nil
+}
+
+// callerParty is the party the request's token is for.
+func callerParty(ctx context.Context) (string, error) {
 	c, _ := ctx.Value(callerKey{}).(*caller)
 	if c == nil {
-		return store.Errorf(store.CodeUnauthenticated, "sign in first")
+		return "", store.Errorf(store.CodeUnauthenticated, "sign in first")
 	}
 	c.once.Do(func() { c.auth, c.err = c.read() })
 	if c.err != nil {
-		return c.err
+		return "", c.err
 	}
-	if c.auth.PartyID != partyID {
-		return store.Errorf(store.CodePartyMismatch, "the query names %s, the token is for %s", partyID, c.auth.PartyID)
-	}
-	return nil
+	return c.auth.PartyID, nil
 }

@@ -7,13 +7,12 @@ package graph
 
 import (
 	"context"
-	"fmt"
 	"marketd/store"
 )
 
-// Kind is the resolver for the kind field.
+// Kind is the field kind.
 func (r *preapprovalResolver) Kind(ctx context.Context, obj *store.Preapproval) (string, error) {
-	panic(fmt.Errorf("not implemented: Kind - kind"))
+	return string(obj.Kind), nil
 }
 
 // Active is the field active.

@@ -132,12 +132,15 @@ type CollectionEvent struct {
 }
 
 // Position is where a follower resumes after this event.
-func (e *CollectionEvent) Position() LogPosition { return LogPosition{Offset: e.Offset, Seq: e.Seq} }
+func (e *CollectionEvent) Position() LogPosition {
+	return LogPosition{Offset: e.Offset, After: strconv.FormatInt(e.Seq, 10)}
+}
 
-// LogPosition is a point in the update log between two NFT events.
+// LogPosition is a point in the update log: after update Offset's events up to After (their
+// order within the update, which each feed defines), or after all of them when After is "".
 type LogPosition struct {
 	Offset int64
-	Seq    int64
+	After  string
 }
 
 // LatestPosition is the end of the update log now: following from it yields only what
@@ -148,38 +151,48 @@ func (s *Store) LatestPosition(ctx context.Context) (LogPosition, error) {
 	if err != nil || len(off) == 0 {
 		return LogPosition{}, err
 	}
-	return LogPosition{Offset: off[0], Seq: 1<<63 - 1}, nil
+	return LogPosition{Offset: off[0]}, nil
+}
+
+// afterPosition narrows q to rows after pos, offset being the update's offset column and key
+// the order within an update.
+func afterPosition(q *bun.SelectQuery, pos LogPosition, offset, key string, keyValue any) *bun.SelectQuery {
+	if pos.After == "" {
+		return q.Where("? > ?", bun.Ident(offset), pos.Offset)
+	}
+	return q.Where("(? > ? OR (? = ? AND ? > ?))", bun.Ident(offset), pos.Offset, bun.Ident(offset), pos.Offset, bun.Ident(key), keyValue)
 }
 
 // CollectionActivityAfter lists up to limit events of the collection's NFTs after pos, in
 // log order. A follower that resumes from the position of the last event it saw misses none
 // and sees none twice, on any instance of the store.
 func (s *Store) CollectionActivityAfter(ctx context.Context, collectionID string, pos LogPosition, limit int) ([]CollectionEvent, error) {
+	var seq int64
+	if pos.After != "" {
+		n, err := strconv.ParseInt(pos.After, 10, 64)
+		if err != nil || n < 0 {
+			return nil, Errorf(CodeInvalidCursor, "not a position of this feed")
+		}
+		seq = n
+	}
 	var acts []nftActivity
-	err := s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*").
+	sel := s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*").
 		Join("JOIN updates AS u ON u.update_id = nft_activity.update_id").
 		Where("nft_activity.collection_id = ?", collectionID).
-		Where("u.ledger_offset IS NOT NULL").
-		Where("(u.ledger_offset > ? OR (u.ledger_offset = ? AND nft_activity.id > ?))", pos.Offset, pos.Offset, pos.Seq).
+		Where("u.ledger_offset IS NOT NULL")
+	err := afterPosition(sel, pos, "u.ledger_offset", "nft_activity.id", seq).
 		OrderExpr("u.ledger_offset, nft_activity.id").Limit(int64(limit)).
 		Scan(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// The offsets of the updates, one query for the page.
 	ids := make([]string, len(acts))
 	for i := range acts {
 		ids[i] = acts[i].UpdateID
 	}
-	offsetOf := map[string]int64{}
-	if len(ids) > 0 {
-		var us []Update
-		if err := s.db.NewSelect().Model(&us).Column("update_id", "ledger_offset").Where("update_id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
-			return nil, err
-		}
-		for _, u := range us {
-			offsetOf[u.UpdateID] = u.Offset
-		}
+	offsetOf, err := s.offsetsOf(ctx, ids)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]CollectionEvent, len(acts))
 	for i, a := range acts {

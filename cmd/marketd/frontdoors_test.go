@@ -318,3 +318,53 @@ func TestFrontDoors_GraphQLQueriesShareRESTsReadBudget(t *testing.T) {
 		}
 	})
 }
+
+func TestFrontDoors_PoolsAreTheSameOnBothDoors(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		a, _ := newFrontDoors(t, b)
+		pools := a.rest("/api/swap/pools")["items"].([]any)
+		if len(pools) == 0 {
+			t.Fatal("the demo has no pool")
+		}
+		id := pools[0].(map[string]any)["poolId"].(string)
+		gql := a.graph(`query($id: ID!) { pool(id: $id) { poolId base quote feeBps oraclePrice priceAt
+			aggregates { tvl lpCount accruedFees { instrument amount } depthWeightedSpreadBps }
+			outcomes(first: 3) { edges { node { intentCid updateId taker poolId sold { instrument amount } received { instrument amount } fee at } } pageInfo { endCursor } } } }`,
+			map[string]any{"id": id})["pool"].(map[string]any)
+		restPool := a.rest("/api/swap/pool/" + id)
+		for k, v := range restPool {
+			sameFields(t, "pool "+k, v, gql[k])
+		}
+		agg := a.rest("/api/swap/pool/" + id + "/aggregates")
+		g := gql["aggregates"].(map[string]any)
+		fees := map[string]any{}
+		for _, f := range g["accruedFees"].([]any) {
+			fees[f.(map[string]any)["instrument"].(string)] = f.(map[string]any)["amount"]
+		}
+		sameFields(t, "accrued fees", agg["accruedFees"], fees)
+		for _, k := range []string{"tvl", "lpCount", "depthWeightedSpreadBps"} {
+			sameFields(t, "aggregate "+k, agg[k], g[k])
+		}
+		outcomes := a.rest("/api/swap/pool/" + id + "/outcomes?limit=3")
+		if len(outcomes["items"].([]any)) == 0 {
+			t.Fatal("the demo pool has no outcomes to compare")
+		}
+		sameFields(t, "outcomes", outcomes["items"], nodes(gql["outcomes"]))
+		if outcomes["cursor"] != dig(gql, "outcomes", "pageInfo", "endCursor") && outcomes["cursor"] != nil {
+			t.Fatalf("REST cursor %v, GraphQL endCursor %v", outcomes["cursor"], dig(gql, "outcomes", "pageInfo", "endCursor"))
+		}
+		// A taker's history and intents need the taker's token.
+		alice, tok := a.signedIn("alice")
+		q := `query($p: ID!) { swapHistory(taker: $p) { edges { cursor } } intents(taker: $p) { edges { cursor } } }`
+		if _, errs := a.graphAs(tok, q, map[string]any{"p": alice}); len(errs) > 0 {
+			t.Fatalf("own history: %v", errs)
+		}
+		if _, errs := a.graphAs("", q, map[string]any{"p": alice}); len(errs) == 0 || errs[0] != "unauthenticated" {
+			t.Fatalf("no token: %v", errs)
+		}
+		_, bobTok := a.signedIn("bob")
+		if _, errs := a.graphAs(bobTok, q, map[string]any{"p": alice}); len(errs) == 0 || errs[0] != "party_mismatch" {
+			t.Fatalf("another party's: %v", errs)
+		}
+	})
+}

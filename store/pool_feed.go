@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+
+	"github.com/uptrace/bun"
+)
+
+// PoolsPage pages through the active pools by id.
+func (s *Store) PoolsPage(ctx context.Context, r PageRequest) (Page[Pool], error) {
+	q, err := startPage[string](ctx, s, "pools", r)
+	if err != nil {
+		return Page[Pool]{}, err
+	}
+	var ps []Pool
+	sel := s.db.NewSelect().Model(&ps).Where("consumed_update IS NULL").Order("pool_id").Limit(q.fetch())
+	if q.after != nil {
+		sel = sel.Where("pool_id > ?", *q.after)
+	}
+	if err := sel.Scan(ctx); err != nil {
+		return Page[Pool]{}, err
+	}
+	return finish(ctx, s, q, ps, func(p Pool) string { return p.PoolID })
+}
+
+// OraclePrices returns every price the embedded oracle holds, by (base, quote), in one query.
+func (s *Store) OraclePrices(ctx context.Context) (map[[2]Instrument]*OraclePrice, error) {
+	out := map[[2]Instrument]*OraclePrice{}
+	var rows []oracleRow
+	if err := s.db.NewSelect().Model(&rows).Scan(ctx); err != nil { // a row per priced pair: a handful
+		return nil, err
+	}
+	for _, r := range rows {
+		out[[2]Instrument{r.Base, r.Quote}] = &OraclePrice{Base: r.Base, Quote: r.Quote, Price: r.Price, At: r.SetAt.Time}
+	}
+	return out, nil
+}
+
+// PoolLPQuotes pages through a pool's open LP quotes, newest first.
+func (s *Store) PoolLPQuotes(ctx context.Context, poolID string, r PageRequest) (Page[LPQuote], error) {
+	if _, err := s.PoolByID(ctx, poolID); err != nil {
+		return Page[LPQuote]{}, err
+	}
+	pq, err := startPage[quoteKey](ctx, s, "pool-quotes:"+poolID, r)
+	if err != nil {
+		return Page[LPQuote]{}, err
+	}
+	var rows []LPQuote
+	q := s.db.NewSelect().Model(&rows).Where("pool_id = ?", poolID).Where("consumed_update IS NULL")
+	if k := pq.after; k != nil {
+		q = q.Where("(posted_at < ? OR (posted_at = ? AND quote_id < ?))", k.At, k.At, k.ID)
+	}
+	if err := q.OrderExpr("posted_at DESC, quote_id DESC").Limit(pq.fetch()).Scan(ctx); err != nil {
+		return Page[LPQuote]{}, err
+	}
+	return finish(ctx, s, pq, rows, func(q LPQuote) quoteKey { return quoteKey{q.PostedAt.UnixMicro(), q.QuoteID} })
+}
+
+// PoolOutcome is a filled intent of a pool, placed in the update log.
+type PoolOutcome struct {
+	IntentView
+	Offset int64 // the offset of the update that filled it
+}
+
+// Position is where a follower resumes after this outcome: an update may fill several
+// intents, ordered by their cid.
+func (o *PoolOutcome) Position() LogPosition {
+	return LogPosition{Offset: o.Offset, After: o.IntentCID}
+}
+
+// PoolOutcomesAfter lists up to limit of the pool's fills after pos, in log order. A
+// follower that resumes from the position of the last one it saw misses none and sees none
+// twice, on any instance of the store.
+func (s *Store) PoolOutcomesAfter(ctx context.Context, poolID string, pos LogPosition, limit int) ([]PoolOutcome, error) {
+	var views []IntentView
+	sel := s.db.NewSelect().Model(&views).ColumnExpr("intent_view.*").
+		Join("JOIN updates AS u ON u.update_id = intent_view.closed_update").
+		Where("intent_view.pool_id = ?", poolID).Where("intent_view.status = ?", IntentFilled).
+		Where("u.ledger_offset IS NOT NULL")
+	if err := afterPosition(sel, pos, "u.ledger_offset", "intent_view.intent_cid", pos.After).
+		OrderExpr("u.ledger_offset, intent_view.intent_cid").Limit(int64(limit)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	// The offsets of the updates that filled them, one query for the page.
+	ids := make([]string, 0, len(views))
+	for _, v := range views {
+		ids = append(ids, *v.ClosedUpdate)
+	}
+	offsets, err := s.offsetsOf(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PoolOutcome, len(views))
+	for i, v := range views {
+		out[i] = PoolOutcome{IntentView: v, Offset: offsets[*v.ClosedUpdate]}
+	}
+	return out, nil
+}
+
+// offsetsOf returns the log offsets of committed updates.
+func (s *Store) offsetsOf(ctx context.Context, updateIDs []string) (map[string]int64, error) {
+	out := map[string]int64{}
+	if len(updateIDs) == 0 {
+		return out, nil
+	}
+	var us []Update
+	if err := s.db.NewSelect().Model(&us).Column("update_id", "ledger_offset").Where("update_id IN (?)", bun.In(updateIDs)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	for _, u := range us {
+		out[u.UpdateID] = u.Offset
+	}
+	return out, nil
+}
