@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 )
@@ -179,6 +180,7 @@ func (s *Store) NFTByContract(ctx context.Context, contractID string) (*NFTDetai
 		return nil, err
 	}
 	d := &NFTDetail{NFTView: it.view(), History: make([]NFTEvent, len(acts))}
+	d.hideExpiredListing(s.now())
 	for i, a := range acts {
 		d.History[i] = NFTEvent{UpdateID: a.UpdateID, Kind: a.Kind, At: a.At, From: a.From, To: a.To, Price: a.Price, Currency: a.Currency}
 	}
@@ -317,11 +319,17 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 	now := s.now()
 	for i := range page.Items {
 		out.Items[i] = page.Items[i].view()
-		if l := out.Items[i].Listing; l != nil && l.ExpiresAt != nil && !now.Before(l.ExpiresAt.Time) {
-			out.Items[i].Listing = nil // expired: the sweeper archives it shortly
-		}
+		out.Items[i].hideExpiredListing(now)
 	}
 	return out, nil
+}
+
+// hideExpiredListing shows an expired listing as none: it cannot be bought, and the
+// operator's expiry archives it shortly.
+func (v *NFTView) hideExpiredListing(now time.Time) {
+	if l := v.Listing; l != nil && l.ExpiresAt != nil && !now.Before(l.ExpiresAt.Time) {
+		v.Listing = nil
+	}
 }
 
 // fingerprint names the filter inside a cursor, so a cursor is only read by the same query.
