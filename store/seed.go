@@ -25,6 +25,9 @@ type DemoSummary struct {
 	NFTs        int      `json:"nfts"`
 	Listings    int      `json:"listings"`
 	Sales       int      `json:"sales"`
+	Pools       []string `json:"pools"`
+	LPQuotes    int      `json:"lpQuotes"`
+	Swaps       int      `json:"swaps"`
 }
 
 // demoCollection is one collection of the demo market and how its traits are drawn.
@@ -115,6 +118,9 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 			return nil, fmt.Errorf("seed %s: %w", dc.slug, err)
 		}
 		sum.Collections = append(sum.Collections, dc.slug)
+	}
+	if err := s.SeedSwapDemo(ctx, rng, parties, sum); err != nil {
+		return nil, fmt.Errorf("seed swaps: %w", err)
 	}
 	return sum, nil
 }

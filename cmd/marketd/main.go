@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"marketd/graph"
 	"marketd/rest"
 	"marketd/store"
 )
@@ -28,6 +29,8 @@ usage:
           [--royalty-bps N] [--items FILE] [--description D] [--image URL]
   marketd collection add-phase --collection ID|SLUG --name N --price DEC --start UNIX --end UNIX
           --per-party-limit N [--supply N] [--allow PARTY,...]
+  marketd oracle set --base CC --quote USDCx --price DEC   set the oracle's price (quote per base)
+  marketd pool create --base CC --quote USDCx --fee-bps N  create a swap pool
   marketd seed --demo [--nfts N]          fill an empty store with a demo market
 
 Run "marketd serve -h" for the flags; each is also a MARKETD_ environment variable.
@@ -48,6 +51,10 @@ func main() {
 		err = collectionCmd(args)
 	case "seed":
 		err = seedCmd(args)
+	case "oracle":
+		err = oracleCmd(args)
+	case "pool":
+		err = poolCmd(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -113,7 +120,7 @@ func serve(args []string) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           frontDoors(api, graph.NewHandler(s, graph.Options{Logger: log, Authenticate: api.Authenticate, CountRead: api.CountRead})),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -123,6 +130,7 @@ func serve(args []string) error {
 	}
 	go prune(ctx, s, log)
 	go expire(ctx, s, log)
+	go swapLoop(ctx, s, log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "public_url", c.store.PublicURL, "dev", c.dev)
@@ -230,4 +238,14 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// frontDoors routes /graphql (and its GraphiQL assets) to the GraphQL handler and every other
+// path to the REST API, which also answers unknown paths.
+func frontDoors(api, gql http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", gql)
+	mux.Handle("/graphql/", gql)
+	mux.Handle("/", api)
+	return mux
 }
