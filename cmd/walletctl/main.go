@@ -132,8 +132,10 @@ func run(args []string, out, log io.Writer) error {
 		return w.shortcut(cmd, args)
 	case "pools", "quote", "lp", "swap":
 		return w.swapShortcut(cmd, args)
+	case "mint", "list", "cancel", "buy", "sweep", "transfer", "burn":
+		return w.nftShortcut(cmd, args)
 	case "help", "-h", "--help":
-		fmt.Fprint(out, usage+"\n"+swapUsage)
+		fmt.Fprint(out, usage+"\n"+nftUsage+"\n"+swapUsage)
 		return nil
 	}
 	return fmt.Errorf("unknown command %q; run walletctl help", cmd)

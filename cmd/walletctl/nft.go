@@ -1,0 +1,130 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const nftUsage = `NFT shortcuts (each is an exec: prepare, show the summary, sign, execute):
+  walletctl [flags] mint COLLECTION [QUANTITY]       mint from the open phase (QUANTITY 2 to 20: one batch)
+  walletctl [flags] list CONTRACT_ID PRICE [EXPIRY]  list an NFT; EXPIRY is Unix seconds or a duration (24h)
+  walletctl [flags] cancel CID...                    withdraw listings (several: one batch)
+  walletctl [flags] buy CID                          buy a listing
+  walletctl [flags] sweep COLLECTION MAX_TOTAL COUNT|CID...
+                                                     buy the COUNT cheapest listings, or the named ones,
+                                                     for at most MAX_TOTAL in all
+  walletctl [flags] transfer CONTRACT_ID PARTY       give an NFT to a party (it needs an NFT preapproval)
+  walletctl [flags] burn CONTRACT_ID                 destroy an NFT for good
+
+COLLECTION is a collection's id (col_...) or its slug.
+`
+
+// nftShortcut runs one of the NFT shortcuts as the exec it stands for.
+func (w *wallet) nftShortcut(cmd string, args []string) error {
+	usage := func(u string) error { return errors.New("usage: walletctl " + u) }
+	body := func(v any) string {
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	switch cmd {
+	case "mint":
+		if len(args) < 1 || len(args) > 2 {
+			return usage("mint COLLECTION [QUANTITY]")
+		}
+		id, err := w.collectionID(args[0])
+		if err != nil {
+			return err
+		}
+		if len(args) == 1 {
+			return w.exec("/api/nft/mint/atomic", body(map[string]any{"collectionId": id}))
+		}
+		n, err := strconv.Atoi(args[1])
+		if err != nil || n < 1 {
+			return fmt.Errorf("QUANTITY %q: want a whole number from 1", args[1])
+		}
+		if n == 1 {
+			return w.exec("/api/nft/mint/atomic", body(map[string]any{"collectionId": id}))
+		}
+		return w.exec("/api/nft/mint/batch/atomic", body(map[string]any{"collectionId": id, "quantity": n}))
+	case "list":
+		if len(args) < 2 || len(args) > 3 {
+			return usage("list CONTRACT_ID PRICE [EXPIRY]")
+		}
+		req := map[string]any{"contractId": args[0], "price": args[1]}
+		if len(args) == 3 {
+			at, err := expiry(args[2], time.Now())
+			if err != nil {
+				return err
+			}
+			req["expiresAt"] = at
+		}
+		return w.exec("/api/nft/list", body(req))
+	case "cancel":
+		switch len(args) {
+		case 0:
+			return usage("cancel CID...")
+		case 1:
+			return w.exec("/api/nft/list/"+url.PathEscape(args[0])+"/cancel", "{}")
+		}
+		return w.exec("/api/nft/listing/batch/cancel", body(map[string]any{"cids": args}))
+	case "buy":
+		if len(args) != 1 {
+			return usage("buy CID")
+		}
+		return w.exec("/api/nft/buy/atomic", body(map[string]any{"cid": args[0]}))
+	case "sweep":
+		if len(args) < 3 {
+			return usage("sweep COLLECTION MAX_TOTAL COUNT|CID...")
+		}
+		req := map[string]any{"collectionId": args[0], "maxTotal": args[1]}
+		if n, err := strconv.Atoi(args[2]); err == nil && len(args) == 3 && len(args[2]) <= 3 {
+			req["count"] = n
+		} else {
+			req["cids"] = args[2:]
+		}
+		return w.exec("/api/nft/sweep/buy", body(req))
+	case "transfer":
+		if len(args) != 2 {
+			return usage("transfer CONTRACT_ID PARTY")
+		}
+		return w.exec("/api/nft/transfer", body(map[string]any{"contractId": args[0], "receiver": args[1]}))
+	case "burn":
+		if len(args) != 1 {
+			return usage("burn CONTRACT_ID")
+		}
+		return w.exec("/api/nft/burn", body(map[string]any{"contractId": args[0]}))
+	}
+	return fmt.Errorf("unknown NFT shortcut %q", cmd)
+}
+
+// collectionID returns ref when it is a collection id, else the id of the collection whose
+// slug it is: the mint endpoints name a collection by id only.
+func (w *wallet) collectionID(ref string) (string, error) {
+	if strings.HasPrefix(ref, "col_") {
+		return ref, nil
+	}
+	var c struct {
+		ID string `json:"id"`
+	}
+	if err := w.do("GET", "/api/nft/slug/"+url.PathEscape(ref), nil, "", &c); err != nil {
+		return "", fmt.Errorf("collection %q: %w", ref, err)
+	}
+	return c.ID, nil
+}
+
+// expiry reads a listing's expiry: Unix seconds, or a duration from now.
+func expiry(v string, now time.Time) (int64, error) {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return n, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("EXPIRY %q: want Unix seconds or a positive duration such as 24h", v)
+	}
+	return now.Add(d).Unix(), nil
+}
