@@ -112,10 +112,10 @@ func send(b *testing.B, client *http.Client, req *http.Request) bool {
 		b.Error(err)
 		return false
 	}
-	io.Copy(io.Discard, res.Body)
+	body, _ := io.ReadAll(res.Body)
 	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		b.Errorf("%s %s: %d", req.Method, req.URL, res.StatusCode)
+	if res.StatusCode != http.StatusOK || bytes.Contains(body, []byte(`"errors":`)) {
+		b.Errorf("%s %s: %d %.300s", req.Method, req.URL, res.StatusCode, body)
 		return false
 	}
 	return true
