@@ -338,3 +338,24 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 		})
 	})
 }
+
+func TestNFTErrors_APreapprovalThatExpiresBetweenPrepareAndExecuteIs409AndChangesNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		a := newTestAPI(t, b, func(sc *store.Config, rc *Config) { sc.PreapprovalTTL = 5 * time.Minute })
+		m := &market{testAPI: a, creator: a.walletUser("creator")}
+		m.col = m.addCollection(t, "apes", m.creator.id, collectionOpts{currency: store.USDCx, royaltyBps: 500, price: "0"})
+		m.preapprove(m.creator, "usdcx")
+		alice, bob := m.funded("alice"), m.funded("bob")
+		m.clock.Advance(3 * time.Minute)
+		nfts := m.mintOf(alice, m.col.ID, 2)
+		cid := m.list(alice, nfts[0], "10")
+		buy := m.prepareOK(bob, "/api/nft/buy/atomic/prepare", map[string]any{"cid": cid})
+		transfer := m.prepareOK(alice, "/api/nft/transfer/prepare", map[string]any{"contractId": nfts[1], "receiver": bob.id})
+		m.clock.Advance(3 * time.Minute) // the preapprovals expired; the prepared transactions live on
+		m.expectRefused(t, []string{alice.id, bob.id, m.creator.id}, []errorCase{
+			{"buy paying a royalty to a creator whose USDCx preapproval expired", "", "/api/nft/buy/atomic/execute", executeBody(bob.testParty, buy), bob, 409, store.CodePreapprovalRequired},
+			{"transfer to a receiver whose NFT preapproval expired", "", "/api/nft/transfer/execute", executeBody(alice.testParty, transfer), alice, 409, store.CodePreapprovalRequired},
+			{"a new buy prepare", "", "/api/nft/buy/atomic/prepare", map[string]any{"cid": cid}, bob, 409, store.CodePreapprovalRequired},
+		})
+	})
+}
