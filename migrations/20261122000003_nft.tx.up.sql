@@ -185,6 +185,15 @@ CREATE TABLE nft_traits (
     serial        INTEGER NOT NULL,
     PRIMARY KEY (collection_id, trait_type, trait_value, serial)
 );
+{{if .Postgres}}
+--bun:split
+
+-- Trait values are far from independent of their collection and type (one value may cover most
+-- of a collection): without these statistics the planner thinks a filter selective, sorts every
+-- match, and a price-sorted page of a 100,000-NFT market takes half a second instead of a few
+-- index probes.
+CREATE STATISTICS nft_traits_values (mcv, ndistinct) ON collection_id, trait_type, trait_value FROM nft_traits;
+{{end}}
 
 --bun:split
 

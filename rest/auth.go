@@ -184,3 +184,17 @@ func (srv *Server) limit(w http.ResponseWriter, key string, perMinute int) error
 	}
 	return nil
 }
+
+// Authenticate is the identity REST would give r (Authorization: Bearer, else the session
+// cookie), for another front door that takes the same tokens. It never rotates the cookie.
+func (srv *Server) Authenticate(r *http.Request) (*store.Auth, error) {
+	a, _, err := srv.authenticate(r)
+	return a, err
+}
+
+// CountRead counts r against the read budget of its origin, as a GET under /api/ is counted,
+// and writes the RateLimit headers; over the limit it is rate_limited, with Retry-After set.
+// Another front door's reads share the budget through it.
+func (srv *Server) CountRead(w http.ResponseWriter, r *http.Request) error {
+	return srv.limit(w, "read:"+clientOrigin(r), srv.cfg.RateRead)
+}

@@ -24,7 +24,7 @@ func (srv *Server) apiRoutes() []route {
 		{method: "GET", path: "/api/auth/me", access: token, handle: srv.me},
 		{method: "POST", path: "/api/auth/logout", access: token, noRotate: true, handle: srv.logout},
 		{method: "GET", path: "/api/auth/sessions", access: token, handle: srv.sessions},
-	}, append(srv.walletRoutes(), srv.nftRoutes()...)...)
+	}, append(append(srv.walletRoutes(), srv.nftRoutes()...), srv.swapRoutes()...)...)
 }
 
 func (srv *Server) healthz(w http.ResponseWriter, r *http.Request) error {

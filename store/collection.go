@@ -341,6 +341,28 @@ func (s *Store) collectionByIDOrSlug(ctx context.Context, ref string) (*Collecti
 	return c, err
 }
 
+// collectionIdentity is what never changes about a collection: its id, slug and currency.
+type collectionIdentity struct {
+	ID       string
+	Currency Instrument
+}
+
+// collectionIdentityOf resolves a collection's id or slug to its identity, from memory once
+// seen: every NFT page needs it, and it never changes.
+func (s *Store) collectionIdentityOf(ctx context.Context, ref string) (collectionIdentity, error) {
+	if v, ok := s.collectionIDs.Load(ref); ok {
+		return v.(collectionIdentity), nil
+	}
+	c, err := s.collectionByIDOrSlug(ctx, ref)
+	if err != nil {
+		return collectionIdentity{}, err
+	}
+	id := collectionIdentity{ID: c.ID, Currency: c.Currency}
+	s.collectionIDs.Store(c.ID, id)
+	s.collectionIDs.Store(c.Slug, id)
+	return id, nil
+}
+
 // CollectionByID returns a collection with its phases, or not_found.
 func (s *Store) CollectionByID(ctx context.Context, id string) (*Collection, error) {
 	return s.collectionWhere(ctx, "collection_id = ?", id)
@@ -456,6 +478,32 @@ type collectionKey struct {
 // Collections lists collections: newest first, by volume (largest first) or by floor price
 // (lowest first, collections with nothing listed last). Each carries its phases.
 func (s *Store) Collections(ctx context.Context, sort CollectionSort, r PageRequest) (Page[Collection], error) {
+	k := collectionPageKey{sort: sort, limit: r.Limit, cursor: r.Cursor, itemCursors: r.ItemCursors}
+	now := s.now()
+	page, ok, gen := s.collectionPages.start(k, now)
+	if ok {
+		return page, nil
+	}
+	read := time.Now()
+	// A listing that expires changes a floor without a write: a page is kept until then.
+	var next []Listing
+	err := s.db.NewSelect().Model(&next).Column("expires_at").Where("consumed_update IS NULL").Where("expires_at IS NOT NULL").
+		Where("expires_at > ?", At(now)).Order("expires_at").Limit(1).Scan(ctx)
+	if err != nil {
+		return Page[Collection]{}, err
+	}
+	var until time.Time
+	if len(next) > 0 {
+		until = next[0].ExpiresAt.Time
+	}
+	page, err = s.readCollections(ctx, sort, r)
+	if err == nil {
+		s.collectionPages.keep(k, gen, read, until, page)
+	}
+	return page, err
+}
+
+func (s *Store) readCollections(ctx context.Context, sort CollectionSort, r PageRequest) (Page[Collection], error) {
 	q, err := startPage[collectionKey](ctx, s, "collections:"+string(sort), r)
 	if err != nil {
 		return Page[Collection]{}, err

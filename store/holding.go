@@ -92,6 +92,35 @@ func (s *Store) Balances(ctx context.Context, partyID string) ([]Balance, error)
 			out[i].Holdings++
 		}
 	}
+	locked, err := s.lockedBy(ctx, partyID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if a, ok := locked[out[i].Instrument]; ok {
+			out[i].Locked = a
+		}
+	}
+	return out, nil
+}
+
+// lockedBy sums what the party's open LP quotes and pending intents lock, per instrument.
+func (s *Store) lockedBy(ctx context.Context, partyID string) (map[Instrument]Amount, error) {
+	var qs []LPQuote
+	if err := s.db.NewSelect().Model(&qs).Column("instrument", "amount").Where("lp = ?", partyID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
+		return nil, err
+	}
+	var ins []SwapIntent
+	if err := s.db.NewSelect().Model(&ins).Column("instrument", "amount").Where("taker = ?", partyID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
+		return nil, err
+	}
+	out := map[Instrument]Amount{}
+	for _, q := range qs {
+		out[q.Instrument] = out[q.Instrument].Add(q.Amount)
+	}
+	for _, in := range ins {
+		out[in.Instrument] = out[in.Instrument].Add(in.Amount)
+	}
 	return out, nil
 }
 

@@ -90,6 +90,10 @@ var templates = map[string]templateSpec{
 	templatePreapproval: {owner: "party_id"},
 	templateNFT:         {owner: "owner", asset: "nft_id", receive: func(Contract) PreapprovalKind { return PreapprovalNFT }},
 	templateListing:     {owner: "seller", offer: true, escrow: "nft_cid", escrowOf: templateNFT},
+	templatePool:        {owner: "operator"},
+	templateLPQuote:     {owner: "lp", valued: true, offer: true},
+	templateLPFee:       {owner: "lp", valued: true},
+	templateIntent:      {owner: "taker", valued: true, offer: true},
 }
 
 // Lifecycle is the part every contract shares: its id, and the updates that created and

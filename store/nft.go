@@ -247,7 +247,7 @@ type nftKey struct {
 // NFTs lists a collection's live NFTs matching f, in order: by serial, or by listing price
 // with unlisted NFTs last (by serial).
 func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort NFTSort, r PageRequest) (Page[NFTView], error) {
-	c, err := s.collectionByIDOrSlug(ctx, collectionID)
+	c, err := s.collectionIdentityOf(ctx, collectionID)
 	if err != nil {
 		return Page[NFTView]{}, err
 	}
@@ -362,7 +362,7 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 	if err != nil {
 		return Page[NFTView]{}, err
 	}
-	out := Page[NFTView]{Items: make([]NFTView, len(page.Items)), Cursor: page.Cursor}
+	out := Page[NFTView]{Items: make([]NFTView, len(page.Items)), Cursor: page.Cursor, ItemCursors: page.ItemCursors}
 	for i := range page.Items {
 		out.Items[i] = page.Items[i].view(now.Time)
 	}

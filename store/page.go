@@ -18,12 +18,18 @@ const (
 type PageRequest struct {
 	Limit  int    // 0 means DefaultPageSize
 	Cursor string // "" means the first page
+
+	// ItemCursors asks for the cursor after each item, not only after the page (a GraphQL
+	// connection gives every edge one).
+	ItemCursors bool
 }
 
-// Page is one page of a list; Cursor is "" on the last page.
+// Page is one page of a list; Cursor is "" on the last page. ItemCursors, when asked for,
+// holds the cursor that resumes after each item.
 type Page[T any] struct {
-	Items  []T
-	Cursor string
+	Items       []T
+	Cursor      string
+	ItemCursors []string
 }
 
 // size returns the page size, or invalid_request when it is out of range.
@@ -47,9 +53,10 @@ type cursorBody struct {
 // pageQuery is a keyset query's plan: its size and, on a later page, the position to start
 // after (decoded into the caller's key type).
 type pageQuery[K any] struct {
-	list  string
-	limit int
-	after *K
+	list        string
+	limit       int
+	after       *K
+	itemCursors bool
 }
 
 // startPage validates r for the list named list and decodes its cursor.
@@ -58,7 +65,7 @@ func startPage[K any](ctx context.Context, s *Store, list string, r PageRequest)
 	if err != nil {
 		return nil, err
 	}
-	q := &pageQuery[K]{list: list, limit: n}
+	q := &pageQuery[K]{list: list, limit: n, itemCursors: r.ItemCursors}
 	if r.Cursor == "" {
 		return q, nil
 	}
@@ -91,26 +98,46 @@ func startPage[K any](ctx context.Context, s *Store, list string, r PageRequest)
 // fetch is the number of rows to read: one more than the page, to learn whether another follows.
 func (q *pageQuery[K]) fetch() int64 { return int64(q.limit) + 1 }
 
-// finish cuts rows to the page and, when more follow, issues the cursor after its last item.
+// finish cuts rows to the page and, when more follow, issues the cursor after its last item
+// (and, when asked, after each item).
 func finish[T, K any](ctx context.Context, s *Store, q *pageQuery[K], rows []T, key func(T) K) (Page[T], error) {
-	if len(rows) <= q.limit {
-		return Page[T]{Items: rows}, nil
+	more := len(rows) > q.limit
+	if more {
+		rows = rows[:q.limit]
 	}
-	rows = rows[:q.limit]
+	page := Page[T]{Items: rows}
+	if !more && !q.itemCursors || len(rows) == 0 {
+		return page, nil
+	}
 	keys, err := s.serviceKeys(ctx)
 	if err != nil {
 		return Page[T]{}, err
 	}
-	k, err := json.Marshal(key(rows[len(rows)-1]))
-	if err != nil {
-		return Page[T]{}, err
+	cursor := func(item T) (string, error) {
+		k, err := json.Marshal(key(item))
+		if err != nil {
+			return "", err
+		}
+		body, err := json.Marshal(cursorBody{List: q.list, Key: k})
+		if err != nil {
+			return "", err
+		}
+		return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(cursorMAC(keys.cursorMAC, body)), nil
 	}
-	body, err := json.Marshal(cursorBody{List: q.list, Key: k})
-	if err != nil {
-		return Page[T]{}, err
+	if q.itemCursors {
+		page.ItemCursors = make([]string, len(rows))
+		for i := range rows {
+			if page.ItemCursors[i], err = cursor(rows[i]); err != nil {
+				return Page[T]{}, err
+			}
+		}
 	}
-	c := base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(cursorMAC(keys.cursorMAC, body))
-	return Page[T]{Items: rows, Cursor: c}, nil
+	if more {
+		if page.Cursor, err = cursor(rows[len(rows)-1]); err != nil {
+			return Page[T]{}, err
+		}
+	}
+	return page, nil
 }
 
 func cursorMAC(key, body []byte) []byte {

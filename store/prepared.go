@@ -41,6 +41,11 @@ var actions = map[string]action{
 	KindNFTSweep:         applyAs(applyBuy),
 	KindNFTTransfer:      applyAs(applyMove),
 	KindNFTBurn:          applyAs(applyMove),
+	KindLPQuote:          applyAs(applyLPQuote),
+	KindLPQuoteCancel:    applyAs(applyLPQuoteCancel),
+	KindLPClaimFees:      applyAs(applyClaimFees),
+	KindSwapIntent:       applyAs(applySwapIntent),
+	KindIntentCancel:     applyAs(applyIntentCancel),
 }
 
 // action applies a prepared transaction's effects inside the execute transaction and returns

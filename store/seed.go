@@ -25,6 +25,9 @@ type DemoSummary struct {
 	NFTs        int      `json:"nfts"`
 	Listings    int      `json:"listings"`
 	Sales       int      `json:"sales"`
+	Pools       []string `json:"pools"`
+	LPQuotes    int      `json:"lpQuotes"`
+	Swaps       int      `json:"swaps"`
 }
 
 // demoCollection is one collection of the demo market and how its traits are drawn.
@@ -115,6 +118,19 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 			return nil, fmt.Errorf("seed %s: %w", dc.slug, err)
 		}
 		sum.Collections = append(sum.Collections, dc.slug)
+	}
+	if err := s.SeedSwapDemo(ctx, rng, parties, sum); err != nil {
+		return nil, fmt.Errorf("seed swaps: %w", err)
+	}
+	// A bulk load leaves the planner without statistics (and PostgreSQL's visibility map
+	// empty) until autovacuum, where it runs, catches up: refresh them now.
+	tables := "nft_items, nft_traits, nft_activity, nfts, listings, collections, holdings"
+	stmt := "VACUUM (ANALYZE) " + tables
+	if s.dialect == SQLite {
+		stmt = "ANALYZE"
+	}
+	if _, err := s.wdb.ExecContext(ctx, stmt); err != nil {
+		return nil, fmt.Errorf("refresh the planner's statistics after the seed: %w", err)
 	}
 	return sum, nil
 }

@@ -136,29 +136,40 @@ func (s *Store) RotateIfDue(ctx context.Context, a *Auth) (*IssuedToken, error) 
 
 // Logout revokes the session of a: every token of it is refused from the moment this returns.
 func (s *Store) Logout(ctx context.Context, a *Auth) error {
+	return s.revokeSession(ctx, a.SessionID, a.PartyID, nil)
+}
+
+// revokeSession revokes session sid of partyID, running also (when not nil) in the same
+// transaction, and leaves the revocation in this instance's cache.
+func (s *Store) revokeSession(ctx context.Context, sid, partyID string, also func(tx *Tx) error) error {
 	s.sessions.beginWrite()
 	err := s.inTx(ctx, func(tx *Tx) error {
 		_, err := tx.NewUpdate().Model((*Session)(nil)).
 			Set("revoked_at = ?", At(tx.now)).
-			Where("sid = ?", a.SessionID).Where("revoked_at IS NULL").
+			Where("sid = ?", sid).Where("revoked_at IS NULL").
 			Exec(ctx)
 		if err != nil {
 			return err
 		}
-		return tx.notifySessionChanged(ctx, a.SessionID)
+		if also != nil {
+			if err := also(tx); err != nil {
+				return err
+			}
+		}
+		return tx.notifySessionChanged(ctx, sid)
 	})
 	if err != nil {
-		s.sessions.endWrite(a.SessionID, nil)
+		s.sessions.endWrite(sid, nil)
 		return err
 	}
-	st, err := s.loadSession(ctx, a.SessionID)
+	st, err := s.loadSession(ctx, sid)
 	if err == nil && st == nil {
-		st = &sessionState{partyID: a.PartyID, revoked: true}
+		st = &sessionState{partyID: partyID, revoked: true}
 	}
 	if st != nil {
 		st.revoked = true
 	}
-	s.sessions.endWrite(a.SessionID, st)
+	s.sessions.endWrite(sid, st)
 	return err
 }
 

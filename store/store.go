@@ -92,6 +92,9 @@ type Store struct {
 
 	sessions *sessionCache
 	tokens   *tokenCache
+
+	collectionPages collectionPages
+	collectionIDs   sync.Map // id or slug -> collectionIdentity
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -253,17 +256,32 @@ type Tx struct {
 	s        *Store
 	now      time.Time
 	deferred []byte // writes sent in one round trip before the commit (PostgreSQL)
+	after    []func()
 }
+
+// afterCommit runs fn once the transaction has committed (not if it rolls back).
+func (tx *Tx) afterCommit(fn func()) { tx.after = append(tx.after, fn) }
 
 // inTx runs fn in one write transaction and commits once; any error rolls everything back.
 func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
-	return s.wdb.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
+	var after []func()
+	err := s.wdb.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now()}
 		if err := fn(tx); err != nil {
 			return err
 		}
+		after = tx.after
 		return tx.flush(ctx)
 	})
+	// Whatever committed (or may have, when the commit's answer was lost) may have moved a
+	// collection's statistics.
+	s.collectionPages.invalidate()
+	if err == nil {
+		for _, f := range after {
+			f()
+		}
+	}
+	return err
 }
 
 // writeQuery is a bun write that can render itself as SQL.

@@ -15,8 +15,10 @@ import (
 	"syscall"
 	"time"
 
+	"marketd/graph"
 	"marketd/rest"
 	"marketd/store"
+	"marketd/web"
 )
 
 const usage = `marketd: the marketplace service
@@ -28,7 +30,11 @@ usage:
           [--royalty-bps N] [--items FILE] [--description D] [--image URL]
   marketd collection add-phase --collection ID|SLUG --name N --price DEC --start UNIX --end UNIX
           --per-party-limit N [--supply N] [--allow PARTY,...]
+  marketd oracle set --base CC --quote USDCx --price DEC   set the oracle's price (quote per base)
+  marketd pool create --base CC --quote USDCx --fee-bps N  create a swap pool
   marketd seed --demo [--nfts N]          fill an empty store with a demo market
+  marketd admin create-user --role viewer|operator NAME   an admin console user; password on stdin
+  marketd admin list | disable NAME | reset NAME          manage admin console users
 
 Run "marketd serve -h" for the flags; each is also a MARKETD_ environment variable.
 `
@@ -48,6 +54,12 @@ func main() {
 		err = collectionCmd(args)
 	case "seed":
 		err = seedCmd(args)
+	case "oracle":
+		err = oracleCmd(args)
+	case "pool":
+		err = poolCmd(args)
+	case "admin":
+		err = adminCmd(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return
@@ -108,12 +120,17 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	// GraphQL and the admin console (web/) next to the API: GraphQL on the API's tokens and read
+	// budget, the console on the API's rate limiter.
+	root := frontDoors(api,
+		graph.NewHandler(s, graph.Options{Logger: log, Authenticate: api.Authenticate, CountRead: api.CountRead}),
+		web.New(s, web.Config{Limits: api.Limiter(), Dev: c.dev, Logger: log}))
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           root,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -123,6 +140,7 @@ func serve(args []string) error {
 	}
 	go prune(ctx, s, log)
 	go expire(ctx, s, log)
+	go swapLoop(ctx, s, log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "public_url", c.store.PublicURL, "dev", c.dev)
@@ -154,6 +172,9 @@ func prune(ctx context.Context, s *store.Store, log *slog.Logger) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if _, err := s.PruneAdminSessions(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("pruning admin sessions failed", "error", err.Error())
+			}
 			if n, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
 				log.Warn("prune failed", "error", err.Error())
 			} else if n != (store.Pruned{}) {
@@ -230,4 +251,18 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// frontDoors routes /graphql (and its GraphiQL assets) to the GraphQL handler, /admin/ to the
+// console (when there is one) and every other path to the REST API, which also answers
+// unknown paths.
+func frontDoors(api, gql, console http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/graphql", gql)
+	mux.Handle("/graphql/", gql)
+	if console != nil {
+		mux.Handle("/admin/", console)
+	}
+	mux.Handle("/", api)
+	return mux
 }

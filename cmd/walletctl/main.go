@@ -130,8 +130,10 @@ func run(args []string, out, log io.Writer) error {
 		return w.exec(args[0], args[1])
 	case "balance", "utxos", "tap", "send", "preapprove", "renew", "rewards":
 		return w.shortcut(cmd, args)
+	case "pools", "quote", "lp", "swap":
+		return w.swapShortcut(cmd, args)
 	case "help", "-h", "--help":
-		fmt.Fprint(out, usage)
+		fmt.Fprint(out, usage+"\n"+swapUsage)
 		return nil
 	}
 	return fmt.Errorf("unknown command %q; run walletctl help", cmd)

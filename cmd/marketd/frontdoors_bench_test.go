@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"marketd/graph"
+	"marketd/rest"
+	"marketd/store"
+	"marketd/store/storetest"
+)
+
+// BenchmarkFrontDoors compares, in one run on the 100,000-NFT demo market, 32 concurrent
+// clients reading the top collections through GraphQL, the equivalent REST call, and a bare
+// net/http handler answering a fixed body: requests per second and p99 latency. It runs on
+// PostgreSQL (TEST_DATABASE_URL), where seeding takes about half a minute.
+func BenchmarkFrontDoors(b *testing.B) {
+	var be *storetest.Backend
+	for _, x := range storetest.Backends() {
+		if x.Dialect == store.Postgres {
+			be = &x
+		}
+	}
+	if be == nil {
+		b.Skip("set TEST_DATABASE_URL: this benchmark runs on PostgreSQL")
+	}
+	cfg := storetest.Config(nil)
+	cfg.MaxConns = 32
+	s := be.Open(b, cfg)
+	if _, err := s.SeedDemo(context.Background(), store.DemoOptions{NFTs: 100_000, Seed: 1}); err != nil {
+		b.Fatal(err)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	api, err := rest.New(s, rest.Config{PublicURL: "http://127.0.0.1", Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := httptest.NewServer(frontDoors(api, graph.NewHandler(s, graph.Options{Logger: quiet}), nil))
+	defer hs.Close()
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"data":{"collections":{"edges":[]}}}` + "\n"))
+	}))
+	defer bare.Close()
+
+	query := []byte(`{"query":"{ collections(first: 20) { edges { node { id slug name floorPrice volume } } } }"}`)
+	b.Run("graphql-collections", func(b *testing.B) { benchRequests(b, "POST", hs.URL+"/graphql", query) })
+	b.Run("rest-collections", func(b *testing.B) { benchRequests(b, "GET", hs.URL+"/api/nft/collections?limit=20", nil) })
+	b.Run("bare", func(b *testing.B) { benchRequests(b, "POST", bare.URL, query) })
+}
+
+// benchRequests sends the request from 32 clients and reports requests/s and the p99.
+func benchRequests(b *testing.B, method, url string, body []byte) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64}}
+	var mu sync.Mutex
+	var lat []time.Duration
+	b.SetParallelism(16) // 16 x GOMAXPROCS(2) = 32 clients
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var mine []time.Duration
+		for pb.Next() {
+			start := time.Now()
+			req, _ := http.NewRequest(method, url, bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			res, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				b.Errorf("%s %s: %d", method, url, res.StatusCode)
+				return
+			}
+			mine = append(mine, time.Since(start))
+		}
+		mu.Lock()
+		lat = append(lat, mine...)
+		mu.Unlock()
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	}
+}

@@ -1,0 +1,200 @@
+package graph
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"marketd/store"
+)
+
+// Options is the GraphQL endpoint's part of the service configuration.
+type Options struct {
+	MaxDepth      int // deepest selection a query may make (introspection aside); 0 picks 12
+	MaxComplexity int // the most a query may cost, counting each list as its page size; 0 picks 20,000
+	Logger        *slog.Logger
+
+	// Authenticate reads a request's token as REST does; nil means no query may act as a party.
+	Authenticate func(*http.Request) (*store.Auth, error)
+	// CountRead counts a query against its origin's read budget, shared with REST; it writes
+	// the RateLimit headers and returns rate_limited over the limit. Nil means unlimited.
+	CountRead func(http.ResponseWriter, *http.Request) error
+}
+
+//go:embed graphiql
+var graphiqlFiles embed.FS
+
+// NewHandler serves POST /graphql (and GET with a query, for persisted queries), the GraphiQL
+// page at GET /graphql, and its assets under /graphql/assets/.
+func NewHandler(s *store.Store, cfg Options) http.Handler {
+	if cfg.MaxDepth == 0 {
+		cfg.MaxDepth = 12
+	}
+	if cfg.MaxComplexity == 0 {
+		cfg.MaxComplexity = 20_000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	es := NewExecutableSchema(config(s))
+	gql := handler.New(es)
+	gql.AddTransport(transport.Websocket{KeepAlivePingInterval: 15 * time.Second})
+	gql.AddTransport(transport.GET{})
+	gql.AddTransport(transport.POST{})
+	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
+	gql.Use(extension.Introspection{})
+	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
+	// Both limits are checked on the parsed query, before any resolver runs.
+	gql.Use(depthLimit(cfg.MaxDepth))
+	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
+	gql.SetErrorPresenter(presentError(cfg.Logger))
+	gql.SetRecoverFunc(func(ctx context.Context, v any) error {
+		cfg.Logger.ErrorContext(ctx, "graphql resolver panicked", "panic", v)
+		return store.Errorf(store.CodeInternal, "internal error")
+	})
+
+	assets, _ := fs.Sub(graphiqlFiles, "graphiql")
+	page, _ := fs.ReadFile(assets, "index.html")
+	mux := http.NewServeMux()
+	mux.Handle("/graphql/assets/", http.StripPrefix("/graphql/assets/", http.FileServerFS(assets)))
+	serve := withCaller(cfg.Authenticate, withLoaders(s, gql))
+	mux.HandleFunc("/graphql", func(w http.ResponseWriter, r *http.Request) {
+		upgrade := strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+		if r.Method == http.MethodGet && r.URL.RawQuery == "" && !upgrade {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write(page)
+			return
+		}
+		// A query is a read: it counts against the same budget as REST's GETs.
+		if cfg.CountRead != nil {
+			if err := cfg.CountRead(w, r); err != nil {
+				writeRequestError(w, http.StatusTooManyRequests, err)
+				return
+			}
+		}
+		if upgrade {
+			// A subscription outlives the server's per-request timeouts.
+			rc := http.NewResponseController(w)
+			rc.SetReadDeadline(time.Time{})
+			rc.SetWriteDeadline(time.Time{})
+		}
+		serve.ServeHTTP(w, r)
+	})
+	return mux
+}
+
+// config wires the resolvers and the cost of each list for the complexity limit.
+func config(s *store.Store) Config {
+	c := Config{Resolvers: &Resolver{store: s, followEvery: followEvery}}
+	c.Complexity.Query.Collections = func(child int, _ *CollectionSort, first *int, _ *string) int { return listCost(child, first) }
+	c.Complexity.Collection.Nfts = func(child int, _ *NFTFilter, _ *NFTSort, first *int, _ *string) int { return listCost(child, first) }
+	c.Complexity.NFT.History = func(child int, first *int, _ *string) int { return listCost(child, first) }
+	return c
+}
+
+// listCost is a connection's cost: its page size times what each item costs.
+func listCost(child int, first *int) int {
+	n := store.DefaultPageSize
+	if first != nil && *first > 0 {
+		n = *first
+	}
+	return 1 + n*child
+}
+
+// presentError gives every error an extensions.code from CONTRACT.md section 6: the store's
+// code, invalid_request for a query that does not parse, validate or fit the limits, and
+// internal (with a generic message, the cause logged) for anything else.
+func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
+	return func(ctx context.Context, err error) *gqlerror.Error {
+		gerr := graphql.DefaultErrorPresenter(ctx, err)
+		var se *store.Error
+		switch {
+		case errors.As(err, &se):
+			gerr.Message = se.Message
+			if se.Code == store.CodeInternal && se.Err != nil {
+				log.ErrorContext(ctx, "graphql", "err", err)
+			}
+			setCode(gerr, string(se.Code))
+		case gerr.Extensions["code"] == "PERSISTED_QUERY_NOT_FOUND":
+			// Kept as is: persisted-query clients send the full query when they see it.
+		case gerr.Path == nil:
+			// Errors of the request itself: its body, parsing, validation, the limits.
+			setCode(gerr, string(store.CodeInvalidRequest))
+		default:
+			log.ErrorContext(ctx, "graphql", "err", err)
+			gerr.Message = "internal error"
+			setCode(gerr, string(store.CodeInternal))
+		}
+		return gerr
+	}
+}
+
+func setCode(e *gqlerror.Error, code string) {
+	if e.Extensions == nil {
+		e.Extensions = map[string]any{}
+	}
+	e.Extensions["code"] = code
+}
+
+// depthLimit refuses a query whose selections nest deeper than its value. Introspection
+// fields are not counted: GraphiQL's schema query nests type references deeply.
+type depthLimit int
+
+func (depthLimit) ExtensionName() string                   { return "DepthLimit" }
+func (depthLimit) Validate(graphql.ExecutableSchema) error { return nil }
+func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	if oc.Operation == nil {
+		return nil
+	}
+	if n := depthOf(oc.Operation.SelectionSet); n > int(d) {
+		err := gqlerror.Errorf("the query nests %d levels deep; the limit is %d", n, int(d))
+		setCode(err, string(store.CodeInvalidRequest))
+		return err
+	}
+	return nil
+}
+
+func depthOf(set ast.SelectionSet) int {
+	deepest := 0
+	for _, sel := range set {
+		n := 0
+		switch sel := sel.(type) {
+		case *ast.Field:
+			if strings.HasPrefix(sel.Name, "__") {
+				continue
+			}
+			n = 1 + depthOf(sel.SelectionSet)
+		case *ast.InlineFragment:
+			n = depthOf(sel.SelectionSet)
+		case *ast.FragmentSpread:
+			if sel.Definition != nil {
+				n = depthOf(sel.Definition.SelectionSet)
+			}
+		}
+		deepest = max(deepest, n)
+	}
+	return deepest
+}
+
+// writeRequestError answers a request refused before it ran, in GraphQL's response shape.
+func writeRequestError(w http.ResponseWriter, status int, err error) {
+	gerr := gqlerror.Errorf("%s", store.ErrorMessage(err))
+	setCode(gerr, string(store.ErrorCode(err)))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(map[string]any{"errors": gqlerror.List{gerr}})
+}

@@ -1,0 +1,141 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/graph-gophers/dataloader/v7"
+
+	"marketd/store"
+)
+
+// loaders batch a request's associations: the resolvers of one list's items run concurrently
+// and each asks its loader, which makes one store call for all of them.
+type loaders struct {
+	collection *dataloader.Loader[string, *store.Collection]
+	history    *dataloader.Loader[historyKey, store.Page[store.NFTEvent]]
+}
+
+// historyKey asks for the first page of one NFT's history.
+type historyKey struct {
+	ref   store.NFTRef
+	limit int
+}
+
+// batchWait is how long a loader gathers keys before it calls the store: long enough for the
+// resolvers of one page, which run at once, short next to a query.
+const batchWait = 2 * time.Millisecond
+
+func newLoaders(s *store.Store) *loaders {
+	return &loaders{
+		collection: dataloader.NewBatchedLoader(func(ctx context.Context, ids []string) []*dataloader.Result[*store.Collection] {
+			found, err := s.CollectionsByID(ctx, ids)
+			out := make([]*dataloader.Result[*store.Collection], len(ids))
+			for i, id := range ids {
+				switch c := found[id]; {
+				case err != nil:
+					out[i] = &dataloader.Result[*store.Collection]{Error: err}
+				case c == nil:
+					out[i] = &dataloader.Result[*store.Collection]{Error: store.Errorf(store.CodeNotFound, "no collection %q", id)}
+				default:
+					out[i] = &dataloader.Result[*store.Collection]{Data: c}
+				}
+			}
+			return out
+		}, dataloader.WithWait[string, *store.Collection](batchWait)),
+		history: dataloader.NewBatchedLoader(func(ctx context.Context, keys []historyKey) []*dataloader.Result[store.Page[store.NFTEvent]] {
+			// Keys with the same page size share one query.
+			bySize := map[int][]store.NFTRef{}
+			for _, k := range keys {
+				bySize[k.limit] = append(bySize[k.limit], k.ref)
+			}
+			pages := map[historyKey]store.Page[store.NFTEvent]{}
+			errs := map[int]error{}
+			for limit, refs := range bySize {
+				got, err := s.NFTHistories(ctx, refs, store.PageRequest{Limit: limit, ItemCursors: true})
+				errs[limit] = err
+				for ref, p := range got {
+					pages[historyKey{ref: ref, limit: limit}] = p
+				}
+			}
+			out := make([]*dataloader.Result[store.Page[store.NFTEvent]], len(keys))
+			for i, k := range keys {
+				out[i] = &dataloader.Result[store.Page[store.NFTEvent]]{Data: pages[k], Error: errs[k.limit]}
+			}
+			return out
+		}, dataloader.WithWait[historyKey, store.Page[store.NFTEvent]](batchWait)),
+	}
+}
+
+type loadersKey struct{}
+
+// withLoaders gives each request its own loaders (their caches live as long as the request).
+func withLoaders(s *store.Store, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), loadersKey{}, newLoaders(s))))
+	})
+}
+
+func loadersOf(ctx context.Context) *loaders { return ctx.Value(loadersKey{}).(*loaders) }
+
+// primeHistories loads the first history page of every NFT of a page in one query, when the
+// query asks for edges { node { history } } without a cursor, and leaves them in the loader
+// for the NFTs' history resolvers: a page costs the same however many NFTs it holds, and
+// however the resolvers happen to be scheduled.
+func primeHistories(ctx context.Context, s *store.Store, nfts []store.NFTView) error {
+	oc := graphql.GetOperationContext(ctx)
+	for _, edges := range graphql.CollectFieldsCtx(ctx, nil) {
+		if edges.Name != "edges" {
+			continue
+		}
+		for _, node := range graphql.CollectFields(oc, edges.Selections, nil) {
+			if node.Name != "node" {
+				continue
+			}
+			for _, h := range graphql.CollectFields(oc, node.Selections, nil) {
+				if h.Name != "history" {
+					continue
+				}
+				args := h.ArgumentMap(oc.Variables)
+				limit, ok := intArg(args["first"], store.DefaultPageSize)
+				if args["after"] != nil || !ok || limit < 1 || limit > store.MaxPageSize {
+					continue // the resolver reads (or refuses) it alone
+				}
+				refs := make([]store.NFTRef, len(nfts))
+				for i := range nfts {
+					refs[i] = nfts[i].Ref()
+				}
+				pages, err := s.NFTHistories(ctx, refs, store.PageRequest{Limit: limit, ItemCursors: true})
+				if err != nil {
+					return err
+				}
+				l := loadersOf(ctx).history
+				for ref, p := range pages {
+					l.Prime(ctx, historyKey{ref: ref, limit: limit}, p)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// intArg reads an Int argument as the query or its variables carry it.
+func intArg(v any, def int) (int, bool) {
+	switch n := v.(type) {
+	case nil:
+		return def, true
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	case float64:
+		return int(n), n == float64(int(n))
+	case json.Number:
+		i, err := n.Int64()
+		return int(i), err == nil
+	}
+	return 0, false
+}

@@ -1,0 +1,258 @@
+package graph
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"marketd/store"
+	"marketd/store/storetest"
+)
+
+// minter is a party with a key that mints from a collection through the store.
+type minter struct {
+	t    testing.TB
+	s    *store.Store
+	id   string
+	priv ed25519.PrivateKey
+}
+
+func newMinter(t testing.TB, s *store.Store, hint string) *minter {
+	t.Helper()
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	prep, err := s.PrepareOnboarding(context.Background(), pub, hint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &minter{t: t, s: s, id: prep.PartyID, priv: priv}
+	m.execute(store.KindOnboard, prep)
+	for _, inst := range store.Instruments {
+		tap, err := s.PrepareTap(context.Background(), m.id, inst, store.MustAmount("5000"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.execute(store.KindTap, tap)
+	}
+	return m
+}
+
+func (m *minter) execute(kind string, prep *store.Prepared) {
+	m.t.Helper()
+	if _, err := m.s.Execute(context.Background(), store.Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(m.priv, prep.Hash), Caller: m.id}); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// mint mints n NFTs of the collection, one transaction each.
+func (m *minter) mint(collectionID string, n int) {
+	m.t.Helper()
+	for range n {
+		prep, err := m.s.PrepareMint(context.Background(), m.id, collectionID, 1)
+		if err != nil {
+			m.t.Fatal(err)
+		}
+		m.execute(store.KindNFTMint, prep)
+	}
+}
+
+// wsClient speaks graphql-transport-ws to one server.
+type wsClient struct {
+	t    *testing.T
+	conn *websocket.Conn
+}
+
+func dialGraphQL(t *testing.T, url string) *wsClient {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &wsClient{t: t, conn: conn}
+	c.send(map[string]any{"type": "connection_init"})
+	if m := c.read(5 * time.Second); m["type"] != "connection_ack" {
+		t.Fatalf("init: %v", m)
+	}
+	return c
+}
+
+func (c *wsClient) send(v any) {
+	c.t.Helper()
+	b, _ := json.Marshal(v)
+	if err := c.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// read returns the next message other than a ping, or nil when none comes within d.
+func (c *wsClient) read(d time.Duration) map[string]any {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for {
+		_, b, err := c.conn.Read(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			c.t.Fatal(err)
+		}
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		if m["type"] == "ping" {
+			c.send(map[string]any{"type": "pong"})
+			continue
+		}
+		return m
+	}
+}
+
+func (c *wsClient) subscribe(id, query string, vars map[string]any) {
+	c.send(map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{"query": query, "variables": vars}})
+}
+
+// next waits for the subscription's next event and returns its data.
+func (c *wsClient) next(d time.Duration) map[string]any {
+	c.t.Helper()
+	m := c.read(d)
+	if m == nil {
+		return nil
+	}
+	if m["type"] != "next" {
+		c.t.Fatalf("expected an event, got %v", m)
+	}
+	payload := m["payload"].(map[string]any)
+	if errs := payload["errors"]; errs != nil {
+		c.t.Fatalf("event with errors: %v", errs)
+	}
+	return payload["data"].(map[string]any)
+}
+
+const activityQuery = `subscription($c: ID!, $after: String) {
+  collectionActivity(collectionId: $c, after: $after) { position serial kind to updateId }
+}`
+
+func TestSubscription_CollectionActivityInOrderAndResumesFromItsPosition(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		// Two instances of the service on one database: commits go through the first, the
+		// subscriber listens to the second.
+		dsn := b.DSN(t)
+		open := func() *store.Store {
+			cfg := storetest.Config(storetest.NewClock(storetest.Epoch))
+			cfg.DB = dsn
+			s, err := store.Open(context.Background(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			if _, err := s.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		writer, reader := open(), open()
+		if _, err := writer.SeedDemo(context.Background(), store.DemoOptions{NFTs: 40, Seed: 2}); err != nil {
+			t.Fatal(err)
+		}
+		col, err := writer.CollectionBySlug(context.Background(), "ledger-apes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(NewHandler(reader, Options{Logger: slog.New(slog.DiscardHandler)}))
+		t.Cleanup(hs.Close)
+		m := newMinter(t, writer, "minter")
+
+		c := dialGraphQL(t, hs.URL)
+		c.subscribe("1", activityQuery, map[string]any{"c": col.ID})
+		time.Sleep(300 * time.Millisecond) // the subscription starts at the end of the log
+		m.mint(col.ID, 3)
+		var last string
+		var serials []float64
+		for i := range 3 {
+			ev := c.next(10 * time.Second)
+			if ev == nil {
+				t.Fatalf("event %d did not arrive", i)
+			}
+			a := ev["collectionActivity"].(map[string]any)
+			if a["kind"] != store.EventMinted || a["to"] != m.id {
+				t.Fatalf("event %d: %v", i, a)
+			}
+			if pos := a["position"].(string); last != "" && !positionBefore(t, last, pos) {
+				t.Fatalf("positions out of order: %s after %s", pos, last)
+			}
+			last = a["position"].(string)
+			serials = append(serials, a["serial"].(float64))
+		}
+		if ev := c.next(600 * time.Millisecond); ev != nil {
+			t.Fatalf("an event nobody committed: %v", ev)
+		}
+		c.conn.Close(websocket.StatusNormalClosure, "")
+
+		// While nobody listens, two more commit; resuming from the last position gets
+		// exactly those, once each.
+		m.mint(col.ID, 2)
+		c2 := dialGraphQL(t, hs.URL)
+		c2.subscribe("1", activityQuery, map[string]any{"c": col.ID, "after": last})
+		for i := range 2 {
+			ev := c2.next(10 * time.Second)
+			if ev == nil {
+				t.Fatalf("missed event %d was not delivered", i)
+			}
+			a := ev["collectionActivity"].(map[string]any)
+			for _, s := range serials {
+				if a["serial"] == s {
+					t.Fatalf("event for serial %v delivered twice", s)
+				}
+			}
+			serials = append(serials, a["serial"].(float64))
+		}
+		if ev := c2.next(600 * time.Millisecond); ev != nil {
+			t.Fatalf("more than the missed events: %v", ev)
+		}
+		c2.conn.Close(websocket.StatusNormalClosure, "")
+
+		// Bad positions and unknown collections are refused.
+		c3 := dialGraphQL(t, hs.URL)
+		c3.subscribe("1", activityQuery, map[string]any{"c": col.ID, "after": "nope"})
+		if msg := c3.read(5 * time.Second); msg["type"] != "error" && msg["type"] != "next" {
+			t.Fatalf("bad position: %v", msg)
+		} else if !strings.Contains(mustJSON(msg), "invalid_cursor") {
+			t.Fatalf("bad position: %v", msg)
+		}
+		c3.subscribe("2", activityQuery, map[string]any{"c": "col_nope"})
+		msg := c3.read(5 * time.Second)
+		for msg != nil && msg["id"] == "1" { // the first subscription's completion
+			msg = c3.read(5 * time.Second)
+		}
+		if !strings.Contains(mustJSON(msg), "not_found") {
+			t.Fatalf("unknown collection: %v", msg)
+		}
+	})
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// positionBefore tells whether position a comes before b in the log.
+func positionBefore(t *testing.T, a, b string) bool {
+	var ao, as, bo, bs int64
+	if _, err := fmt.Sscanf(a, "%d.%d", &ao, &as); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Sscanf(b, "%d.%d", &bo, &bs); err != nil {
+		t.Fatal(err)
+	}
+	return ao < bo || ao == bo && as < bs
+}

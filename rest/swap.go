@@ -1,0 +1,356 @@
+package rest
+
+import (
+	"net/http"
+
+	"marketd/store"
+)
+
+// Kinds of prepared transaction the swap execute endpoints accept.
+var (
+	kindLPQuote       = []string{store.KindLPQuote}
+	kindLPQuoteCancel = []string{store.KindLPQuoteCancel}
+	kindLPClaimFees   = []string{store.KindLPClaimFees}
+	kindSwapIntent    = []string{store.KindSwapIntent}
+	kindIntentCancel  = []string{store.KindIntentCancel}
+)
+
+// swapRoutes are the swap and LP quote endpoints (SEED-SPEC.md 4.3 and 4.4, CONTRACT.md
+// section 11).
+func (srv *Server) swapRoutes() []route {
+	return []route{
+		{method: "GET", path: "/api/swap/quote", handle: srv.swapQuote},
+		{method: "GET", path: "/api/swap/pools", handle: srv.swapPools},
+		{method: "GET", path: "/api/swap/pool/{poolId}", handle: srv.swapPool},
+		{method: "GET", path: "/api/swap/pool/{poolId}/aggregates", handle: srv.swapAggregates},
+		{method: "GET", path: "/api/swap/pool/{poolId}/outcomes", handle: srv.swapOutcomes},
+		{method: "GET", path: "/api/swap/pool/{poolId}/history", handle: srv.swapPoolHistory},
+		{method: "GET", path: "/api/swap/history", access: token, handle: srv.swapTakerHistory},
+
+		{method: "POST", path: "/api/swap/prepare", access: token, prepare: true, handle: srv.swapPrepare},
+		{method: "POST", path: "/api/swap/intent/submit", access: token, handle: srv.execute(kindSwapIntent)},
+		{method: "POST", path: "/api/swap/intent/cancel/prepare", access: token, prepare: true, handle: srv.intentCancelPrepare},
+		{method: "POST", path: "/api/swap/intent/cancel/execute", access: token, handle: srv.execute(kindIntentCancel)},
+		{method: "GET", path: "/api/swap/intent/status", access: token, handle: srv.intentStatus},
+		{method: "GET", path: "/api/swap/intent/active", access: token, handle: srv.intentsActive},
+
+		{method: "POST", path: "/api/swap/lp-quote/prepare", access: token, prepare: true, handle: srv.lpQuotePrepare},
+		{method: "POST", path: "/api/swap/lp-quote/execute", access: token, handle: srv.execute(kindLPQuote)},
+		{method: "POST", path: "/api/swap/lp-quote/cancel/prepare", access: token, prepare: true, handle: srv.lpQuoteCancelPrepare},
+		{method: "POST", path: "/api/swap/lp-quote/cancel/execute", access: token, handle: srv.execute(kindLPQuoteCancel)},
+		{method: "GET", path: "/api/swap/lp-quote/active", access: token, handle: srv.lpQuotesActive},
+		{method: "POST", path: "/api/swap/lp-quote/claim-fees/prepare", access: token, prepare: true, handle: srv.claimFeesPrepare},
+		{method: "POST", path: "/api/swap/lp-quote/claim-fees/execute", access: token, handle: srv.execute(kindLPClaimFees)},
+	}
+}
+
+// ---- views (CONTRACT.md section 11)
+
+type poolView struct {
+	PoolID      string           `json:"poolId"`
+	Base        store.Instrument `json:"base"`
+	Quote       store.Instrument `json:"quote"`
+	FeeBps      int              `json:"feeBps"`
+	OraclePrice store.Amount     `json:"oraclePrice"`
+	PriceAt     int64            `json:"priceAt"`
+}
+
+func (srv *Server) viewPool(r *http.Request, p *store.Pool) (poolView, error) {
+	op, err := srv.store.Oracle().Price(r.Context(), p.Base, p.Quote)
+	if err != nil {
+		return poolView{}, err
+	}
+	return poolView{PoolID: p.PoolID, Base: p.Base, Quote: p.Quote, FeeBps: p.FeeBps, OraclePrice: op.Price, PriceAt: op.At.Unix()}, nil
+}
+
+type lpQuoteView struct {
+	CID         string       `json:"cid"`
+	PoolID      string       `json:"poolId"`
+	LP          string       `json:"lp"`
+	Side        string       `json:"side"`
+	Price       store.Amount `json:"price"`
+	Size        store.Amount `json:"size"`
+	Remaining   store.Amount `json:"remaining"`
+	FeesAccrued store.Amount `json:"feesAccrued"`
+	ExpiresAt   int64        `json:"expiresAt"`
+}
+
+func viewLPQuote(q store.LPQuote) lpQuoteView {
+	return lpQuoteView{CID: q.QuoteID, PoolID: q.PoolID, LP: q.LP, Side: q.Side, Price: q.Price, Size: q.Size,
+		Remaining: q.Remaining, FeesAccrued: q.FeesAccrued, ExpiresAt: q.ExpiresAt.Unix()}
+}
+
+type intentView struct {
+	IntentCID  string           `json:"intentCid"`
+	Status     string           `json:"status"`
+	Taker      string           `json:"taker"`
+	PoolID     string           `json:"poolId"`
+	Sell       store.Instrument `json:"sell"`
+	Amount     store.Amount     `json:"amount"`
+	MinReceive store.Amount     `json:"minReceive"`
+	Deadline   int64            `json:"deadline"`
+	Received   *store.Amount    `json:"received"`
+	Fills      []store.Fill     `json:"fills"`
+}
+
+func viewIntent(v store.IntentView) intentView {
+	out := intentView{IntentCID: v.IntentCID, Status: v.Status, Taker: v.Taker, PoolID: v.PoolID, Sell: v.Sell, Amount: v.Amount,
+		MinReceive: v.MinReceive, Deadline: v.Deadline.Unix(), Received: v.Received, Fills: v.Fills}
+	if out.Fills == nil {
+		out.Fills = []store.Fill{}
+	}
+	return out
+}
+
+type instrumentAmount struct {
+	Instrument store.Instrument `json:"instrument"`
+	Amount     store.Amount     `json:"amount"`
+}
+
+type outcomeView struct {
+	IntentCID string           `json:"intentCid"`
+	UpdateID  string           `json:"updateId"`
+	Taker     string           `json:"taker"`
+	PoolID    string           `json:"poolId"`
+	Sold      instrumentAmount `json:"sold"`
+	Received  instrumentAmount `json:"received"`
+	Fee       store.Amount     `json:"fee"`
+	At        int64            `json:"at"`
+}
+
+func viewOutcome(v store.IntentView) outcomeView {
+	o := outcomeView{IntentCID: v.IntentCID, Taker: v.Taker, PoolID: v.PoolID, Sold: instrumentAmount{v.Sell, v.Amount},
+		Received: instrumentAmount{Instrument: v.Receive, Amount: store.Zero}, Fee: store.Zero}
+	if v.ClosedUpdate != nil {
+		o.UpdateID = *v.ClosedUpdate
+	}
+	if v.ClosedAt != nil {
+		o.At = v.ClosedAt.Unix()
+	}
+	if v.Received != nil {
+		o.Received.Amount = *v.Received
+	}
+	if v.Fee != nil {
+		o.Fee = *v.Fee
+	}
+	return o
+}
+
+// ---- reads
+
+func (srv *Server) swapQuote(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if err := required("sell", q.Get("sell"), "amount", q.Get("amount")); err != nil {
+		return err
+	}
+	sq, err := srv.store.Quote(r.Context(), q.Get("sell"), q.Get("amount"), q.Get("poolId"))
+	if err != nil {
+		return err
+	}
+	fills := make([]store.Fill, len(sq.Fills))
+	copy(fills, sq.Fills)
+	writeJSON(w, http.StatusOK, map[string]any{
+		"poolId": sq.Pool.PoolID, "sell": sq.Sell, "amount": sq.Amount, "oraclePrice": sq.Oracle.Price, "priceAt": sq.Oracle.At.Unix(),
+		"oracleEstimate": sq.OracleEstimate, "estimatedReceive": sq.EstimatedReceive, "fills": fills,
+	})
+	return nil
+}
+
+func (srv *Server) swapPools(w http.ResponseWriter, r *http.Request) error {
+	ps, err := srv.store.Pools(r.Context())
+	if err != nil {
+		return err
+	}
+	out := listResponse[poolView]{Items: make([]poolView, 0, len(ps))}
+	for i := range ps {
+		v, err := srv.viewPool(r, &ps[i])
+		if err != nil {
+			return err
+		}
+		out.Items = append(out.Items, v)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (srv *Server) swapPool(w http.ResponseWriter, r *http.Request) error {
+	p, err := srv.store.PoolByID(r.Context(), r.PathValue("poolId"))
+	if err != nil {
+		return err
+	}
+	v, err := srv.viewPool(r, p)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
+}
+
+func (srv *Server) swapAggregates(w http.ResponseWriter, r *http.Request) error {
+	a, err := srv.store.Aggregates(r.Context(), r.PathValue("poolId"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"poolId": a.Pool.PoolID, "tvl": a.TVL, "lpCount": a.LPCount, "accruedFees": a.AccruedFees,
+		"depthWeightedSpreadBps": a.DepthWeightedSpreadBps,
+	})
+	return nil
+}
+
+// swapOutcomes answers one page of the pool's latest swap receipts.
+func (srv *Server) swapOutcomes(w http.ResponseWriter, r *http.Request) error {
+	return srv.swapHistory(w, r, store.SwapHistoryFilter{PoolID: r.PathValue("poolId")})
+}
+
+func (srv *Server) swapPoolHistory(w http.ResponseWriter, r *http.Request) error {
+	return srv.swapHistory(w, r, store.SwapHistoryFilter{PoolID: r.PathValue("poolId")})
+}
+
+func (srv *Server) swapTakerHistory(w http.ResponseWriter, r *http.Request) error {
+	return srv.swapHistory(w, r, store.SwapHistoryFilter{Taker: partyQuery(r, "taker")})
+}
+
+func (srv *Server) swapHistory(w http.ResponseWriter, r *http.Request, f store.SwapHistoryFilter) error {
+	pr, err := pageRequest(r)
+	if err != nil {
+		return err
+	}
+	page, err := srv.store.SwapHistory(r.Context(), f, pr)
+	if err != nil {
+		return err
+	}
+	writeList(w, page, viewOutcome)
+	return nil
+}
+
+// partyQuery is the party a query parameter names, the token's when it is absent (the
+// access check has refused any other party already).
+func partyQuery(r *http.Request, name string) string {
+	if p := r.URL.Query().Get(name); p != "" {
+		return p
+	}
+	return authOf(r.Context()).PartyID
+}
+
+func (srv *Server) intentStatus(w http.ResponseWriter, r *http.Request) error {
+	cid := r.URL.Query().Get("intentCid")
+	if err := required("intentCid", cid); err != nil {
+		return err
+	}
+	v, err := srv.store.IntentStatus(r.Context(), authOf(r.Context()).PartyID, cid)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, viewIntent(*v))
+	return nil
+}
+
+func (srv *Server) intentsActive(w http.ResponseWriter, r *http.Request) error {
+	pr, err := pageRequest(r)
+	if err != nil {
+		return err
+	}
+	page, err := srv.store.ActiveIntents(r.Context(), partyQuery(r, "taker"), pr)
+	if err != nil {
+		return err
+	}
+	writeList(w, page, viewIntent)
+	return nil
+}
+
+func (srv *Server) lpQuotesActive(w http.ResponseWriter, r *http.Request) error {
+	pr, err := pageRequest(r)
+	if err != nil {
+		return err
+	}
+	page, err := srv.store.ActiveLPQuotes(r.Context(), partyQuery(r, "lp"), pr)
+	if err != nil {
+		return err
+	}
+	writeList(w, page, viewLPQuote)
+	return nil
+}
+
+// ---- writes
+
+func (srv *Server) lpQuotePrepare(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		PoolID    string `json:"poolId"`
+		Side      string `json:"side"`
+		Price     string `json:"price"`
+		Size      string `json:"size"`
+		ExpiresAt *int64 `json:"expiresAt"`
+	}
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	if err := required("poolId", req.PoolID, "side", req.Side, "price", req.Price, "size", req.Size); err != nil {
+		return err
+	}
+	if req.ExpiresAt == nil {
+		return store.Errorf(store.CodeInvalidRequest, "expiresAt is required")
+	}
+	t := store.LPQuoteTerms{PoolID: req.PoolID, Side: req.Side, Price: req.Price, Size: req.Size, ExpiresAt: *req.ExpiresAt}
+	return srv.prepared(w)(srv.store.PrepareLPQuote(r.Context(), authOf(r.Context()).PartyID, t))
+}
+
+func (srv *Server) lpQuoteCancelPrepare(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		CID string `json:"cid"`
+	}
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	if err := required("cid", req.CID); err != nil {
+		return err
+	}
+	return srv.prepared(w)(srv.store.PrepareLPQuoteCancel(r.Context(), authOf(r.Context()).PartyID, req.CID))
+}
+
+func (srv *Server) claimFeesPrepare(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		PoolID string `json:"poolId"`
+	}
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	if err := required("poolId", req.PoolID); err != nil {
+		return err
+	}
+	return srv.prepared(w)(srv.store.PrepareClaimFees(r.Context(), authOf(r.Context()).PartyID, req.PoolID))
+}
+
+func (srv *Server) swapPrepare(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		PoolID     string `json:"poolId"`
+		Sell       string `json:"sell"`
+		Amount     string `json:"amount"`
+		MinReceive string `json:"minReceive"`
+		Deadline   *int64 `json:"deadline"`
+	}
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	if err := required("poolId", req.PoolID, "sell", req.Sell, "amount", req.Amount, "minReceive", req.MinReceive); err != nil {
+		return err
+	}
+	if req.Deadline == nil {
+		return store.Errorf(store.CodeInvalidRequest, "deadline is required")
+	}
+	t := store.SwapTerms{PoolID: req.PoolID, Sell: req.Sell, Amount: req.Amount, MinReceive: req.MinReceive, Deadline: *req.Deadline}
+	return srv.prepared(w)(srv.store.PrepareSwap(r.Context(), authOf(r.Context()).PartyID, t))
+}
+
+func (srv *Server) intentCancelPrepare(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		IntentCID string `json:"intentCid"`
+	}
+	if err := decode(w, r, &req); err != nil {
+		return err
+	}
+	if err := required("intentCid", req.IntentCID); err != nil {
+		return err
+	}
+	return srv.prepared(w)(srv.store.PrepareIntentCancel(r.Context(), authOf(r.Context()).PartyID, req.IntentCID))
+}

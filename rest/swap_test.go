@@ -1,0 +1,182 @@
+package rest
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"marketd/store"
+	"marketd/store/storetest"
+)
+
+// swapMarket is an API with an oracle price, a pool of CC/USDCx with a 30 bps fee, and
+// signed-in users funded through the tap.
+type swapMarket struct {
+	*testAPI
+	pool string
+}
+
+func newSwapMarket(t *testing.T, b storetest.Backend, opts ...apiOption) *swapMarket {
+	t.Helper()
+	a := newTestAPI(t, b, opts...)
+	ctx := context.Background()
+	if _, err := a.store.SetOraclePrice(ctx, store.CC, store.USDCx, "2.5"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.store.CreatePool(ctx, store.CC, store.USDCx, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &swapMarket{testAPI: a, pool: p.PoolID}
+}
+
+func (m *swapMarket) user(hint, cc, usdcx string) *walletUser {
+	m.t.Helper()
+	u := m.walletUser(hint)
+	if cc != "" {
+		m.walletTap(u, store.CC, cc)
+	}
+	if usdcx != "" {
+		m.walletTap(u, store.USDCx, usdcx)
+	}
+	return u
+}
+
+func (m *swapMarket) later(d time.Duration) int64 { return m.clock.Now().Add(d).Unix() }
+
+// publish publishes an LP quote and returns its cid.
+func (m *swapMarket) publish(u *walletUser, side, price, size string) string {
+	m.t.Helper()
+	r := m.prepareExecute("/api/swap/lp-quote", map[string]any{"poolId": m.pool, "side": side, "price": price, "size": size, "expiresAt": m.later(time.Hour)}, u.testParty, bearer(u.tok))
+	return r["cid"].(string)
+}
+
+// submit prepares and submits an intent and returns the receipt.
+func (m *swapMarket) submit(u *walletUser, sell, amount, minReceive string) map[string]any {
+	m.t.Helper()
+	prep := m.do("POST", "/api/swap/prepare", map[string]any{"poolId": m.pool, "sell": sell, "amount": amount, "minReceive": minReceive, "deadline": m.later(time.Hour)}, bearer(u.tok)).ok(m.t)
+	hash := prep.str(m.t, "preparedTransactionHash")
+	raw, _ := base64.StdEncoding.DecodeString(hash)
+	return m.do("POST", "/api/swap/intent/submit", map[string]string{"preparedTransactionHash": hash, "signature": u.sign(raw)}, bearer(u.tok)).ok(m.t).obj(m.t)
+}
+
+func TestOpenAPI_RealSwapResponsesMatchTheDocument(t *testing.T) {
+	doc := openAPIKinDoc(t)
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		m := newSwapMarket(t, b, withRates(1000, 1000))
+		c := openAPIResponseChecker{t: t, doc: doc}
+		lp, taker := m.user("lp", "1000", "1000"), m.user("taker", "100", "100")
+		// exec signs prep as u and posts it to path (an execute or the submit).
+		exec := func(path string, prep *testResponse, u *walletUser) *testResponse {
+			t.Helper()
+			hash := prep.ok(t).str(t, "preparedTransactionHash")
+			raw, _ := base64.StdEncoding.DecodeString(hash)
+			r := m.do("POST", path, map[string]string{"preparedTransactionHash": hash, "signature": u.sign(raw)}, bearer(u.tok))
+			c.check("POST", path, r)
+			return r
+		}
+		pool := "/api/swap/pool/{poolId}"
+		at := func(tmpl string) string { return "/api/swap/pool/" + m.pool + tmpl[len(pool):] }
+
+		// LP quotes: publish both sides, list in pages, cancel one.
+		var cids []string
+		for _, q := range []map[string]any{
+			{"poolId": m.pool, "side": "bid", "price": "2.4", "size": "5", "expiresAt": m.later(time.Hour)},
+			{"poolId": m.pool, "side": "bid", "price": "2.45", "size": "4", "expiresAt": m.later(time.Hour)},
+			{"poolId": m.pool, "side": "ask", "price": "2.6", "size": "100", "expiresAt": m.later(time.Hour)},
+			{"poolId": m.pool, "side": "ask", "price": "3", "size": "1", "expiresAt": m.later(time.Hour)},
+		} {
+			prep := m.do("POST", "/api/swap/lp-quote/prepare", q, bearer(lp.tok))
+			c.checkPrepared("POST", "/api/swap/lp-quote/prepare", prep)
+			cids = append(cids, exec("/api/swap/lp-quote/execute", prep, lp).ok(t).str(t, "cid"))
+			m.clock.Advance(time.Second)
+		}
+		active := m.do("GET", "/api/swap/lp-quote/active?limit=2", nil, bearer(lp.tok))
+		c.check("GET", "/api/swap/lp-quote/active", active)
+		next, _ := active.ok(t).obj(t)["cursor"].(string)
+		if next == "" {
+			t.Fatalf("four quotes in pages of two: no cursor: %s", active.body)
+		}
+		c.check("GET", "/api/swap/lp-quote/active", m.do("GET", "/api/swap/lp-quote/active?limit=2&cursor="+url.QueryEscape(next), nil, bearer(lp.tok)).ok(t))
+		cancel := m.do("POST", "/api/swap/lp-quote/cancel/prepare", map[string]string{"cid": cids[3]}, bearer(lp.tok))
+		c.checkPrepared("POST", "/api/swap/lp-quote/cancel/prepare", cancel)
+		exec("/api/swap/lp-quote/cancel/execute", cancel, lp).ok(t)
+		exec("/api/swap/lp-quote/cancel/execute", cancel, lp).ok(t) // a replay
+
+		// Quotes and pool reads.
+		for _, path := range []string{"/api/swap/quote?sell=CC&amount=6", "/api/swap/quote?sell=USDCx&amount=26&poolId=" + m.pool, "/api/swap/quote?sell=CC&amount=1000"} {
+			c.check("GET", "/api/swap/quote", m.do("GET", path, nil).ok(t))
+		}
+		c.check("GET", "/api/swap/pools", m.do("GET", "/api/swap/pools", nil).ok(t))
+
+		// An intent that fills across two quotes, one that waits and is cancelled.
+		prep := m.do("POST", "/api/swap/prepare", map[string]any{"poolId": m.pool, "sell": "CC", "amount": "6", "minReceive": "14.5", "deadline": m.later(time.Hour)}, bearer(taker.tok))
+		c.checkPrepared("POST", "/api/swap/prepare", prep)
+		filled := exec("/api/swap/intent/submit", prep, taker).ok(t).obj(t)
+		if filled["intentStatus"] != "filled" {
+			t.Fatalf("submit: %v", filled)
+		}
+		status := m.do("GET", "/api/swap/intent/status?intentCid="+filled["intentCid"].(string), nil, bearer(taker.tok))
+		c.check("GET", "/api/swap/intent/status", status)
+		if st := status.ok(t).obj(t); st["received"] != "14.5562" || len(st["fills"].([]any)) != 2 {
+			t.Fatalf("status: %s", status.body)
+		}
+		prep = m.do("POST", "/api/swap/prepare", map[string]any{"poolId": m.pool, "sell": "USDCx", "amount": "50", "minReceive": "25", "deadline": m.later(time.Hour)}, bearer(taker.tok))
+		c.checkPrepared("POST", "/api/swap/prepare", prep)
+		pending := exec("/api/swap/intent/submit", prep, taker).ok(t).obj(t)
+		if pending["intentStatus"] != "pending" {
+			t.Fatalf("submit: %v", pending)
+		}
+		c.check("GET", "/api/swap/intent/active", m.do("GET", "/api/swap/intent/active", nil, bearer(taker.tok)).ok(t))
+		c.check("GET", "/api/swap/intent/status", m.do("GET", "/api/swap/intent/status?intentCid="+pending["intentCid"].(string), nil, bearer(taker.tok)).ok(t))
+		if got := m.walletBalance(taker)["USDCx"]; got != "64.5562/50/1" {
+			t.Errorf("taker USDCx with 50 locked: %s", got)
+		}
+		cancelIntent := m.do("POST", "/api/swap/intent/cancel/prepare", map[string]string{"intentCid": pending["intentCid"].(string)}, bearer(taker.tok))
+		c.checkPrepared("POST", "/api/swap/intent/cancel/prepare", cancelIntent)
+		exec("/api/swap/intent/cancel/execute", cancelIntent, taker).ok(t)
+		c.check("POST", "/api/swap/intent/cancel/prepare", m.do("POST", "/api/swap/intent/cancel/prepare", map[string]string{"intentCid": pending["intentCid"].(string)}, bearer(taker.tok)))
+
+		// History, outcomes, aggregates and the fee claim.
+		c.check("GET", "/api/swap/history", m.do("GET", "/api/swap/history?taker="+url.QueryEscape(taker.id), nil, bearer(taker.tok)).ok(t))
+		for _, tmpl := range []string{pool, pool + "/aggregates", pool + "/outcomes", pool + "/history"} {
+			c.check("GET", tmpl, m.do("GET", at(tmpl), nil).ok(t))
+		}
+		claim := m.do("POST", "/api/swap/lp-quote/claim-fees/prepare", map[string]string{"poolId": m.pool}, bearer(lp.tok))
+		c.checkPrepared("POST", "/api/swap/lp-quote/claim-fees/prepare", claim)
+		if r := exec("/api/swap/lp-quote/claim-fees/execute", claim, lp).ok(t).obj(t); fmt.Sprint(r["claimed"]) != "map[CC:0 USDCx:0.0438]" {
+			t.Errorf("claimed: %v", r)
+		}
+
+		// Errors every swap route documents.
+		for _, tc := range []struct{ method, tmpl, path string }{
+			{"GET", "/api/swap/quote", "/api/swap/quote?sell=EUR&amount=1"},
+			{"GET", "/api/swap/quote", "/api/swap/quote?sell=CC&amount=1&poolId=nope"},
+			{"GET", pool, "/api/swap/pool/nope"},
+			{"GET", pool + "/aggregates", "/api/swap/pool/nope/aggregates"},
+			{"GET", pool + "/history", at(pool+"/history") + "?cursor=bogus"},
+			{"GET", pool + "/outcomes", at(pool+"/outcomes") + "?limit=0"},
+			{"GET", "/api/swap/history", "/api/swap/history?taker=" + url.QueryEscape(taker.id)},
+			{"GET", "/api/swap/intent/status", "/api/swap/intent/status?intentCid=" + filled["intentCid"].(string)},
+			{"GET", "/api/swap/intent/active", "/api/swap/intent/active"},
+			{"GET", "/api/swap/lp-quote/active", "/api/swap/lp-quote/active?lp=" + url.QueryEscape(taker.id)},
+		} {
+			tok := lp.tok
+			if tc.tmpl == "/api/swap/intent/active" {
+				tok = ""
+			}
+			var opts []reqOption
+			if tok != "" {
+				opts = append(opts, bearer(tok))
+			}
+			r := m.do(tc.method, tc.path, nil, opts...)
+			c.check(tc.method, tc.tmpl, r)
+			if r.status < 400 {
+				t.Errorf("%s answered %d: %s", tc.path, r.status, r.body)
+			}
+		}
+	})
+}

@@ -1,0 +1,380 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+	"golang.org/x/crypto/argon2"
+)
+
+// AdminRole is what an admin console user may do: a viewer reads, an operator also acts.
+type AdminRole string
+
+const (
+	RoleViewer   AdminRole = "viewer"
+	RoleOperator AdminRole = "operator"
+)
+
+// ParseAdminRole returns the role s names, or invalid_request.
+func ParseAdminRole(s string) (AdminRole, error) {
+	switch r := AdminRole(s); r {
+	case RoleViewer, RoleOperator:
+		return r, nil
+	}
+	return "", Errorf(CodeInvalidRequest, "role must be viewer or operator, not %q", truncate(s, 40))
+}
+
+// AdminUser is a user of the admin console. Its password is kept as an argon2id hash.
+type AdminUser struct {
+	bun.BaseModel `bun:"table:admin_users"`
+
+	Name         string     `bun:"name,pk"`
+	Role         AdminRole  `bun:"role"`
+	PasswordHash string     `bun:"password_hash"`
+	DisabledAt   *Timestamp `bun:"disabled_at"`
+	CreatedAt    Timestamp  `bun:"created_at"`
+	PasswordAt   Timestamp  `bun:"password_at"` // when the password was last set
+}
+
+var adminNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// MinAdminPasswordLen is the shortest password an admin user may have.
+const MinAdminPasswordLen = 10
+
+func checkAdminPassword(pw string) error {
+	switch {
+	case utf8.RuneCountInString(pw) < MinAdminPasswordLen:
+		return Errorf(CodeInvalidRequest, "the password must have at least %d characters", MinAdminPasswordLen)
+	case len(pw) > 1024:
+		return Errorf(CodeInvalidRequest, "the password must have at most 1024 bytes")
+	case !utf8.ValidString(pw) || strings.ContainsAny(pw, "\r\n\x00"):
+		return Errorf(CodeInvalidRequest, "the password must be one line of text")
+	}
+	return nil
+}
+
+// CreateAdminUser adds an admin console user; a taken name is a conflict.
+func (s *Store) CreateAdminUser(ctx context.Context, name string, role AdminRole, password string) (*AdminUser, error) {
+	if !adminNamePattern.MatchString(name) {
+		return nil, Errorf(CodeInvalidRequest, "user name %q: want 1 to 64 of [a-z0-9._-], starting with a letter or digit", truncate(name, 80))
+	}
+	if _, err := ParseAdminRole(string(role)); err != nil {
+		return nil, err
+	}
+	if err := checkAdminPassword(password); err != nil {
+		return nil, err
+	}
+	now := At(s.now())
+	u := &AdminUser{Name: name, Role: role, PasswordHash: hashAdminPassword(password), CreatedAt: now, PasswordAt: now}
+	_, err := s.wdb.NewInsert().Model(u).Exec(ctx)
+	if isUniqueViolation(err) {
+		return nil, Errorf(CodeConflict, "an admin user named %q exists", name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// AdminUsers lists the admin console's users by name.
+func (s *Store) AdminUsers(ctx context.Context) ([]AdminUser, error) {
+	var us []AdminUser
+	err := s.db.NewSelect().Model(&us).Order("name").Scan(ctx)
+	return us, err
+}
+
+// AdminUserByName returns a user, or not_found.
+func (s *Store) AdminUserByName(ctx context.Context, name string) (*AdminUser, error) {
+	u := new(AdminUser)
+	err := s.wdb.NewSelect().Model(u).Where("name = ?", name).Scan(ctx)
+	if isNoRows(err) {
+		return nil, Errorf(CodeNotFound, "no admin user %q", truncate(name, 80))
+	}
+	return u, err
+}
+
+// DisableAdminUser refuses the user's sign-ins and ends its open sessions at their next request.
+func (s *Store) DisableAdminUser(ctx context.Context, name string) error {
+	res, err := s.wdb.NewUpdate().Model((*AdminUser)(nil)).Set("disabled_at = ?", At(s.now())).
+		Where("name = ?", name).Where("disabled_at IS NULL").Exec(ctx)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		if _, err := s.AdminUserByName(ctx, name); err != nil {
+			return err
+		}
+		return Errorf(CodeConflict, "admin user %q is already disabled", name)
+	}
+	return nil
+}
+
+// ResetAdminPassword sets a new password and enables the user again. Sessions signed in
+// before the reset end at their next request.
+func (s *Store) ResetAdminPassword(ctx context.Context, name, password string) error {
+	if err := checkAdminPassword(password); err != nil {
+		return err
+	}
+	res, err := s.wdb.NewUpdate().Model((*AdminUser)(nil)).
+		Set("password_hash = ?", hashAdminPassword(password)).
+		Set("password_at = ?", At(s.now())).
+		Set("disabled_at = NULL").
+		Where("name = ?", name).Exec(ctx)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return Errorf(CodeNotFound, "no admin user %q", truncate(name, 80))
+	}
+	return nil
+}
+
+// errAdminLogin is the one answer to a failed sign-in, so it tells nothing about which part failed.
+func errAdminLogin() error {
+	return Errorf(CodeUnauthenticated, "wrong user name or password, or the user is disabled")
+}
+
+// AdminLogin checks a user's password; any failure is the same unauthenticated error, and
+// costs the same hash whether the user exists or not.
+func (s *Store) AdminLogin(ctx context.Context, name, password string) (*AdminUser, error) {
+	u, err := s.AdminUserByName(ctx, name)
+	if ErrorCode(err) == CodeNotFound {
+		checkAdminHash(dummyAdminHash, password)
+		return nil, errAdminLogin()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !checkAdminHash(u.PasswordHash, password) || u.DisabledAt != nil {
+		return nil, errAdminLogin()
+	}
+	return u, nil
+}
+
+// argon2id parameters: OWASP's second recommendation (19 MiB, 2 passes, 1 lane).
+const (
+	argonTime    = 2
+	argonMemory  = 19 * 1024
+	argonThreads = 1
+	argonKeyLen  = 32
+)
+
+var dummyAdminHash = hashAdminPassword("not a password of anyone")
+
+// hashAdminPassword returns the PHC string of an argon2id hash of pw with a fresh salt.
+func hashAdminPassword(pw string) string {
+	salt := make([]byte, 16)
+	rand.Read(salt)
+	key := argon2.IDKey([]byte(pw), salt, argonTime, argonMemory, argonThreads, argonKeyLen)
+	b64 := base64.RawStdEncoding.EncodeToString
+	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, argonMemory, argonTime, argonThreads, b64(salt), b64(key))
+}
+
+// checkAdminHash tells whether pw matches the PHC string h, with the parameters h states.
+func checkAdminHash(h, pw string) bool {
+	parts := strings.Split(h, "$")
+	if len(parts) != 6 || parts[1] != "argon2id" {
+		return false
+	}
+	var version int
+	var m uint32
+	var t uint32
+	var p uint8
+	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2.Version {
+		return false
+	}
+	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &m, &t, &p); err != nil || m > 1<<20 || t > 16 || p == 0 {
+		return false
+	}
+	salt, err1 := base64.RawStdEncoding.DecodeString(parts[4])
+	key, err2 := base64.RawStdEncoding.DecodeString(parts[5])
+	if err1 != nil || err2 != nil || len(key) == 0 {
+		return false
+	}
+	got := argon2.IDKey([]byte(pw), salt, t, m, p, uint32(len(key)))
+	return subtle.ConstantTimeCompare(got, key) == 1
+}
+
+// AuditEntry is one operator action of the admin console: who, what, on what, when, from where.
+type AuditEntry struct {
+	bun.BaseModel `bun:"table:admin_audit"`
+
+	ID     int64     `bun:"id,pk,autoincrement"`
+	At     Timestamp `bun:"at"`
+	Actor  string    `bun:"actor"`
+	Action string    `bun:"action"`
+	Target string    `bun:"target"`
+	Detail string    `bun:"detail"`
+	Addr   string    `bun:"addr"`
+}
+
+// Audit records an operator action that has no store write of its own (e.g. a rate-limit reset).
+func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
+	return s.inTx(ctx, func(tx *Tx) error { return tx.audit(ctx, e) })
+}
+
+func (tx *Tx) audit(ctx context.Context, e AuditEntry) error {
+	e.ID, e.At = 0, At(tx.now)
+	_, err := tx.NewInsert().Model(&e).Exec(ctx)
+	return err
+}
+
+// AuditLog lists up to limit audit entries newest first, of one actor when actor is not empty.
+func (s *Store) AuditLog(ctx context.Context, actor string, limit int) ([]AuditEntry, error) {
+	var es []AuditEntry
+	q := s.db.NewSelect().Model(&es)
+	if actor != "" {
+		q = q.Where("actor = ?", actor)
+	}
+	err := q.OrderExpr("id DESC").Limit(int64(limit)).Scan(ctx)
+	return es, err
+}
+
+// RevokeSession revokes a party's sign-in session on an operator's behalf and records it in
+// the audit log in the same transaction: every token of the session is refused from the
+// moment this returns, on every instance (see session_notify.go).
+func (s *Store) RevokeSession(ctx context.Context, sid string, e AuditEntry) error {
+	row := new(Session)
+	err := s.wdb.NewSelect().Model(row).Where("sid = ?", sid).Scan(ctx)
+	if isNoRows(err) {
+		return Errorf(CodeNotFound, "no sign-in session %s", truncate(sid, 80))
+	}
+	if err != nil {
+		return err
+	}
+	if row.RevokedAt != nil {
+		return Errorf(CodeConflict, "the session was already revoked at %s", row.RevokedAt.UTC().Format(time.RFC3339))
+	}
+	e.Action, e.Target = "revoke-session", sid
+	if e.Detail == "" {
+		e.Detail = "party " + row.PartyID
+	}
+	return s.revokeSession(ctx, sid, row.PartyID, func(tx *Tx) error { return tx.audit(ctx, e) })
+}
+
+// AdminSessionQuery narrows the console's list of sign-in sessions.
+type AdminSessionQuery struct {
+	Party  string // a party id, or the start of one (its hint)
+	Active bool   // only sessions neither revoked nor expired
+	Limit  int
+}
+
+// SearchSessions lists sign-in sessions newest first, by party id or its prefix.
+func (s *Store) SearchSessions(ctx context.Context, q AdminSessionQuery) ([]Session, error) {
+	var rows []Session
+	sel := s.db.NewSelect().Model(&rows)
+	if q.Party != "" {
+		sel = sel.Where("party_id >= ? AND party_id < ?", q.Party, q.Party+"\U0010FFFF")
+	}
+	if q.Active {
+		sel = sel.Where("revoked_at IS NULL").Where("token_expires_at > ?", At(s.now()))
+	}
+	if q.Limit <= 0 || q.Limit > 500 {
+		q.Limit = 100
+	}
+	err := sel.OrderExpr("created_at DESC, sid DESC").Limit(int64(q.Limit)).Scan(ctx)
+	return rows, err
+}
+
+// LatestUpdates lists the newest committed updates, of one party when party is not empty.
+func (s *Store) LatestUpdates(ctx context.Context, party string, limit int) ([]Update, error) {
+	var us []Update
+	q := s.db.NewSelect().Model(&us).Where("ledger_offset IS NOT NULL")
+	if party != "" {
+		q = q.Where("act_as = ?", party)
+	}
+	err := q.OrderExpr("ledger_offset DESC").Limit(int64(limit)).Scan(ctx)
+	return us, err
+}
+
+// PreparedState is where a prepared transaction stands.
+func (p *PreparedTx) State(now time.Time) string {
+	switch {
+	case p.UpdateID != nil:
+		return "executed"
+	case !now.Before(p.ExpiresAt.Time):
+		return "expired"
+	}
+	return "pending"
+}
+
+// LatestPrepared lists the newest prepared transactions, of one party when party is not empty.
+func (s *Store) LatestPrepared(ctx context.Context, party string, limit int) ([]PreparedTx, error) {
+	var ps []PreparedTx
+	q := s.db.NewSelect().Model(&ps).ExcludeColumn("body", "signer_key", "result")
+	if party != "" {
+		q = q.Where("act_as = ?", party)
+	}
+	err := q.OrderExpr("prepared_at DESC").Limit(int64(limit)).Scan(ctx)
+	return ps, err
+}
+
+// AdminSessionStore keeps the admin console's browser sessions (scs) in the store, so a
+// restart or a second instance keeps them. It implements scs.Store. scs stamps expiries with
+// the wall clock, so they are compared with the wall clock here too.
+type AdminSessionStore struct{ s *Store }
+
+// AdminSessions returns the store of the admin console's sessions.
+func (s *Store) AdminSessions() AdminSessionStore { return AdminSessionStore{s} }
+
+type adminSession struct {
+	bun.BaseModel `bun:"table:admin_sessions"`
+
+	Token  string `bun:"token,pk"`
+	Data   []byte `bun:"data"`
+	Expiry int64  `bun:"expiry"` // Unix microseconds
+}
+
+// Find returns a live session's data.
+func (a AdminSessionStore) Find(token string) ([]byte, bool, error) {
+	return a.FindCtx(context.Background(), token)
+}
+
+// Commit writes a session's data and expiry.
+func (a AdminSessionStore) Commit(token string, b []byte, expiry time.Time) error {
+	return a.CommitCtx(context.Background(), token, b, expiry)
+}
+
+// Delete removes a session.
+func (a AdminSessionStore) Delete(token string) error {
+	return a.DeleteCtx(context.Background(), token)
+}
+
+func (a AdminSessionStore) FindCtx(ctx context.Context, token string) ([]byte, bool, error) {
+	var rows []adminSession
+	err := a.s.wdb.NewSelect().Model(&rows).Where("token = ?", token).Where("expiry > ?", time.Now().UnixMicro()).Scan(ctx)
+	if err != nil || len(rows) == 0 {
+		return nil, false, err
+	}
+	return rows[0].Data, true, nil
+}
+
+func (a AdminSessionStore) CommitCtx(ctx context.Context, token string, b []byte, expiry time.Time) error {
+	row := &adminSession{Token: token, Data: b, Expiry: expiry.UnixMicro()}
+	_, err := a.s.wdb.NewInsert().Model(row).
+		On("CONFLICT (token) DO UPDATE").Set("data = EXCLUDED.data").Set("expiry = EXCLUDED.expiry").
+		Exec(ctx)
+	return err
+}
+
+func (a AdminSessionStore) DeleteCtx(ctx context.Context, token string) error {
+	_, err := a.s.wdb.NewDelete().Model((*adminSession)(nil)).Where("token = ?", token).Exec(ctx)
+	return err
+}
+
+// PruneAdminSessions removes expired admin console sessions.
+func (s *Store) PruneAdminSessions(ctx context.Context) (int64, error) {
+	res, err := s.wdb.NewDelete().Model((*adminSession)(nil)).Where("expiry <= ?", time.Now().UnixMicro()).Exec(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

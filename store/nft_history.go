@@ -1,0 +1,194 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/uptrace/bun"
+)
+
+// CollectionsByID returns the collections ids name, with their phases, in two queries; an
+// unknown id is absent from the map. It is what a dataloader calls for a page of NFTs.
+func (s *Store) CollectionsByID(ctx context.Context, ids []string) (map[string]*Collection, error) {
+	out := make(map[string]*Collection, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []Collection
+	if err := s.db.NewSelect().Model(&rows).Where("collection_id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.withoutExpired(ctx, rows); err != nil {
+		return nil, err
+	}
+	if err := s.attachPhases(ctx, rows); err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		out[rows[i].ID] = &rows[i]
+	}
+	return out, nil
+}
+
+// NFTRef names an NFT across its contracts: its collection and serial.
+type NFTRef struct {
+	CollectionID string
+	Serial       int
+}
+
+// Ref names the NFT a view shows.
+func (v *NFTView) Ref() NFTRef { return NFTRef{CollectionID: v.CollectionID, Serial: v.Serial} }
+
+func (r NFTRef) nftID() string { return nftIDOf(r.CollectionID, r.Serial) }
+
+// NFTHistory pages through an NFT's events, newest first; an NFT with no events (unknown or
+// burned long ago) has an empty history.
+func (s *Store) NFTHistory(ctx context.Context, ref NFTRef, r PageRequest) (Page[NFTEvent], error) {
+	q, err := startPage[int64](ctx, s, "nft-history:"+ref.nftID(), r)
+	if err != nil {
+		return Page[NFTEvent]{}, err
+	}
+	var acts []nftActivity
+	sel := s.db.NewSelect().Model(&acts).Where("nft_id = ?", ref.nftID()).OrderExpr("id DESC").Limit(q.fetch())
+	if q.after != nil {
+		sel = sel.Where("id < ?", *q.after)
+	}
+	if err := sel.Scan(ctx); err != nil {
+		return Page[NFTEvent]{}, err
+	}
+	page, err := finish(ctx, s, q, acts, func(a nftActivity) int64 { return a.ID })
+	if err != nil {
+		return Page[NFTEvent]{}, err
+	}
+	return Page[NFTEvent]{Items: eventsOf(page.Items), Cursor: page.Cursor, ItemCursors: page.ItemCursors}, nil
+}
+
+// NFTHistories returns the first page of each NFT's history (newest first, r.Limit events)
+// in one query, for a page of NFTs that each show their history.
+func (s *Store) NFTHistories(ctx context.Context, refs []NFTRef, r PageRequest) (map[NFTRef]Page[NFTEvent], error) {
+	if r.Cursor != "" {
+		return nil, Errorf(CodeInvalidRequest, "a batched history read starts at the first page")
+	}
+	out := make(map[NFTRef]Page[NFTEvent], len(refs))
+	if len(refs) == 0 {
+		return out, nil
+	}
+	n, err := r.size()
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(refs))
+	byID := make(map[string]NFTRef, len(refs))
+	for i, ref := range refs {
+		ids[i] = ref.nftID()
+		byID[ids[i]] = ref
+	}
+	// The n+1 newest events of every NFT: one more tells whether another page follows.
+	ranked := s.db.NewSelect().Model((*nftActivity)(nil)).ColumnExpr("*").
+		ColumnExpr("ROW_NUMBER() OVER (PARTITION BY nft_id ORDER BY id DESC) AS rn").
+		Where("nft_id IN (?)", bun.In(ids))
+	var acts []nftActivity
+	if err := s.db.NewSelect().TableExpr("(?) AS ranked", ranked).ColumnExpr("id, nft_id, collection_id, update_id, kind, from_party, to_party, price, currency, at").
+		Where("rn <= ?", n+1).OrderExpr("nft_id, id DESC").Scan(ctx, &acts); err != nil {
+		return nil, err
+	}
+	grouped := make(map[string][]nftActivity, len(refs))
+	for _, a := range acts {
+		grouped[a.NFTID] = append(grouped[a.NFTID], a)
+	}
+	for _, id := range ids {
+		q := &pageQuery[int64]{list: "nft-history:" + id, limit: n, itemCursors: r.ItemCursors}
+		page, err := finish(ctx, s, q, grouped[id], func(a nftActivity) int64 { return a.ID })
+		if err != nil {
+			return nil, err
+		}
+		out[byID[id]] = Page[NFTEvent]{Items: eventsOf(page.Items), Cursor: page.Cursor, ItemCursors: page.ItemCursors}
+	}
+	return out, nil
+}
+
+func eventsOf(acts []nftActivity) []NFTEvent {
+	out := make([]NFTEvent, len(acts))
+	for i, a := range acts {
+		out[i] = NFTEvent{UpdateID: a.UpdateID, Kind: a.Kind, At: a.At, From: a.From, To: a.To, Price: a.Price, Currency: a.Currency}
+	}
+	return out
+}
+
+// AddQueryHook observes every SQL statement the store runs (tests count them).
+func (s *Store) AddQueryHook(h bun.QueryHook) {
+	s.db.AddQueryHook(h)
+	if s.wdb != nil && s.wdb != s.db {
+		s.wdb.AddQueryHook(h)
+	}
+}
+
+// CollectionEvent is one event of a collection's NFTs, placed in the update log: events are
+// ordered by their update's offset, then by their order within the update.
+type CollectionEvent struct {
+	NFTEvent
+	CollectionID string
+	Serial       int
+	Offset       int64 // the offset of the update that made the event
+	Seq          int64 // its order among all NFT events
+}
+
+// Position is where a follower resumes after this event.
+func (e *CollectionEvent) Position() LogPosition { return LogPosition{Offset: e.Offset, Seq: e.Seq} }
+
+// LogPosition is a point in the update log between two NFT events.
+type LogPosition struct {
+	Offset int64
+	Seq    int64
+}
+
+// LatestPosition is the end of the update log now: following from it yields only what
+// commits later.
+func (s *Store) LatestPosition(ctx context.Context) (LogPosition, error) {
+	var off []int64
+	err := s.db.NewSelect().Model((*Update)(nil)).ColumnExpr("COALESCE(MAX(ledger_offset), 0)").Scan(ctx, &off)
+	if err != nil || len(off) == 0 {
+		return LogPosition{}, err
+	}
+	return LogPosition{Offset: off[0], Seq: 1<<63 - 1}, nil
+}
+
+// CollectionActivityAfter lists up to limit events of the collection's NFTs after pos, in
+// log order. A follower that resumes from the position of the last event it saw misses none
+// and sees none twice, on any instance of the store.
+func (s *Store) CollectionActivityAfter(ctx context.Context, collectionID string, pos LogPosition, limit int) ([]CollectionEvent, error) {
+	var acts []nftActivity
+	err := s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*").
+		Join("JOIN updates AS u ON u.update_id = nft_activity.update_id").
+		Where("nft_activity.collection_id = ?", collectionID).
+		Where("u.ledger_offset IS NOT NULL").
+		Where("(u.ledger_offset > ? OR (u.ledger_offset = ? AND nft_activity.id > ?))", pos.Offset, pos.Offset, pos.Seq).
+		OrderExpr("u.ledger_offset, nft_activity.id").Limit(int64(limit)).
+		Scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The offsets of the updates, one query for the page.
+	ids := make([]string, len(acts))
+	for i := range acts {
+		ids[i] = acts[i].UpdateID
+	}
+	offsetOf := map[string]int64{}
+	if len(ids) > 0 {
+		var us []Update
+		if err := s.db.NewSelect().Model(&us).Column("update_id", "ledger_offset").Where("update_id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+			return nil, err
+		}
+		for _, u := range us {
+			offsetOf[u.UpdateID] = u.Offset
+		}
+	}
+	out := make([]CollectionEvent, len(acts))
+	for i, a := range acts {
+		_, serial, _ := strings.Cut(a.NFTID, "#")
+		n, _ := strconv.Atoi(serial)
+		out[i] = CollectionEvent{NFTEvent: eventsOf(acts[i : i+1])[0], CollectionID: a.CollectionID, Serial: n, Offset: offsetOf[a.UpdateID], Seq: a.ID}
+	}
+	return out, nil
+}

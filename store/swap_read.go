@@ -1,0 +1,259 @@
+package store
+
+import (
+	"context"
+
+	"github.com/shopspring/decimal"
+)
+
+// ---- indicative quote
+
+// SwapQuote is an indicative, non-binding quote: the oracle's estimate and what walking
+// the pool's open LP quotes best first would give, both net of the pool's fee.
+type SwapQuote struct {
+	Pool             *Pool
+	Sell             Instrument
+	Amount           Amount
+	Oracle           *OraclePrice
+	OracleEstimate   Amount
+	EstimatedReceive *Amount // nil when the open quotes cannot fill the whole amount
+	Fills            []Fill
+}
+
+// Quote quotes selling amount of sell in the pool poolID or, when it is "", in every pool
+// that trades sell, answering the best estimate.
+func (s *Store) Quote(ctx context.Context, sellText, amountText, poolID string) (*SwapQuote, error) {
+	sell, err := ParseInstrument(sellText)
+	if err != nil {
+		return nil, err
+	}
+	amount, err := ParseAmount(amountText, sell)
+	if err != nil {
+		return nil, fieldError("amount", err)
+	}
+	var pools []Pool
+	if poolID != "" {
+		p, err := s.PoolByID(ctx, poolID)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := p.other(sell); err != nil {
+			return nil, err
+		}
+		pools = []Pool{*p}
+	} else {
+		all, err := s.Pools(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range all {
+			if _, err := p.other(sell); err == nil {
+				pools = append(pools, p)
+			}
+		}
+		if len(pools) == 0 {
+			return nil, Errorf(CodeNotFound, "no pool trades %s", sell)
+		}
+	}
+	var best *SwapQuote
+	for i := range pools {
+		q, err := s.quoteIn(ctx, &pools[i], sell, amount)
+		if err != nil {
+			return nil, err
+		}
+		if best == nil || q.estimate().Cmp(best.estimate()) > 0 {
+			best = q
+		}
+	}
+	return best, nil
+}
+
+// estimate is what the quote expects the taker to receive: the book's walk when it fills,
+// else the oracle's estimate.
+func (q *SwapQuote) estimate() Amount {
+	if q.EstimatedReceive != nil {
+		return *q.EstimatedReceive
+	}
+	return q.OracleEstimate
+}
+
+func (s *Store) quoteIn(ctx context.Context, p *Pool, sell Instrument, amount Amount) (*SwapQuote, error) {
+	op, err := s.Oracle().Price(ctx, p.Base, p.Quote)
+	if err != nil {
+		return nil, err
+	}
+	recv, _ := p.other(sell)
+	fee := decimal.NewFromInt(int64(p.FeeBps)).Div(bpsDivisor)
+	var gross Amount
+	if sell == p.Base {
+		gross = amount.MulFloor(op.Price.d, recv.Decimals())
+	} else {
+		gross = Amount{amount.d.Div(op.Price.d).Truncate(recv.Decimals())}
+	}
+	q := &SwapQuote{Pool: p, Sell: sell, Amount: amount, Oracle: op, OracleEstimate: gross.Sub(gross.MulFloor(fee, recv.Decimals())), Fills: []Fill{}}
+	book, err := bookFor(ctx, s.db, p, "", sell, s.now())
+	if err != nil {
+		return nil, err
+	}
+	fills, whole := walkBook(p, book, sell, amount)
+	received := Zero
+	for _, f := range fills {
+		q.Fills = append(q.Fills, Fill{QuoteID: f.q.QuoteID, LP: f.q.LP, Price: f.q.Price, AmountIn: f.in, AmountOut: f.out, Fee: f.fee})
+		received = received.Add(f.out.Sub(f.fee))
+	}
+	if whole {
+		q.EstimatedReceive = &received
+	}
+	return q, nil
+}
+
+// ---- aggregates
+
+// PoolAggregates are a pool's figures, each defined in rest/openapi.yaml.
+type PoolAggregates struct {
+	Pool                   *Pool
+	TVL                    Amount
+	LPCount                int
+	AccruedFees            map[Instrument]Amount
+	DepthWeightedSpreadBps Amount
+}
+
+// Aggregates computes the pool's figures from its open LP quotes and unclaimed fees, valued
+// at the oracle:
+// tvl = Σ ask locked base × oracle + Σ bid locked quote, rounded down to the quote's precision;
+// depthWeightedSpreadBps = 2 × Σ(remaining × |price − oracle|) / (oracle × Σ remaining) × 10000,
+// rounded down to 2 decimals (0 with no open quote).
+func (s *Store) Aggregates(ctx context.Context, poolID string) (*PoolAggregates, error) {
+	p, err := s.PoolByID(ctx, poolID)
+	if err != nil {
+		return nil, err
+	}
+	op, err := s.Oracle().Price(ctx, p.Base, p.Quote)
+	if err != nil {
+		return nil, err
+	}
+	var qs []LPQuote
+	if err := s.db.NewSelect().Model(&qs).Where("pool_id = ?", poolID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
+		return nil, err
+	}
+	var fees []LPFee
+	if err := s.db.NewSelect().Model(&fees).Column("instrument", "amount").Where("pool_id = ?", poolID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
+		return nil, err
+	}
+	a := &PoolAggregates{Pool: p, AccruedFees: map[Instrument]Amount{p.Base: Zero, p.Quote: Zero}}
+	tvl, depth, weighted := decimal.Zero, decimal.Zero, decimal.Zero
+	lps := map[string]bool{}
+	for _, q := range qs {
+		lps[q.LP] = true
+		if q.Instrument == p.Base {
+			tvl = tvl.Add(q.Amount.d.Mul(op.Price.d))
+		} else {
+			tvl = tvl.Add(q.Amount.d)
+		}
+		depth = depth.Add(q.Remaining.d)
+		weighted = weighted.Add(q.Remaining.d.Mul(q.Price.d.Sub(op.Price.d).Abs()))
+	}
+	for _, f := range fees {
+		a.AccruedFees[f.Instrument] = a.AccruedFees[f.Instrument].Add(f.Amount)
+	}
+	a.TVL = Amount{tvl.Truncate(p.Quote.Decimals())}
+	a.LPCount = len(lps)
+	a.DepthWeightedSpreadBps = Zero
+	if depth.IsPositive() {
+		a.DepthWeightedSpreadBps = Amount{weighted.Mul(decimal.NewFromInt(20000)).DivRound(op.Price.d.Mul(depth), 8).Truncate(2)}
+	}
+	return a, nil
+}
+
+// ---- LP quotes and intents of a party
+
+type quoteKey struct {
+	At int64  `json:"a"`
+	ID string `json:"q"`
+}
+
+// ActiveLPQuotes lists the LP's open quotes, newest first.
+func (s *Store) ActiveLPQuotes(ctx context.Context, lp string, r PageRequest) (Page[LPQuote], error) {
+	pq, err := startPage[quoteKey](ctx, s, "lp-quotes:"+hashText(lp), r)
+	if err != nil {
+		return Page[LPQuote]{}, err
+	}
+	var rows []LPQuote
+	q := s.db.NewSelect().Model(&rows).Where("lp = ?", lp).Where("consumed_update IS NULL")
+	if k := pq.after; k != nil {
+		q = q.Where("(posted_at < ? OR (posted_at = ? AND quote_id < ?))", k.At, k.At, k.ID)
+	}
+	if err := q.OrderExpr("posted_at DESC, quote_id DESC").Limit(pq.fetch()).Scan(ctx); err != nil {
+		return Page[LPQuote]{}, err
+	}
+	return finish(ctx, s, pq, rows, func(q LPQuote) quoteKey { return quoteKey{q.PostedAt.UnixMicro(), q.QuoteID} })
+}
+
+// IntentStatus returns the taker's intent with its fills.
+func (s *Store) IntentStatus(ctx context.Context, taker, intentCID string) (*IntentView, error) {
+	v, err := s.intentFor(ctx, intentCID, taker)
+	if err != nil {
+		return nil, err
+	}
+	v.Fills = []Fill{}
+	if err := s.db.NewSelect().Model(&v.Fills).Where("intent_cid = ?", intentCID).Order("seq").Scan(ctx); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+type intentKey struct {
+	At  int64  `json:"a"`
+	CID string `json:"c"`
+}
+
+// ActiveIntents lists the taker's pending intents, newest first.
+func (s *Store) ActiveIntents(ctx context.Context, taker string, r PageRequest) (Page[IntentView], error) {
+	pq, err := startPage[intentKey](ctx, s, "intents:"+hashText(taker), r)
+	if err != nil {
+		return Page[IntentView]{}, err
+	}
+	var rows []IntentView
+	q := s.db.NewSelect().Model(&rows).Where("taker = ?", taker).Where("status = ?", IntentPending)
+	if k := pq.after; k != nil {
+		q = q.Where("(created_at < ? OR (created_at = ? AND intent_cid < ?))", k.At, k.At, k.CID)
+	}
+	if err := q.OrderExpr("created_at DESC, intent_cid DESC").Limit(pq.fetch()).Scan(ctx); err != nil {
+		return Page[IntentView]{}, err
+	}
+	return finish(ctx, s, pq, rows, func(v IntentView) intentKey { return intentKey{v.CreatedAt.UnixMicro(), v.IntentCID} })
+}
+
+// SwapHistoryFilter picks whose swaps: one taker's or one pool's.
+type SwapHistoryFilter struct {
+	Taker  string
+	PoolID string
+}
+
+// SwapHistory lists filled intents, newest fill first: the taker's or the pool's.
+func (s *Store) SwapHistory(ctx context.Context, f SwapHistoryFilter, r PageRequest) (Page[IntentView], error) {
+	if f.PoolID != "" {
+		if _, err := s.PoolByID(ctx, f.PoolID); err != nil {
+			return Page[IntentView]{}, err
+		}
+	}
+	pq, err := startPage[intentKey](ctx, s, "swaps:"+hashText(f.Taker+"|"+f.PoolID), r)
+	if err != nil {
+		return Page[IntentView]{}, err
+	}
+	var rows []IntentView
+	q := s.db.NewSelect().Model(&rows).Where("status = ?", IntentFilled)
+	if f.Taker != "" {
+		q = q.Where("taker = ?", f.Taker)
+	}
+	if f.PoolID != "" {
+		q = q.Where("pool_id = ?", f.PoolID)
+	}
+	if k := pq.after; k != nil {
+		q = q.Where("(closed_at < ? OR (closed_at = ? AND intent_cid < ?))", k.At, k.At, k.CID)
+	}
+	if err := q.OrderExpr("closed_at DESC, intent_cid DESC").Limit(pq.fetch()).Scan(ctx); err != nil {
+		return Page[IntentView]{}, err
+	}
+	return finish(ctx, s, pq, rows, func(v IntentView) intentKey { return intentKey{v.ClosedAt.UnixMicro(), v.IntentCID} })
+}

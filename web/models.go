@@ -1,0 +1,182 @@
+package web
+
+import (
+	"net/url"
+	"time"
+
+	"marketd/store"
+	"marketd/store/ratelimit"
+)
+
+// View models: a handler builds one and a template renders it; templates do not query.
+
+type pageModel struct {
+	Title      string
+	User       *viewer
+	Flash      string
+	FlashError bool
+}
+
+type loginForm struct {
+	Username string
+	Next     string
+	Error    string
+	Notice   string
+}
+
+type sessionModel struct {
+	store.Session
+	State        string // active, expired, revoked
+	LastRotation time.Time
+}
+
+type sessionsModel struct {
+	Page  pageModel
+	Query store.AdminSessionQuery
+	Rows  []sessionModel
+	Now   time.Time
+}
+
+type bucketModel struct {
+	KeyState ratelimit.KeyState
+	Kind     string // read, prepare
+	Subject  string // an origin or a party id
+	ByParty  bool
+}
+
+type rateLimitsModel struct {
+	Page        pageModel
+	Filter      string
+	Origins     []bucketModel
+	Parties     []bucketModel
+	Unavailable bool
+	Now         time.Time
+}
+
+type listingsModel struct {
+	Page   pageModel
+	Filter store.ListingFilter
+	Rows   []store.Listing
+	Next   string
+	Now    time.Time
+}
+
+// nextURL is the listings page after this one, with the same filters.
+func (m listingsModel) nextURL() string {
+	q := url.Values{}
+	for k, v := range map[string]string{"collection": m.Filter.CollectionID, "seller": m.Filter.Seller, "state": m.Filter.State, "cursor": m.Next} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return "/admin/listings?" + q.Encode()
+}
+
+type listingModel struct {
+	Page    pageModel
+	Listing store.Listing
+	NFT     *store.NFTDetail
+	Now     time.Time
+}
+
+type ledgerModel struct {
+	Page     pageModel
+	Updates  []store.Update
+	Prepared []store.PreparedTx
+	Now      time.Time
+}
+
+type partyModel struct {
+	Page     pageModel
+	Party    store.Party
+	Sessions []sessionModel
+	Balances []store.Balance
+	Listings []store.Listing
+	Updates  []store.Update
+	Prepared []store.PreparedTx
+	Now      time.Time
+}
+
+type auditModel struct {
+	Page    pageModel
+	Actor   string
+	Entries []store.AuditEntry
+}
+
+type usersModel struct {
+	Page  pageModel
+	Users []store.AdminUser
+}
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }
+
+func partyURL(id string) string { return "/admin/parties/" + url.PathEscape(id) }
+
+func listingURL(cid string) string { return "/admin/listings/" + url.PathEscape(cid) }
+
+// when formats an instant for a table: UTC, to the second.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+func whenPtr(t *store.Timestamp) string {
+	if t == nil {
+		return "—"
+	}
+	return when(t.Time)
+}
+
+// ago says how long before now t was, or how long after now it is, coarsely.
+func relative(t, now time.Time) string {
+	d := t.Sub(now)
+	suffix := "from now"
+	if d < 0 {
+		d, suffix = -d, "ago"
+	}
+	switch {
+	case d < time.Minute:
+		return itoa(int64(d.Seconds())) + "s " + suffix
+	case d < time.Hour:
+		return itoa(int64(d.Minutes())) + "m " + suffix
+	case d < 48*time.Hour:
+		return itoa(int64(d.Hours())) + "h " + suffix
+	}
+	return itoa(int64(d.Hours()/24)) + "d " + suffix
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "—"
+	}
+	return *s
+}
+
+func amountPtr(a *store.Amount) string {
+	if a == nil {
+		return "—"
+	}
+	return a.String()
+}
+
+func listingState(l store.Listing, now time.Time) string {
+	switch {
+	case !l.Active():
+		return "closed"
+	case l.ExpiresAt != nil && !now.Before(l.ExpiresAt.Time):
+		return "expired"
+	}
+	return "active"
+}
+
+func stateClass(state string) string {
+	switch state {
+	case "active", "executed", "pending":
+		return "pill ok"
+	case "revoked", "closed", "disabled":
+		return "pill bad"
+	}
+	return "pill warn"
+}
