@@ -338,3 +338,60 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 		})
 	})
 }
+
+func TestNFTErrors_APreapprovalThatExpiresBetweenPrepareAndExecuteIs409AndChangesNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		a := newTestAPI(t, b, func(sc *store.Config, rc *Config) { sc.PreapprovalTTL = 5 * time.Minute })
+		m := &market{testAPI: a, creator: a.walletUser("creator")}
+		m.col = m.addCollection(t, "apes", m.creator.id, collectionOpts{currency: store.USDCx, royaltyBps: 500, price: "0"})
+		m.preapprove(m.creator, "usdcx")
+		alice, bob := m.funded("alice"), m.funded("bob")
+		m.clock.Advance(3 * time.Minute)
+		nfts := m.mintOf(alice, m.col.ID, 2)
+		cid := m.list(alice, nfts[0], "10")
+		buy := m.prepareOK(bob, "/api/nft/buy/atomic/prepare", map[string]any{"cid": cid})
+		transfer := m.prepareOK(alice, "/api/nft/transfer/prepare", map[string]any{"contractId": nfts[1], "receiver": bob.id})
+		m.clock.Advance(3 * time.Minute) // the preapprovals expired; the prepared transactions live on
+		m.expectRefused(t, []string{alice.id, bob.id, m.creator.id}, []errorCase{
+			{"buy paying a royalty to a creator whose USDCx preapproval expired", "", "/api/nft/buy/atomic/execute", executeBody(bob.testParty, buy), bob, 409, store.CodePreapprovalRequired},
+			{"transfer to a receiver whose NFT preapproval expired", "", "/api/nft/transfer/execute", executeBody(alice.testParty, transfer), alice, 409, store.CodePreapprovalRequired},
+			{"a new buy prepare", "", "/api/nft/buy/atomic/prepare", map[string]any{"cid": cid}, bob, 409, store.CodePreapprovalRequired},
+		})
+	})
+}
+
+func TestNFTErrors_MintLimitsAndThePhaseAreCheckedAgainAtExecute(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		m := newMarket(t, b, collectionOpts{noPhase: true, supply: 5})
+		now := m.clock.Now()
+		two := 2
+		if _, err := m.store.AddPhase(ctx, store.PhaseSpec{Collection: m.col.ID, Name: "short", Price: "1", Start: now.Add(-time.Minute), End: now.Add(5 * time.Minute), PerPartyLimit: 5, Supply: &two}); err != nil {
+			t.Fatal(err)
+		}
+		alice, bob, carol := m.funded("alice"), m.funded("bob"), m.funded("carol")
+		body := map[string]any{"collectionId": m.col.ID, "quantity": 2}
+		first := m.prepareOK(alice, "/api/nft/mint/batch/atomic/prepare", body)
+		second := m.prepareOK(bob, "/api/nft/mint/batch/atomic/prepare", body)
+		one := m.prepareOK(carol, "/api/nft/mint/atomic/prepare", map[string]any{"collectionId": m.col.ID})
+		m.do("POST", "/api/nft/mint/batch/atomic/execute", executeBody(alice.testParty, first), bearer(alice.tok)).ok(t)
+		parties := []string{alice.id, bob.id, carol.id, m.creator.id}
+		m.expectRefused(t, parties, []errorCase{
+			{"batch mint over the phase supply reached since", "", "/api/nft/mint/batch/atomic/execute", executeBody(bob.testParty, second), bob, 409, store.CodeStale},
+			{"mint over the phase supply reached since", "", "/api/nft/mint/atomic/execute", executeBody(carol.testParty, one), carol, 409, store.CodeStale},
+		})
+		// A phase that ended between prepare and execute mints nothing.
+		if _, err := m.store.AddPhase(ctx, store.PhaseSpec{Collection: m.col.ID, Name: "next", Price: "1", Start: now.Add(5 * time.Minute), End: now.Add(10 * time.Minute), PerPartyLimit: 5}); err != nil {
+			t.Fatal(err)
+		}
+		m.clock.Advance(6 * time.Minute)
+		late := m.prepareOK(bob, "/api/nft/mint/atomic/prepare", map[string]any{"collectionId": m.col.ID})
+		m.clock.Advance(5 * time.Minute)
+		m.expectRefused(t, parties, []errorCase{
+			{"mint after its phase ended", "", "/api/nft/mint/atomic/execute", executeBody(bob.testParty, late), bob, 409, store.CodeStale},
+		})
+		if c := m.collection(); c.Minted != 2 || c.Phases[0].Minted != 2 || c.Phases[1].Minted != 0 {
+			t.Errorf("collection %+v", c)
+		}
+	})
+}

@@ -510,3 +510,37 @@ func TestNFTMint_AcceptsTheCollectionsSlugAsWellAsItsID(t *testing.T) {
 		}
 	})
 }
+
+func TestNFTRead_CollectionsByFloorOrderAnExpiredFloorByTheLiveOne(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		m := newMarket(t, b, collectionOpts{supply: 4, price: "0"})
+		birds := m.addCollection(t, "birds", m.creator.id, collectionOpts{supply: 4, price: "0"})
+		cats := m.addCollection(t, "cats", m.creator.id, collectionOpts{supply: 4, price: "0"})
+		u := m.funded("seller")
+		apes := m.mintOf(u, m.col.ID, 2)
+		m.listUntil(u, apes[0], "1", m.clock.Now().Add(time.Minute)) // apes' floor until it expires
+		m.list(u, apes[1], "8")
+		m.list(u, m.mintOf(u, birds.ID, 1)[0], "5")
+		m.list(u, m.mintOf(u, cats.ID, 1)[0], "9")
+		order := func() []string {
+			var slugs []string
+			for _, c := range walk[collectionView](t, m.testAPI, "/api/nft/collections?sort=floor", 1) {
+				slugs = append(slugs, fmt.Sprintf("%s@%v", c.Slug, c.FloorPrice))
+			}
+			return slugs
+		}
+		if got := order(); !slices.Equal(got, []string{"apes@1", "birds@5", "cats@9"}) {
+			t.Fatalf("before expiry: %v", got)
+		}
+		m.clock.Advance(2 * time.Minute)
+		if got := order(); !slices.Equal(got, []string{"birds@5", "apes@8", "cats@9"}) {
+			t.Errorf("expired, before the sweeper: %v, want birds@5 apes@8 cats@9", got)
+		}
+		if _, err := m.store.ExpireListings(context.Background(), 100); err != nil {
+			t.Fatal(err)
+		}
+		if got := order(); !slices.Equal(got, []string{"birds@5", "apes@8", "cats@9"}) {
+			t.Errorf("after the sweeper: %v", got)
+		}
+	})
+}

@@ -395,6 +395,19 @@ func (s *Store) collectionWhere(ctx context.Context, where, v string) (*Collecti
 	return &cs[0], nil
 }
 
+// dueCollections returns those of the collections ids (all when ids is nil) that have active
+// listings past their expiry: the partial index on the expiry holds only such listings and
+// the ones still to expire, so this is cheap while the sweeper keeps up.
+func (s *Store) dueCollections(ctx context.Context, ids []string) ([]string, error) {
+	sel := s.db.NewSelect().Model((*Listing)(nil)).ColumnExpr("DISTINCT collection_id").
+		Where("consumed_update IS NULL").Where("expires_at IS NOT NULL").Where("expires_at <= ?", At(s.now()))
+	if ids != nil {
+		sel = sel.Where("collection_id IN (?)", bun.In(ids))
+	}
+	var due []string
+	return due, sel.Scan(ctx, &due)
+}
+
 // withoutExpired corrects the floor and listed count of those of cs that have listings past
 // their expiry that the sweeper has not archived yet: no read shows an expired listing as
 // listed. The sweeper runs every second, so this is rarely more than one indexed look-up.
@@ -407,10 +420,7 @@ func (s *Store) withoutExpired(ctx context.Context, cs []Collection) error {
 		ids[i] = cs[i].ID
 	}
 	now := At(s.now())
-	var due []string
-	err := s.db.NewSelect().Model((*Listing)(nil)).ColumnExpr("DISTINCT collection_id").
-		Where("consumed_update IS NULL").Where("expires_at IS NOT NULL").Where("expires_at <= ?", now).
-		Where("collection_id IN (?)", bun.In(ids)).Scan(ctx, &due)
+	due, err := s.dueCollections(ctx, ids)
 	if err != nil || len(due) == 0 {
 		return err
 	}
@@ -469,14 +479,26 @@ type collectionKey struct {
 // (lowest first, collections with nothing listed last). Each carries its phases.
 func (s *Store) Collections(ctx context.Context, sort CollectionSort, r PageRequest) (Page[Collection], error) {
 	k := collectionPageKey{sort: sort, limit: r.Limit, cursor: r.Cursor, itemCursors: r.ItemCursors}
-	page, ok, gen := s.collectionPages.start(k)
+	now := s.now()
+	page, ok, gen := s.collectionPages.start(k, now)
 	if ok {
 		return page, nil
 	}
 	read := time.Now()
-	page, err := s.readCollections(ctx, sort, r)
+	// A listing that expires changes a floor without a write: a page is kept until then.
+	var next []Listing
+	err := s.db.NewSelect().Model(&next).Column("expires_at").Where("consumed_update IS NULL").Where("expires_at IS NOT NULL").
+		Where("expires_at > ?", At(now)).Order("expires_at").Limit(1).Scan(ctx)
+	if err != nil {
+		return Page[Collection]{}, err
+	}
+	var until time.Time
+	if len(next) > 0 {
+		until = next[0].ExpiresAt.Time
+	}
+	page, err = s.readCollections(ctx, sort, r)
 	if err == nil {
-		s.collectionPages.keep(k, gen, read, page)
+		s.collectionPages.keep(k, gen, read, until, page)
 	}
 	return page, err
 }
@@ -486,7 +508,7 @@ func (s *Store) readCollections(ctx context.Context, sort CollectionSort, r Page
 	if err != nil {
 		return Page[Collection]{}, err
 	}
-	var rows []Collection
+	var rows, due []Collection
 	sel := s.db.NewSelect().Model(&rows)
 	var key func(c Collection) collectionKey
 	switch sort {
@@ -497,6 +519,21 @@ func (s *Store) readCollections(ctx context.Context, sort CollectionSort, r Page
 		}
 		key = func(c Collection) collectionKey { return collectionKey{c.VolumeDescKey, c.ID} }
 	case SortFloor:
+		// A collection with a listing past its expiry has a stored floor that may count it: such
+		// collections (few, while the sweeper keeps up) are ordered by their corrected floor.
+		dueIDs, err := s.dueCollections(ctx, nil)
+		if err != nil {
+			return Page[Collection]{}, err
+		}
+		if len(dueIDs) > 0 {
+			if err := s.db.NewSelect().Model(&due).Where("collection_id IN (?)", bun.In(dueIDs)).Scan(ctx); err != nil {
+				return Page[Collection]{}, err
+			}
+			if err := s.withoutExpired(ctx, due); err != nil {
+				return Page[Collection]{}, err
+			}
+			sel = sel.Where("collection_id NOT IN (?)", bun.In(dueIDs))
+		}
 		sel = sel.Order("floor_key", "collection_id")
 		if q.after != nil {
 			sel = sel.Where("(floor_key, collection_id) > (?, ?)", q.after.K, q.after.ID)
@@ -515,6 +552,24 @@ func (s *Store) readCollections(ctx context.Context, sort CollectionSort, r Page
 	}
 	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
 		return Page[Collection]{}, err
+	}
+	if len(due) > 0 {
+		after := func(c Collection) bool {
+			k := key(c)
+			return q.after == nil || k.K > q.after.K || (k.K == q.after.K && k.ID > q.after.ID)
+		}
+		for _, c := range due {
+			if after(c) {
+				rows = append(rows, c)
+			}
+		}
+		slices.SortFunc(rows, func(a, b Collection) int {
+			if c := strings.Compare(a.FloorKey, b.FloorKey); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+		rows = rows[:min(len(rows), int(q.fetch()))]
 	}
 	page, err := finish(ctx, s, q, rows, key)
 	if err != nil {

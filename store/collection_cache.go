@@ -26,27 +26,29 @@ type collectionPageKey struct {
 }
 
 type collectionPage struct {
-	gen  uint64
-	at   time.Time
-	page Page[Collection]
+	gen   uint64
+	at    time.Time
+	until time.Time // on the store's clock, when a listing the page may count expires; zero for none
+	page  Page[Collection]
 }
 
 // maxCollectionPages bounds the cache; past it, it starts over.
 const maxCollectionPages = 512
 
-// start returns the cached page for k, or the generation a page read now belongs to.
-func (c *collectionPages) start(k collectionPageKey) (Page[Collection], bool, uint64) {
+// start returns the cached page for k at the store's time now, or the generation a page read
+// now belongs to.
+func (c *collectionPages) start(k collectionPageKey, now time.Time) (Page[Collection], bool, uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[k]
-	if ok && e.gen == c.gen && time.Since(e.at) < collectionPageTTL {
+	if ok && e.gen == c.gen && time.Since(e.at) < collectionPageTTL && (e.until.IsZero() || now.Before(e.until)) {
 		return e.page, true, c.gen
 	}
 	return Page[Collection]{}, false, c.gen
 }
 
 // keep caches a page read at generation gen, unless a write committed since.
-func (c *collectionPages) keep(k collectionPageKey, gen uint64, read time.Time, p Page[Collection]) {
+func (c *collectionPages) keep(k collectionPageKey, gen uint64, read, until time.Time, p Page[Collection]) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen != c.gen {
@@ -55,7 +57,7 @@ func (c *collectionPages) keep(k collectionPageKey, gen uint64, read time.Time, 
 	if c.entries == nil || len(c.entries) >= maxCollectionPages {
 		c.entries = map[collectionPageKey]collectionPage{}
 	}
-	c.entries[k] = collectionPage{gen: gen, at: read, page: p}
+	c.entries[k] = collectionPage{gen: gen, at: read, until: until, page: p}
 }
 
 // invalidate forgets every page: a write has committed.

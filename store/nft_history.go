@@ -19,6 +19,9 @@ func (s *Store) CollectionsByID(ctx context.Context, ids []string) (map[string]*
 	if err := s.db.NewSelect().Model(&rows).Where("collection_id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.withoutExpired(ctx, rows); err != nil {
+		return nil, err
+	}
 	if err := s.attachPhases(ctx, rows); err != nil {
 		return nil, err
 	}
