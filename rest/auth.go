@@ -44,11 +44,11 @@ func (srv *Server) wrap(rt route) http.Handler {
 // party checks, cookie rotation, the prepare limit (per party), and the handler.
 func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error {
 	if isRead(r) {
-		if err := srv.limit(w, "read:"+clientOrigin(r), srv.cfg.RateRead); err != nil {
+		if err := srv.limit(w, "read:"+srv.clientOrigin(r), srv.cfg.RateRead); err != nil {
 			return err
 		}
 	}
-	limitKey := "prepare:" + clientOrigin(r)
+	limitKey := "prepare:" + srv.clientOrigin(r)
 	if rt.access == token {
 		a, viaCookie, err := srv.authenticate(r)
 		if err != nil {

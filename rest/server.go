@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -27,6 +26,7 @@ type Config struct {
 	Dev            bool     // dev mode: the tap exists, cookies travel over plain http
 	RateRead       int      // GET requests under /api/ per minute per origin; 0 = unlimited
 	RatePrepare    int      // prepare requests per minute per party (per origin when anonymous); 0 = unlimited
+	TrustedProxies []string // addresses or CIDRs whose X-Forwarded-For names the client
 	Limiter        ratelimit.Limiter
 	Logger         *slog.Logger
 }
@@ -38,6 +38,7 @@ type Server struct {
 	log     *slog.Logger
 	limiter ratelimit.Limiter
 	origins map[string]bool
+	proxies trustedProxies
 	routes  []route
 	mux     *http.ServeMux
 	handler http.Handler
@@ -52,6 +53,11 @@ func New(s *store.Store, cfg Config) (*Server, error) {
 		cfg.Limiter = ratelimit.NewMemory(time.Minute, s.Now)
 	}
 	srv := &Server{store: s, cfg: cfg, log: cfg.Logger, limiter: cfg.Limiter, origins: map[string]bool{}}
+	proxies, err := parseTrustedProxies(cfg.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	srv.proxies = proxies
 	for _, o := range append([]string{cfg.PublicURL}, cfg.AllowedOrigins...) {
 		if strings.TrimSpace(o) == "" {
 			continue
@@ -89,7 +95,7 @@ func originOf(s string) (string, error) {
 // unrouted answers what no route matched: 405 when the path exists for another method, else 404.
 func (srv *Server) unrouted(w http.ResponseWriter, r *http.Request) {
 	if isRead(r) { // every GET under /api/ counts, a 404 too
-		if err := srv.limit(w, "read:"+clientOrigin(r), srv.cfg.RateRead); err != nil {
+		if err := srv.limit(w, "read:"+srv.clientOrigin(r), srv.cfg.RateRead); err != nil {
 			srv.writeError(w, r, err)
 			return
 		}
@@ -214,20 +220,4 @@ func (srv *Server) withRecover(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
-}
-
-// clientOrigin is who a request counts against when no party does: its Origin, else its address.
-func clientOrigin(r *http.Request) string {
-	if o := r.Header.Get("Origin"); o != "" {
-		return truncate(o, 200)
-	}
-	return clientAddr(r)
-}
-
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

@@ -60,7 +60,7 @@ func (srv *Server) verify(w http.ResponseWriter, r *http.Request) error {
 	}
 	t, err := srv.store.SignIn(r.Context(), store.SignIn{
 		PartyID: req.PartyID, Nonce: req.Nonce, Signature: sig,
-		UserAgent: r.UserAgent(), ClientAddr: clientAddr(r),
+		UserAgent: r.UserAgent(), ClientAddr: srv.clientAddr(r),
 	})
 	if err != nil {
 		return err

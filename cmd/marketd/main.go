@@ -103,6 +103,7 @@ func serve(args []string) error {
 		Dev:            c.dev,
 		RateRead:       c.rateRead,
 		RatePrepare:    c.ratePrepare,
+		TrustedProxies: c.trustedProxies,
 		Logger:         log,
 	})
 	if err != nil {
