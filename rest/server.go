@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"marketd/store"
@@ -40,8 +41,11 @@ type Server struct {
 	origins map[string]bool
 	proxies trustedProxies
 	routes  []route
-	mux     *http.ServeMux
-	handler http.Handler
+	// draining is set when shutdown begins: readiness fails first, so a load balancer stops
+	// sending requests while those in flight finish.
+	draining atomic.Bool
+	mux      *http.ServeMux
+	handler  http.Handler
 }
 
 // New builds the REST API over s.
@@ -49,6 +53,7 @@ func New(s *store.Store, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.Logger = slog.New(WithRequestIDs(cfg.Logger.Handler()))
 	if cfg.Limiter == nil {
 		cfg.Limiter = ratelimit.NewMemory(time.Minute, s.Now)
 	}
@@ -191,7 +196,6 @@ func (srv *Server) withRequestLog(next http.Handler) http.Handler {
 			return
 		}
 		attrs := []slog.Attr{
-			slog.String("request_id", id),
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.Path),
 			slog.Int("status", rec.status),
@@ -214,10 +218,39 @@ func (srv *Server) withRecover(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				srv.log.ErrorContext(r.Context(), "panic", "request_id", requestID(r.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				srv.log.ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				writeProblem(w, http.StatusInternalServerError, store.CodeInternal, "internal error")
 			}
 		}()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Drain makes /readyz answer 503 from now on; call it when shutdown begins.
+func (srv *Server) Drain() { srv.draining.Store(true) }
+
+// WithRequestIDs wraps a log handler so every record logged with a request's context carries
+// its request_id.
+func WithRequestIDs(h slog.Handler) slog.Handler {
+	if _, ok := h.(requestIDHandler); ok {
+		return h
+	}
+	return requestIDHandler{h}
+}
+
+type requestIDHandler struct{ slog.Handler }
+
+func (h requestIDHandler) Handle(ctx context.Context, rec slog.Record) error {
+	if id := requestID(ctx); id != "" {
+		rec.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, rec)
+}
+
+func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return requestIDHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h requestIDHandler) WithGroup(name string) slog.Handler {
+	return requestIDHandler{h.Handler.WithGroup(name)}
 }

@@ -23,6 +23,7 @@ type config struct {
 	rateRead       int
 	ratePrepare    int
 	trustedProxies []string
+	drainDelay     time.Duration
 	logLevel       string
 }
 
@@ -115,6 +116,14 @@ func settings(c *config) []setting {
 					c.trustedProxies = append(c.trustedProxies, p)
 				}
 			}
+			return nil
+		}},
+		{"drain-delay", "MARKETD_DRAIN_DELAY", "5s", "on SIGTERM, how long /readyz fails before the listener closes (0s = at once)", func(v string) error {
+			x, err := time.ParseDuration(v)
+			if err != nil || x < 0 {
+				return fmt.Errorf("want a Go duration >= 0 such as 5s")
+			}
+			c.drainDelay = x
 			return nil
 		}},
 		{"log-level", "MARKETD_LOG_LEVEL", "info", "debug, info, warn or error", func(v string) error {

@@ -80,7 +80,7 @@ func serve(args []string) error {
 	if len(rest_) > 0 {
 		return fmt.Errorf("serve takes no arguments, got %q", rest_)
 	}
-	log := newLogger(c.logLevel)
+	log := slog.New(rest.WithRequestIDs(newLogger(c.logLevel).Handler())) // a request's lines carry its id
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -133,6 +133,12 @@ func serve(args []string) error {
 		return err
 	case <-ctx.Done():
 	}
+	// Readiness fails first, so load balancers stop sending new requests; then the listener
+	// closes and the requests in flight finish.
+	api.Drain()
+	log.Info("shutting down: readiness fails, draining", "delay", c.drainDelay.String())
+	stop() // a second signal ends the process at once
+	time.Sleep(c.drainDelay)
 	log.Info("shutting down: finishing in-flight requests")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -21,6 +21,26 @@ type Limiter interface {
 	Reset(key string) bool
 }
 
+// Status says which backend answers a limiter's checks, for readiness and metrics.
+type Status struct {
+	Backend  string // "memory" or "redis"
+	Fallback bool   // the shared backend is unreachable and the in-memory limiter answers
+	Error    string // why, while Fallback
+}
+
+// Reporter is a Limiter that can tell its Status; one that cannot is taken to be in memory.
+type Reporter interface {
+	Status() Status
+}
+
+// StatusOf reports l's status.
+func StatusOf(l Limiter) Status {
+	if r, ok := l.(Reporter); ok {
+		return r.Status()
+	}
+	return Status{Backend: "memory"}
+}
+
 // Decision is the outcome of one Allow.
 type Decision struct {
 	Allowed   bool
@@ -78,6 +98,9 @@ func NewMemory(window time.Duration, now func() time.Time) *Memory {
 	m.SetMaxKeys(DefaultMaxKeys)
 	return m
 }
+
+// Status reports the in-memory backend.
+func (m *Memory) Status() Status { return Status{Backend: "memory"} }
 
 // SetMaxKeys bounds how many keys m holds (rounded up to a multiple of its 32 shards).
 func (m *Memory) SetMaxKeys(n int) {
