@@ -28,7 +28,18 @@ func (srv *Server) apiRoutes() []route {
 		{method: "GET", path: "/api/auth/me", access: token, handle: srv.me},
 		{method: "POST", path: "/api/auth/logout", access: token, noRotate: true, handle: srv.logout},
 		{method: "GET", path: "/api/auth/sessions", access: token, handle: srv.sessions},
-	}, append(srv.walletRoutes(), srv.nftRoutes()...)...)
+	}, append(append(srv.walletRoutes(), srv.nftRoutes()...), srv.metricsRoutes()...)...)
+}
+
+// metricsRoutes serves /metrics on the API's address unless it is served elsewhere.
+func (srv *Server) metricsRoutes() []route {
+	if srv.cfg.MetricsElsewhere {
+		return nil
+	}
+	return []route{{method: "GET", path: "/metrics", handle: func(w http.ResponseWriter, r *http.Request) error {
+		srv.metrics.Handler().ServeHTTP(w, r)
+		return nil
+	}}}
 }
 
 func (srv *Server) healthz(w http.ResponseWriter, r *http.Request) error {

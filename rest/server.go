@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/metrics"
 	"marketd/store/ratelimit"
 )
 
@@ -30,6 +31,11 @@ type Config struct {
 	TrustedProxies []string // addresses or CIDRs whose X-Forwarded-For names the client
 	Limiter        ratelimit.Limiter
 	Logger         *slog.Logger
+	// Metrics collects the service's metrics; nil makes a registry of the API's own.
+	Metrics *metrics.Metrics
+	// MetricsElsewhere leaves /metrics off the API's routes: the caller serves
+	// Metrics.Handler() on another address (MARKETD_METRICS_ADDR).
+	MetricsElsewhere bool
 }
 
 // Server serves the REST API.
@@ -38,6 +44,7 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	limiter ratelimit.Limiter
+	metrics *metrics.Metrics
 	origins map[string]bool
 	proxies trustedProxies
 	routes  []route
@@ -57,7 +64,10 @@ func New(s *store.Store, cfg Config) (*Server, error) {
 	if cfg.Limiter == nil {
 		cfg.Limiter = ratelimit.NewMemory(time.Minute, s.Now)
 	}
-	srv := &Server{store: s, cfg: cfg, log: cfg.Logger, limiter: cfg.Limiter, origins: map[string]bool{}}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New(s, cfg.Limiter)
+	}
+	srv := &Server{store: s, cfg: cfg, log: cfg.Logger, limiter: cfg.Limiter, metrics: cfg.Metrics, origins: map[string]bool{}}
 	proxies, err := parseTrustedProxies(cfg.TrustedProxies)
 	if err != nil {
 		return nil, err
@@ -130,7 +140,10 @@ const (
 )
 
 // requestInfo is what the handlers learn about a request that the access log reports.
-type requestInfo struct{ party string }
+type requestInfo struct {
+	party string
+	route string // the route's pattern: the metrics label, never the raw path
+}
 
 func infoOf(ctx context.Context) *requestInfo {
 	i, _ := ctx.Value(infoKey).(*requestInfo)
@@ -188,6 +201,11 @@ func (srv *Server) withRequestLog(next http.Handler) http.Handler {
 		ctx := context.WithValue(context.WithValue(r.Context(), requestIDKey, id), infoKey, info)
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(ctx))
+		route := info.route
+		if route == "" {
+			route = "unmatched"
+		}
+		srv.metrics.Request(route, r.Method, rec.status, time.Since(start))
 		level := slog.LevelInfo
 		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			level = slog.LevelDebug

@@ -92,6 +92,8 @@ type Store struct {
 
 	sessions *sessionCache
 	tokens   *tokenCache
+
+	commitObserver atomic.Pointer[CommitObserver] // observe.go
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -253,17 +255,25 @@ type Tx struct {
 	s        *Store
 	now      time.Time
 	deferred []byte // writes sent in one round trip before the commit (PostgreSQL)
+	recorded string // the kind of the ledger update this transaction appended, if any
 }
 
 // inTx runs fn in one write transaction and commits once; any error rolls everything back.
 func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
-	return s.wdb.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
+	start := time.Now()
+	var recorded string
+	err := s.wdb.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now()}
 		if err := fn(tx); err != nil {
 			return err
 		}
+		recorded = tx.recorded
 		return tx.flush(ctx)
 	})
+	if err == nil && recorded != "" {
+		s.observeCommit(recorded, time.Since(start))
+	}
+	return err
 }
 
 // writeQuery is a bun write that can render itself as SQL.

@@ -24,6 +24,8 @@ type config struct {
 	ratePrepare    int
 	trustedProxies []string
 	drainDelay     time.Duration
+	metricsAddr    string
+	redis          string
 	logLevel       string
 }
 
@@ -124,6 +126,14 @@ func settings(c *config) []setting {
 				return fmt.Errorf("want a Go duration >= 0 such as 5s")
 			}
 			c.drainDelay = x
+			return nil
+		}},
+		{"metrics-addr", "MARKETD_METRICS_ADDR", "", "serve /metrics here instead of on the API's address", str(&c.metricsAddr)},
+		{"redis", "MARKETD_REDIS", "", "redis://...: keep rate-limit windows in Redis, shared by every instance; empty = in memory", func(v string) error {
+			if v != "" && !strings.HasPrefix(v, "redis://") && !strings.HasPrefix(v, "rediss://") && !strings.HasPrefix(v, "unix://") {
+				return fmt.Errorf("want redis://host:port[/db], rediss://... or unix://PATH")
+			}
+			c.redis = v
 			return nil
 		}},
 		{"log-level", "MARKETD_LOG_LEVEL", "info", "debug, info, warn or error", func(v string) error {

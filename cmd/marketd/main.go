@@ -17,7 +17,22 @@ import (
 
 	"marketd/rest"
 	"marketd/store"
+	"marketd/store/metrics"
+	"marketd/store/ratelimit"
 )
+
+// newLimiter is the rate limiter of MARKETD_REDIS: windows in Redis, shared by every
+// instance, with an in-memory fallback while Redis is unreachable; without it, in memory.
+func newLimiter(ctx context.Context, c *config, s *store.Store, log *slog.Logger) (ratelimit.Limiter, func(), error) {
+	if c.redis == "" {
+		return ratelimit.NewMemory(time.Minute, s.Now), func() {}, nil
+	}
+	r, err := ratelimit.NewRedis(c.redis, time.Minute, s.Now, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, func() { r.Close() }, nil
+}
 
 const usage = `marketd: the marketplace service
 
@@ -97,7 +112,16 @@ func serve(args []string) error {
 	if len(applied) > 0 {
 		log.Info("migrations applied", "migrations", applied)
 	}
+	limiter, closeLimiter, err := newLimiter(ctx, c, s, log)
+	if err != nil {
+		return err
+	}
+	defer closeLimiter()
+	m := metrics.New(s, limiter)
 	api, err := rest.New(s, rest.Config{
+		Limiter:          limiter,
+		Metrics:          m,
+		MetricsElsewhere: c.metricsAddr != "",
 		PublicURL:      c.store.PublicURL,
 		AllowedOrigins: c.allowedOrigins,
 		Dev:            c.dev,
@@ -124,8 +148,24 @@ func serve(args []string) error {
 	}
 	go prune(ctx, s, log)
 	go expire(ctx, s, log)
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	if c.metricsAddr != "" {
+		mln, err := net.Listen("tcp", c.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("metrics address: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.Handler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		defer msrv.Close()
+		go func() {
+			if err := msrv.Serve(mln); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("metrics: %w", err)
+			}
+		}()
+		log.Info("metrics listening", "addr", mln.Addr().String())
+	}
 	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "public_url", c.store.PublicURL, "dev", c.dev)
 
 	select {
