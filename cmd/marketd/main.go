@@ -122,13 +122,13 @@ func serve(args []string) error {
 		Limiter:          limiter,
 		Metrics:          m,
 		MetricsElsewhere: c.metricsAddr != "",
-		PublicURL:      c.store.PublicURL,
-		AllowedOrigins: c.allowedOrigins,
-		Dev:            c.dev,
-		RateRead:       c.rateRead,
-		RatePrepare:    c.ratePrepare,
-		TrustedProxies: c.trustedProxies,
-		Logger:         log,
+		PublicURL:        c.store.PublicURL,
+		AllowedOrigins:   c.allowedOrigins,
+		Dev:              c.dev,
+		RateRead:         c.rateRead,
+		RatePrepare:      c.ratePrepare,
+		TrustedProxies:   c.trustedProxies,
+		Logger:           log,
 	})
 	if err != nil {
 		return err
