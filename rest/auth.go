@@ -32,8 +32,25 @@ type route struct {
 }
 
 func (srv *Server) wrap(rt route) http.Handler {
+	kind, execute := strings.CutSuffix(strings.TrimPrefix(rt.path, "/api/"), "/execute")
+	if rt.path == "/api/swap/intent/submit" {
+		kind, execute = "swap/intent", true
+	}
+	if rt.prepare {
+		kind = strings.TrimSuffix(kind, "/prepare")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := srv.serve(rt, w, r); err != nil {
+		if info := infoOf(r.Context()); info != nil {
+			info.route = rt.path
+		}
+		err := srv.serve(rt, w, r)
+		switch {
+		case rt.prepare:
+			srv.metrics.Prepared(kind, err)
+		case execute:
+			srv.metrics.Executed(kind, err)
+		}
+		if err != nil {
 			srv.writeError(w, r, err)
 		}
 	})
@@ -44,11 +61,11 @@ func (srv *Server) wrap(rt route) http.Handler {
 // party checks, cookie rotation, the prepare limit (per party), and the handler.
 func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error {
 	if isRead(r) {
-		if err := srv.limit(w, "read:"+clientOrigin(r), srv.cfg.RateRead); err != nil {
+		if err := srv.limit(w, "read:"+srv.clientOrigin(r), srv.cfg.RateRead); err != nil {
 			return err
 		}
 	}
-	limitKey := "prepare:" + clientOrigin(r)
+	limitKey := "prepare:" + srv.clientOrigin(r)
 	if rt.access == token {
 		a, viaCookie, err := srv.authenticate(r)
 		if err != nil {
@@ -71,6 +88,7 @@ func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error
 				return err
 			}
 			if t != nil {
+				srv.metrics.Rotated()
 				srv.setSessionCookie(w, t)
 				w.Header().Set("X-Auth-Token", t.Token)
 				w.Header().Set("X-Auth-Expires-At", strconv.FormatInt(t.ExpiresAt.Unix(), 10))
@@ -169,6 +187,7 @@ func (srv *Server) clearSessionCookie(w http.ResponseWriter) {
 // limit counts one request against key and writes the RateLimit headers; over the limit it
 // is rate_limited with Retry-After. A limit of 0 means unlimited.
 func (srv *Server) limit(w http.ResponseWriter, key string, perMinute int) error {
+	// key is "scope:who"; the scope (read, prepare) is the metrics label.
 	if perMinute <= 0 {
 		return nil
 	}
@@ -179,6 +198,8 @@ func (srv *Server) limit(w http.ResponseWriter, key string, perMinute int) error
 	h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
 	h.Set("RateLimit-Reset", strconv.FormatInt(reset, 10))
 	if !d.Allowed {
+		scope, _, _ := strings.Cut(key, ":")
+		srv.metrics.RateLimited(scope)
 		h.Set("Retry-After", strconv.FormatInt(reset, 10))
 		return store.Errorf(store.CodeRateLimited, "the limit here is %d requests a minute; retry in %s", d.Limit, time.Duration(reset)*time.Second)
 	}
@@ -196,5 +217,5 @@ func (srv *Server) Authenticate(r *http.Request) (*store.Auth, error) {
 // and writes the RateLimit headers; over the limit it is rate_limited, with Retry-After set.
 // Another front door's reads share the budget through it.
 func (srv *Server) CountRead(w http.ResponseWriter, r *http.Request) error {
-	return srv.limit(w, "read:"+clientOrigin(r), srv.cfg.RateRead)
+	return srv.limit(w, "read:"+srv.clientOrigin(r), srv.cfg.RateRead)
 }

@@ -19,7 +19,8 @@ import (
 )
 
 // wantProblemShape fails unless r is problem+json whose members are exactly type, title,
-// status, detail and code, with status and code as given and nothing internal in it.
+// status, detail, code and requestId (the response's X-Request-Id), with status and code as
+// given and nothing internal in it.
 func wantProblemShape(t testing.TB, r *testResponse, status int, code store.Code) {
 	t.Helper()
 	r.wantProblem(t, status, code)
@@ -29,8 +30,11 @@ func wantProblemShape(t testing.TB, r *testResponse, status int, code store.Code
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	if got := strings.Join(keys, ","); got != "code,detail,status,title,type" {
-		t.Fatalf("problem members %s, want code,detail,status,title,type", got)
+	if got := strings.Join(keys, ","); got != "code,detail,requestId,status,title,type" {
+		t.Fatalf("problem members %s, want code,detail,requestId,status,title,type", got)
+	}
+	if id := r.header.Get("X-Request-Id"); id == "" || m["requestId"] != id {
+		t.Fatalf("problem requestId %v, response X-Request-Id %q: want the same id", m["requestId"], id)
 	}
 	for _, k := range []string{"type", "title", "detail", "code"} {
 		if _, ok := m[k].(string); !ok {
@@ -222,7 +226,7 @@ func TestErrors_PanicIs500ProblemWithoutPanicTextOrStack(t *testing.T) {
 			panic(secret)
 		})))
 		req := httptest.NewRequest("GET", "/api/anything", nil)
-		req.Header.Set("X-Request-Id", "req-panic-1")
+		req.Header.Set("X-Request-Id", "req-fault-1")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 
@@ -233,12 +237,12 @@ func TestErrors_PanicIs500ProblemWithoutPanicTextOrStack(t *testing.T) {
 				t.Fatalf("the 500 leaks %q: %s", leak, r.body)
 			}
 		}
-		if got := r.header.Get("X-Request-Id"); got != "req-panic-1" {
+		if got := r.header.Get("X-Request-Id"); got != "req-fault-1" {
 			t.Fatalf("X-Request-Id = %q", got)
 		}
 		// The operator still learns what happened: the panic and its stack are logged with the request id.
 		log := logs.String()
-		for _, want := range []string{"hunter2", "goroutine", "req-panic-1"} {
+		for _, want := range []string{"hunter2", "goroutine", "req-fault-1"} {
 			if !strings.Contains(log, want) {
 				t.Fatalf("the log does not mention %q:\n%s", want, log)
 			}

@@ -149,7 +149,11 @@ func (a *testAPI) do(method, path string, body any, opts ...reqOption) *testResp
 	for _, o := range opts {
 		o(req)
 	}
-	res, err := a.http.Client().Do(req)
+	client := a.http.Client()
+	if ip, ok := req.Context().Value(peerKey{}).(string); ok {
+		client = peerClient(ip)
+	}
+	res, err := client.Do(req)
 	if err != nil {
 		a.t.Fatal(err)
 	}

@@ -85,7 +85,9 @@ func TestReadLimit_EveryAPIGetCountsPerOriginUntilTheWindowEnds(t *testing.T) {
 	})
 }
 
-func TestReadLimit_EachOriginHasItsOwnBudget(t *testing.T) {
+// Each client address has its own budget (CONTRACT.md section 7); loopback addresses stand
+// for hosts.
+func TestReadLimit_EachClientAddressHasItsOwnBudget(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b, withRates(2, 0))
 		for range 2 {
@@ -93,14 +95,14 @@ func TestReadLimit_EachOriginHasItsOwnBudget(t *testing.T) {
 		}
 		wantRateLimited(t, a.do("GET", "/api/auth/me", nil), 60)
 
-		other := withHeader("Origin", "https://other.example")
+		other := fromPeer("127.0.0.2")
 		r := a.do("GET", "/api/auth/me", nil, other)
 		r.wantProblem(t, http.StatusUnauthorized, store.CodeUnauthenticated)
 		wantRateHeaders(t, r.header, 2, 1, 60)
 		a.do("GET", "/api/auth/me", nil, other)
 		wantRateLimited(t, a.do("GET", "/api/auth/me", nil, other), 60)
 
-		third := withHeader("Origin", "https://third.example")
+		third := fromPeer("127.0.0.3")
 		wantRateHeaders(t, a.do("GET", "/api/auth/me", nil, third).header, 2, 1, 60)
 	})
 }
@@ -151,8 +153,8 @@ func TestPrepareLimit_AnonymousPreparesCountPerOrigin(t *testing.T) {
 		wantRateHeaders(t, prep().ok(t).header, 2, 0, 50)
 		wantRateLimited(t, prep(), 50)
 
-		// Another origin has a budget of its own.
-		other := withHeader("Origin", "https://other.example")
+		// Another client address has a budget of its own.
+		other := fromPeer("127.0.0.2")
 		wantRateHeaders(t, prep(other).ok(t).header, 2, 1, 60)
 
 		// Execute is not a prepare, and neither are sign-in calls nor reads (unlimited here).
@@ -201,10 +203,18 @@ func TestPrepareLimit_AuthenticatedPreparesCountPerParty(t *testing.T) {
 		if rec := call(bobTok, "https://one.example"); rec.Code != 200 || rec.Header().Get("RateLimit-Remaining") != "1" {
 			t.Fatalf("bob: %d %v %s", rec.Code, rec.Header(), rec.Body)
 		}
-		// The anonymous budget of the origin is untouched by the parties' prepares.
+		// The anonymous budget of their address (httptest's 192.0.2.1) is untouched by the
+		// parties' prepares.
 		k := newTestKey(t)
-		r = a.do("POST", "/api/parties/onboard/prepare", k.onboardBody("carol"), withHeader("Origin", "https://one.example")).ok(t)
-		wantRateHeaders(t, r.header, 2, 1, 60)
+		body, _ := json.Marshal(k.onboardBody("carol"))
+		req := httptest.NewRequest("POST", "/api/parties/onboard/prepare", strings.NewReader(string(body)))
+		req.Header.Set("Content-Type", "application/json")
+		anon := httptest.NewRecorder()
+		a.srv.ServeHTTP(anon, req)
+		if anon.Code != 200 {
+			t.Fatalf("anonymous prepare: %d %s", anon.Code, anon.Body)
+		}
+		wantRateHeaders(t, anon.Header(), 2, 1, 60)
 	})
 }
 

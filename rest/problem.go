@@ -16,6 +16,8 @@ type problem struct {
 	Status int    `json:"status"`
 	Detail string `json:"detail"`
 	Code   string `json:"code"`
+	// RequestID is the response's X-Request-Id, to quote when reporting the problem.
+	RequestID string `json:"requestId,omitempty"`
 }
 
 // statusOf maps an error code to its HTTP status: the one place the REST API does so.
@@ -54,8 +56,7 @@ func (srv *Server) writeError(w http.ResponseWriter, r *http.Request, err error)
 	code := store.ErrorCode(err)
 	status := statusOf(code)
 	if code == store.CodeInternal || code == store.CodeUnavailable {
-		srv.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r.Context()),
-			"method", r.Method, "path", r.URL.Path, "error", err.Error())
+		srv.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err.Error())
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="marketd"`)
@@ -75,6 +76,8 @@ func writeProblem(w http.ResponseWriter, status int, code store.Code, detail str
 		Status: status,
 		Detail: detail,
 		Code:   string(code),
+		// withRequestLog set the header before any handler ran.
+		RequestID: w.Header().Get("X-Request-Id"),
 	})
 }
 

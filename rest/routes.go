@@ -5,7 +5,11 @@ import (
 	_ "embed"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
+
+	"marketd/store"
+	"marketd/store/ratelimit"
 )
 
 // apiRoutes is every endpoint the API serves; rest/openapi.yaml documents exactly these.
@@ -24,7 +28,18 @@ func (srv *Server) apiRoutes() []route {
 		{method: "GET", path: "/api/auth/me", access: token, handle: srv.me},
 		{method: "POST", path: "/api/auth/logout", access: token, noRotate: true, handle: srv.logout},
 		{method: "GET", path: "/api/auth/sessions", access: token, handle: srv.sessions},
-	}, append(append(srv.walletRoutes(), srv.nftRoutes()...), srv.swapRoutes()...)...)
+	}, append(append(append(srv.walletRoutes(), srv.nftRoutes()...), srv.swapRoutes()...), srv.metricsRoutes()...)...)
+}
+
+// metricsRoutes serves /metrics on the API's address unless it is served elsewhere.
+func (srv *Server) metricsRoutes() []route {
+	if srv.cfg.MetricsElsewhere {
+		return nil
+	}
+	return []route{{method: "GET", path: "/metrics", handle: func(w http.ResponseWriter, r *http.Request) error {
+		srv.metrics.Handler().ServeHTTP(w, r)
+		return nil
+	}}}
 }
 
 func (srv *Server) healthz(w http.ResponseWriter, r *http.Request) error {
@@ -32,13 +47,31 @@ func (srv *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// readyz answers 200 while this instance should get traffic: not shutting down, the store
+// answers, its migrations are current; it says which rate-limit backend answers.
 func (srv *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	if srv.draining.Load() {
+		return store.Errorf(store.CodeUnavailable, "shutting down: finishing the requests in flight")
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := srv.store.Ping(ctx); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	pending, err := srv.store.PendingMigrations(ctx)
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return store.Errorf(store.CodeUnavailable, "migrations not applied: %s; run marketd migrate up", strings.Join(pending, ", "))
+	}
+	lim := ratelimit.StatusOf(srv.limiter)
+	body := map[string]any{"status": "ready", "store": "ok", "migrations": "current",
+		"limiter": map[string]any{"backend": lim.Backend, "fallback": lim.Fallback}}
+	if lim.Fallback {
+		body["limiter"].(map[string]any)["error"] = lim.Error
+	}
+	writeJSON(w, http.StatusOK, body)
 	return nil
 }
 

@@ -8,15 +8,16 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"marketd/store"
+	"marketd/store/metrics"
 	"marketd/store/ratelimit"
 )
 
@@ -27,8 +28,14 @@ type Config struct {
 	Dev            bool     // dev mode: the tap exists, cookies travel over plain http
 	RateRead       int      // GET requests under /api/ per minute per origin; 0 = unlimited
 	RatePrepare    int      // prepare requests per minute per party (per origin when anonymous); 0 = unlimited
+	TrustedProxies []string // addresses or CIDRs whose X-Forwarded-For names the client
 	Limiter        ratelimit.Limiter
 	Logger         *slog.Logger
+	// Metrics collects the service's metrics; nil makes a registry of the API's own.
+	Metrics *metrics.Metrics
+	// MetricsElsewhere leaves /metrics off the API's routes: the caller serves
+	// Metrics.Handler() on another address (MARKETD_METRICS_ADDR).
+	MetricsElsewhere bool
 }
 
 // Server serves the REST API.
@@ -37,10 +44,15 @@ type Server struct {
 	cfg     Config
 	log     *slog.Logger
 	limiter ratelimit.Limiter
+	metrics *metrics.Metrics
 	origins map[string]bool
+	proxies trustedProxies
 	routes  []route
-	mux     *http.ServeMux
-	handler http.Handler
+	// draining is set when shutdown begins: readiness fails first, so a load balancer stops
+	// sending requests while those in flight finish.
+	draining atomic.Bool
+	mux      *http.ServeMux
+	handler  http.Handler
 }
 
 // New builds the REST API over s.
@@ -48,10 +60,19 @@ func New(s *store.Store, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.Logger = slog.New(WithRequestIDs(cfg.Logger.Handler()))
 	if cfg.Limiter == nil {
 		cfg.Limiter = ratelimit.NewMemory(time.Minute, s.Now)
 	}
-	srv := &Server{store: s, cfg: cfg, log: cfg.Logger, limiter: cfg.Limiter, origins: map[string]bool{}}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.New(s, cfg.Limiter)
+	}
+	srv := &Server{store: s, cfg: cfg, log: cfg.Logger, limiter: cfg.Limiter, metrics: cfg.Metrics, origins: map[string]bool{}}
+	proxies, err := parseTrustedProxies(cfg.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	srv.proxies = proxies
 	for _, o := range append([]string{cfg.PublicURL}, cfg.AllowedOrigins...) {
 		if strings.TrimSpace(o) == "" {
 			continue
@@ -89,7 +110,7 @@ func originOf(s string) (string, error) {
 // unrouted answers what no route matched: 405 when the path exists for another method, else 404.
 func (srv *Server) unrouted(w http.ResponseWriter, r *http.Request) {
 	if isRead(r) { // every GET under /api/ counts, a 404 too
-		if err := srv.limit(w, "read:"+clientOrigin(r), srv.cfg.RateRead); err != nil {
+		if err := srv.limit(w, "read:"+srv.clientOrigin(r), srv.cfg.RateRead); err != nil {
 			srv.writeError(w, r, err)
 			return
 		}
@@ -119,7 +140,10 @@ const (
 )
 
 // requestInfo is what the handlers learn about a request that the access log reports.
-type requestInfo struct{ party string }
+type requestInfo struct {
+	party string
+	route string // the route's pattern: the metrics label, never the raw path
+}
 
 func infoOf(ctx context.Context) *requestInfo {
 	i, _ := ctx.Value(infoKey).(*requestInfo)
@@ -177,6 +201,11 @@ func (srv *Server) withRequestLog(next http.Handler) http.Handler {
 		ctx := context.WithValue(context.WithValue(r.Context(), requestIDKey, id), infoKey, info)
 		rec := &statusRecorder{ResponseWriter: w}
 		next.ServeHTTP(rec, r.WithContext(ctx))
+		route := info.route
+		if route == "" {
+			route = "unmatched"
+		}
+		srv.metrics.Request(route, r.Method, rec.status, time.Since(start))
 		level := slog.LevelInfo
 		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
 			level = slog.LevelDebug
@@ -185,7 +214,6 @@ func (srv *Server) withRequestLog(next http.Handler) http.Handler {
 			return
 		}
 		attrs := []slog.Attr{
-			slog.String("request_id", id),
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.Path),
 			slog.Int("status", rec.status),
@@ -208,7 +236,7 @@ func (srv *Server) withRecover(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				srv.log.ErrorContext(r.Context(), "panic", "request_id", requestID(r.Context()), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				srv.log.ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 				writeProblem(w, http.StatusInternalServerError, store.CodeInternal, "internal error")
 			}
 		}()
@@ -216,18 +244,31 @@ func (srv *Server) withRecover(next http.Handler) http.Handler {
 	})
 }
 
-// clientOrigin is who a request counts against when no party does: its Origin, else its address.
-func clientOrigin(r *http.Request) string {
-	if o := r.Header.Get("Origin"); o != "" {
-		return truncate(o, 200)
+// Drain makes /readyz answer 503 from now on; call it when shutdown begins.
+func (srv *Server) Drain() { srv.draining.Store(true) }
+
+// WithRequestIDs wraps a log handler so every record logged with a request's context carries
+// its request_id.
+func WithRequestIDs(h slog.Handler) slog.Handler {
+	if _, ok := h.(requestIDHandler); ok {
+		return h
 	}
-	return clientAddr(r)
+	return requestIDHandler{h}
 }
 
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+type requestIDHandler struct{ slog.Handler }
+
+func (h requestIDHandler) Handle(ctx context.Context, rec slog.Record) error {
+	if id := requestID(ctx); id != "" {
+		rec.AddAttrs(slog.String("request_id", id))
 	}
-	return host
+	return h.Handler.Handle(ctx, rec)
+}
+
+func (h requestIDHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return requestIDHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h requestIDHandler) WithGroup(name string) slog.Handler {
+	return requestIDHandler{h.Handler.WithGroup(name)}
 }

@@ -60,11 +60,12 @@ func (srv *Server) verify(w http.ResponseWriter, r *http.Request) error {
 	}
 	t, err := srv.store.SignIn(r.Context(), store.SignIn{
 		PartyID: req.PartyID, Nonce: req.Nonce, Signature: sig,
-		UserAgent: r.UserAgent(), ClientAddr: clientAddr(r),
+		UserAgent: r.UserAgent(), ClientAddr: srv.clientAddr(r),
 	})
 	if err != nil {
 		return err
 	}
+	srv.metrics.SignedIn()
 	srv.setSessionCookie(w, t)
 	writeJSON(w, http.StatusOK, tokenResponse{Token: t.Token, ExpiresAt: t.ExpiresAt.Unix()})
 	return nil
@@ -90,6 +91,7 @@ func (srv *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	if err := srv.store.Logout(r.Context(), authOf(r.Context())); err != nil {
 		return err
 	}
+	srv.metrics.Revoked()
 	srv.clearSessionCookie(w)
 	w.WriteHeader(http.StatusNoContent)
 	return nil

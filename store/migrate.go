@@ -101,3 +101,21 @@ func (s *Store) MigrationStatus(ctx context.Context) ([]MigrationState, error) {
 	})
 	return out, err
 }
+
+// PendingMigrations names the migrations the binary knows that the store has not applied.
+// It takes no lock, so a readiness probe can call it as often as it likes.
+func (s *Store) PendingMigrations(ctx context.Context) ([]string, error) {
+	all := migrate.NewMigrations()
+	if err := all.Discover(migrations.Files); err != nil {
+		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	ms, err := migrate.NewMigrator(s.db, all).MigrationsWithStatus(ctx) // the read pool: no writer waits
+	if err != nil {
+		return nil, &Error{Code: CodeUnavailable, Message: "the store's migrations cannot be read", Err: err}
+	}
+	var pending []string
+	for _, mg := range ms.Unapplied() {
+		pending = append(pending, mg.Name+"_"+mg.Comment)
+	}
+	return pending, nil
+}

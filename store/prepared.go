@@ -283,6 +283,7 @@ func (tx *Tx) record(ctx context.Context, kind, actAs string, fn func(u *Update)
 	if err := fn(u); err != nil {
 		return err
 	}
+	tx.recorded = kind
 	return tx.appendUpdate(ctx, u)
 }
 

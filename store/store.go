@@ -95,6 +95,8 @@ type Store struct {
 
 	collectionPages collectionPages
 	collectionIDs   sync.Map // id or slug -> collectionIdentity
+
+	commitObserver atomic.Pointer[CommitObserver] // observe.go
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -257,6 +259,7 @@ type Tx struct {
 	now      time.Time
 	deferred []byte // writes sent in one round trip before the commit (PostgreSQL)
 	after    []func()
+	recorded string // the kind of the ledger update this transaction appended, if any
 }
 
 // afterCommit runs fn once the transaction has committed (not if it rolls back).
@@ -264,18 +267,23 @@ func (tx *Tx) afterCommit(fn func()) { tx.after = append(tx.after, fn) }
 
 // inTx runs fn in one write transaction and commits once; any error rolls everything back.
 func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
+	start := time.Now()
 	var after []func()
+	var recorded string
 	err := s.wdb.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now()}
 		if err := fn(tx); err != nil {
 			return err
 		}
-		after = tx.after
+		after, recorded = tx.after, tx.recorded
 		return tx.flush(ctx)
 	})
 	// Whatever committed (or may have, when the commit's answer was lost) may have moved a
 	// collection's statistics.
 	s.collectionPages.invalidate()
+	if err == nil && recorded != "" {
+		s.observeCommit(recorded, time.Since(start))
+	}
 	if err == nil {
 		for _, f := range after {
 			f()

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -21,6 +22,10 @@ type config struct {
 	allowedOrigins []string
 	rateRead       int
 	ratePrepare    int
+	trustedProxies []string
+	drainDelay     time.Duration
+	metricsAddr    string
+	redis          string
 	logLevel       string
 }
 
@@ -101,6 +106,36 @@ func settings(c *config) []setting {
 		{"preapproval-ttl", "MARKETD_PREAPPROVAL_TTL", d.PreapprovalTTL.String(), "how long a receive-preapproval lasts from creation or renewal", dur(&c.store.PreapprovalTTL)},
 		{"rate-read", "MARKETD_RATE_READ", "300", "read requests per minute per origin; 0 = unlimited", num(&c.rateRead)},
 		{"rate-prepare", "MARKETD_RATE_PREPARE", "60", "prepare requests per minute per party; 0 = unlimited", num(&c.ratePrepare)},
+		{"trusted-proxies", "MARKETD_TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of proxies whose X-Forwarded-For names the client", func(v string) error {
+			c.trustedProxies = nil
+			for _, p := range strings.Split(v, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					if _, err := netip.ParsePrefix(p); err != nil {
+						if _, err := netip.ParseAddr(p); err != nil {
+							return fmt.Errorf("%q is neither an address nor a CIDR", p)
+						}
+					}
+					c.trustedProxies = append(c.trustedProxies, p)
+				}
+			}
+			return nil
+		}},
+		{"drain-delay", "MARKETD_DRAIN_DELAY", "5s", "on SIGTERM, how long /readyz fails before the listener closes (0s = at once)", func(v string) error {
+			x, err := time.ParseDuration(v)
+			if err != nil || x < 0 {
+				return fmt.Errorf("want a Go duration >= 0 such as 5s")
+			}
+			c.drainDelay = x
+			return nil
+		}},
+		{"metrics-addr", "MARKETD_METRICS_ADDR", "", "serve /metrics here instead of on the API's address", str(&c.metricsAddr)},
+		{"redis", "MARKETD_REDIS", "", "redis://...: keep rate-limit windows in Redis, shared by every instance; empty = in memory", func(v string) error {
+			if v != "" && !strings.HasPrefix(v, "redis://") && !strings.HasPrefix(v, "rediss://") && !strings.HasPrefix(v, "unix://") {
+				return fmt.Errorf("want redis://host:port[/db], rediss://... or unix://PATH")
+			}
+			c.redis = v
+			return nil
+		}},
 		{"log-level", "MARKETD_LOG_LEVEL", "info", "debug, info, warn or error", func(v string) error {
 			switch v {
 			case "debug", "info", "warn", "error":

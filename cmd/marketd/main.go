@@ -19,7 +19,22 @@ import (
 	"marketd/rest"
 	"marketd/store"
 	"marketd/web"
+	"marketd/store/metrics"
+	"marketd/store/ratelimit"
 )
+
+// newLimiter is the rate limiter of MARKETD_REDIS: windows in Redis, shared by every
+// instance, with an in-memory fallback while Redis is unreachable; without it, in memory.
+func newLimiter(ctx context.Context, c *config, s *store.Store, log *slog.Logger) (ratelimit.Limiter, func(), error) {
+	if c.redis == "" {
+		return ratelimit.NewMemory(time.Minute, s.Now), func() {}, nil
+	}
+	r, err := ratelimit.NewRedis(c.redis, time.Minute, s.Now, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, func() { r.Close() }, nil
+}
 
 const usage = `marketd: the marketplace service
 
@@ -92,7 +107,7 @@ func serve(args []string) error {
 	if len(rest_) > 0 {
 		return fmt.Errorf("serve takes no arguments, got %q", rest_)
 	}
-	log := newLogger(c.logLevel)
+	log := slog.New(rest.WithRequestIDs(newLogger(c.logLevel).Handler())) // a request's lines carry its id
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -109,13 +124,23 @@ func serve(args []string) error {
 	if len(applied) > 0 {
 		log.Info("migrations applied", "migrations", applied)
 	}
+	limiter, closeLimiter, err := newLimiter(ctx, c, s, log)
+	if err != nil {
+		return err
+	}
+	defer closeLimiter()
+	m := metrics.New(s, limiter)
 	api, err := rest.New(s, rest.Config{
-		PublicURL:      c.store.PublicURL,
-		AllowedOrigins: c.allowedOrigins,
-		Dev:            c.dev,
-		RateRead:       c.rateRead,
-		RatePrepare:    c.ratePrepare,
-		Logger:         log,
+		Limiter:          limiter,
+		Metrics:          m,
+		MetricsElsewhere: c.metricsAddr != "",
+		PublicURL:        c.store.PublicURL,
+		AllowedOrigins:   c.allowedOrigins,
+		Dev:              c.dev,
+		RateRead:         c.rateRead,
+		RatePrepare:      c.ratePrepare,
+		TrustedProxies:   c.trustedProxies,
+		Logger:           log,
 	})
 	if err != nil {
 		return err
@@ -141,8 +166,24 @@ func serve(args []string) error {
 	go prune(ctx, s, log)
 	go expire(ctx, s, log)
 	go swapLoop(ctx, s, log)
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
+	if c.metricsAddr != "" {
+		mln, err := net.Listen("tcp", c.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("metrics address: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.Handler())
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		defer msrv.Close()
+		go func() {
+			if err := msrv.Serve(mln); !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("metrics: %w", err)
+			}
+		}()
+		log.Info("metrics listening", "addr", mln.Addr().String())
+	}
 	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "public_url", c.store.PublicURL, "dev", c.dev)
 
 	select {
@@ -150,6 +191,12 @@ func serve(args []string) error {
 		return err
 	case <-ctx.Done():
 	}
+	// Readiness fails first, so load balancers stop sending new requests; then the listener
+	// closes and the requests in flight finish.
+	api.Drain()
+	log.Info("shutting down: readiness fails, draining", "delay", c.drainDelay.String())
+	stop() // a second signal ends the process at once
+	time.Sleep(c.drainDelay)
 	log.Info("shutting down: finishing in-flight requests")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

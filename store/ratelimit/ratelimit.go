@@ -21,6 +21,26 @@ type Limiter interface {
 	Reset(key string) bool
 }
 
+// Status says which backend answers a limiter's checks, for readiness and metrics.
+type Status struct {
+	Backend  string // "memory" or "redis"
+	Fallback bool   // the shared backend is unreachable and the in-memory limiter answers
+	Error    string // why, while Fallback
+}
+
+// Reporter is a Limiter that can tell its Status; one that cannot is taken to be in memory.
+type Reporter interface {
+	Status() Status
+}
+
+// StatusOf reports l's status.
+func StatusOf(l Limiter) Status {
+	if r, ok := l.(Reporter); ok {
+		return r.Status()
+	}
+	return Status{Backend: "memory"}
+}
+
 // Decision is the outcome of one Allow.
 type Decision struct {
 	Allowed   bool
@@ -41,12 +61,18 @@ type KeyState struct {
 	RejectedTotal int64 // requests refused since the key was last idle for a whole window
 }
 
+// DefaultMaxKeys bounds the keys a Memory limiter holds: about 100 bytes each, 10 MB in all.
+const DefaultMaxKeys = 100_000
+
 // Memory is an in-process Limiter with fixed windows that start at a key's first request.
+// It holds at most SetMaxKeys keys (DefaultMaxKeys), however many distinct clients arrive: a
+// new key that finds its shard full evicts one of a few sampled keys, as Redis does.
 type Memory struct {
-	now    func() time.Time
-	window time.Duration
-	seed   maphash.Seed
-	shards [32]shard
+	now      func() time.Time
+	window   time.Duration
+	seed     maphash.Seed
+	perShard int
+	shards   [32]shard
 }
 
 type shard struct {
@@ -69,7 +95,28 @@ func NewMemory(window time.Duration, now func() time.Time) *Memory {
 	for i := range m.shards {
 		m.shards[i].keys = make(map[string]*counter)
 	}
+	m.SetMaxKeys(DefaultMaxKeys)
 	return m
+}
+
+// Status reports the in-memory backend.
+func (m *Memory) Status() Status { return Status{Backend: "memory"} }
+
+// SetMaxKeys bounds how many keys m holds (rounded up to a multiple of its 32 shards).
+func (m *Memory) SetMaxKeys(n int) {
+	m.perShard = max((n+len(m.shards)-1)/len(m.shards), 1)
+}
+
+// Len is how many keys m holds, live or not yet swept.
+func (m *Memory) Len() int {
+	n := 0
+	for i := range m.shards {
+		sh := &m.shards[i]
+		sh.mu.Lock()
+		n += len(sh.keys)
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 func (m *Memory) shard(key string) *shard {
@@ -89,6 +136,9 @@ func (m *Memory) Allow(key string, limit int) Decision {
 	}
 	c := sh.keys[key]
 	if c == nil {
+		if len(sh.keys) >= m.perShard {
+			sh.evict(now, m.window)
+		}
 		c = &counter{start: now}
 		sh.keys[key] = c
 	}
@@ -108,6 +158,29 @@ func (m *Memory) Allow(key string, limit int) Decision {
 	c.used++
 	d.Allowed, d.Remaining = true, limit-c.used
 	return d
+}
+
+// evict drops, of a few keys sampled at random (map order is random), the one that has
+// used least of its window, an ended window first and the older on a tie. A flood of new
+// addresses (one request each) so evicts its own keys, not a busy client's, and a client
+// that spent its budget cannot shed its window by flooding.
+func (sh *shard) evict(now time.Time, window time.Duration) {
+	var victim string
+	var best *counter
+	bestUsed, n := 0, 0
+	for k, c := range sh.keys {
+		used := c.used
+		if !now.Before(c.start.Add(window)) {
+			used = -1
+		}
+		if best == nil || used < bestUsed || (used == bestUsed && c.start.Before(best.start)) {
+			victim, best, bestUsed = k, c, used
+		}
+		if n++; n == 8 {
+			break
+		}
+	}
+	delete(sh.keys, victim)
 }
 
 // sweep drops keys whose window ended a whole window ago.

@@ -208,3 +208,26 @@ func TestMemory_ConcurrentStateAndResetAreSafe(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestMemory_FloodOfKeysStaysBoundedAndKeepsBusyClients(t *testing.T) {
+	clock := newFakeClock()
+	m := ratelimit.NewMemory(time.Minute, clock.Now)
+	m.SetMaxKeys(1024)
+	// A client that spent its budget before the flood.
+	for range 5 {
+		m.Allow("read:busy", 5)
+	}
+	for i := range 200_000 {
+		m.Allow(fmt.Sprintf("read:flood-%d", i), 5)
+		if i%1000 == 0 {
+			clock.Advance(time.Millisecond)
+		}
+	}
+	if n := m.Len(); n > 1024 {
+		t.Fatalf("%d keys held after a flood of 200000, want at most 1024", n)
+	}
+	// The spent budget was not shed by the flood.
+	if d := m.Allow("read:busy", 5); d.Allowed {
+		t.Fatalf("the busy client's spent window was evicted by the flood: %+v", d)
+	}
+}

@@ -1,0 +1,179 @@
+package ratelimit_test
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"marketd/store/ratelimit"
+	"marketd/store/storetest"
+)
+
+var _ ratelimit.Limiter = (*ratelimit.Redis)(nil)
+
+func redisURL(t testing.TB) string { return storetest.RedisURL() }
+
+// newTestRedis is a Redis limiter on the shared server; keys are made unique per test by the
+// caller (a random tag), so parallel runs never share a window.
+func newTestRedis(t testing.TB, url string, now func() time.Time) *ratelimit.Redis {
+	t.Helper()
+	r, err := ratelimit.NewRedis(url, time.Minute, now, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	r.Allow("probe:"+strconv.Itoa(rand.Int()), 1)
+	if st := r.Status(); st.Fallback {
+		t.Fatalf("Redis at %s does not answer: %s (run .ci/run, or set TEST_REDIS_URL)", url, st.Error)
+	}
+	return r
+}
+
+func tag() string { return fmt.Sprintf("t%d:", rand.Int64()) }
+
+// The Redis limiter decides exactly as the in-memory one, request by request, on the same clock.
+func TestRedis_DecidesExactlyAsMemory(t *testing.T) {
+	clock := newFakeClock()
+	r := newTestRedis(t, redisURL(t), clock.Now)
+	m := ratelimit.NewMemory(time.Minute, clock.Now)
+	k := tag()
+	steps := []time.Duration{0, 10 * time.Second, 10 * time.Second, 5 * time.Second, 34*time.Second + 999*time.Millisecond,
+		time.Millisecond, time.Second, 90 * time.Second, 0, 0, 0, 2 * time.Minute, 0}
+	for i, step := range steps {
+		clock.Advance(step)
+		for _, key := range []string{k + "a", k + "b"} {
+			want, got := m.Allow(key, 3), r.Allow(key, 3)
+			if got != want {
+				t.Fatalf("step %d %s: redis %+v, memory %+v", i, key, got, want)
+			}
+		}
+	}
+	// State and Reset agree too, for this test's keys.
+	pick := func(all []ratelimit.KeyState) (out []ratelimit.KeyState) {
+		for _, s := range all {
+			if len(s.Key) > len(k) && s.Key[:len(k)] == k {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	gotState, wantState := pick(r.State()), pick(m.State())
+	if fmt.Sprint(gotState) != fmt.Sprint(wantState) {
+		t.Fatalf("state: redis %+v, memory %+v", gotState, wantState)
+	}
+	if !r.Reset(k+"a") || r.Reset(k+"a") {
+		t.Fatal("Reset reports wrongly")
+	}
+	if d := r.Allow(k+"a", 3); !d.Allowed || d.Remaining != 2 {
+		t.Fatalf("after reset: %+v", d)
+	}
+}
+
+// Two limiters (two instances) on one Redis share every window: concurrent requests through
+// both never pass the limit in total.
+func TestRedis_InstancesShareOneBudget(t *testing.T) {
+	url := redisURL(t)
+	a, b := newTestRedis(t, url, time.Now), newTestRedis(t, url, time.Now)
+	key := tag() + "shared"
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := a
+			if i%2 == 1 {
+				l = b
+			}
+			for range 25 {
+				if l.Allow(key, 100).Allowed {
+					allowed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := allowed.Load(); n != 100 {
+		t.Fatalf("%d of 400 requests allowed through two instances, want exactly 100", n)
+	}
+}
+
+// Redis stopped: requests keep being decided on the in-memory fallback (with the same limit),
+// Status says so, and when Redis is back the limits are counted there again.
+func TestRedis_StoppedFallsBackToMemoryAndReturns(t *testing.T) {
+	p := storetest.StartRedis(t)
+	clock := newFakeClock()
+	r := newTestRedis(t, p.URL(), clock.Now)
+	other := newTestRedis(t, p.URL(), clock.Now) // a second instance, to see what is in Redis
+	for range 2 {
+		r.Allow("read:k", 3)
+	}
+	p.Stop()
+	// The fallback keeps limiting: its own window, the same limit.
+	for i := range 3 {
+		if d := r.Allow("read:k", 3); !d.Allowed || d.Remaining != 2-i {
+			t.Fatalf("fallback request %d: %+v", i, d)
+		}
+	}
+	if d := r.Allow("read:k", 3); d.Allowed {
+		t.Fatalf("the fallback does not limit: %+v", d)
+	}
+	if st := r.Status(); !st.Fallback || st.Backend != "redis" || st.Error == "" {
+		t.Fatalf("status while Redis is down: %+v", st)
+	}
+	p.Start() // an empty Redis: the old windows are gone
+	deadline := time.Now().Add(5 * time.Second)
+	for r.Status().Fallback && time.Now().Before(deadline) {
+		r.Allow("read:probe", 3)
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st := r.Status(); st.Fallback {
+		t.Fatalf("still on the fallback 5 s after Redis returned: %+v", st)
+	}
+	// Counting in Redis again: the other instance sees this one's requests.
+	r.Allow("read:k", 3)
+	if d := other.Allow("read:k", 3); !d.Allowed || d.Remaining != 1 {
+		t.Fatalf("back on Redis, the second instance sees %+v, want remaining 1", d)
+	}
+}
+
+// Redis holds a key only while its window is recent: every key expires two windows after its
+// last request, so a flood of addresses costs Redis at most two windows' worth of keys, and
+// the instance itself holds nothing.
+func TestRedis_FloodOfKeysExpiresAndLeavesTheProcessEmpty(t *testing.T) {
+	p := storetest.StartRedis(t)
+	r := newTestRedis(t, p.URL(), time.Now)
+	for i := range 2000 {
+		r.Allow(fmt.Sprintf("read:10.0.%d.%d", i/256, i%256), 5)
+	}
+	if n := r.Fallback().Len(); n != 0 {
+		t.Fatalf("the instance holds %d keys while Redis answers", n)
+	}
+	out, err := exec.Command("redis-cli", "-p", strconv.Itoa(p.Port), "--scan", "--pattern", ratelimit.KeyPrefix+"*").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := 0
+	for _, b := range out {
+		if b == '\n' {
+			keys++
+		}
+	}
+	if keys < 2000 {
+		t.Fatalf("%d keys in Redis, want the flood's 2000 (+ the probe)", keys)
+	}
+	ttl, err := exec.Command("redis-cli", "-p", strconv.Itoa(p.Port), "PTTL", ratelimit.KeyPrefix+"read:10.0.3.7").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, _ := strconv.Atoi(string(ttl[:len(ttl)-1]))
+	if ms <= 0 || ms > 120_000 {
+		t.Fatalf("a key's TTL is %q ms, want at most two windows (120000)", ttl)
+	}
+}
