@@ -69,7 +69,7 @@ func newBrowser(t *testing.T) context.Context {
 // starts signed out.
 func tab(t *testing.T, browser context.Context) context.Context {
 	ctx, cancel := chromedp.NewContext(browser)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute) // generous: the CI machine may be busy
 	t.Cleanup(func() { cancelTimeout(); cancel() })
 	if err := chromedp.Run(ctx, network.ClearBrowserCookies()); err != nil {
 		t.Fatal(err)
