@@ -2,8 +2,11 @@ package web_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -473,6 +476,39 @@ func TestListings_FilterByCollectionSellerStateAndDetailWithHistory(t *testing.T
 		}
 		if p := c.get("/admin/ledger"); p.status != http.StatusOK || !strings.Contains(p.body, "nft.") {
 			t.Errorf("ledger page: %d without NFT updates", p.status)
+		}
+	})
+}
+
+func TestLedger_ShowsUpdatesAndPreparedTransactionsWithTheirState(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		e := newConsoleEnv(t, b)
+		e.user("watcher", store.RoleViewer)
+		alice := e.signInParty("alice") // one executed onboarding
+		pub, _, _ := ed25519.GenerateKey(rand.Reader)
+		if _, err := e.store.PrepareOnboarding(ctx, pub, "carol"); err != nil { // prepared, never executed
+			t.Fatal(err)
+		}
+		c := e.client()
+		c.mustLogin("watcher")
+		states := func() string {
+			p := c.get("/admin/ledger")
+			if p.status != http.StatusOK {
+				t.Fatalf("ledger: %d", p.status)
+			}
+			prepared := between(p.body, `<table class="prepared">`, "</table>")
+			return strings.Join(regexp.MustCompile(`<span class="pill[^"]*">([a-z]+)</span>`).FindAllString(prepared, -1), " ")
+		}
+		if got := states(); !strings.Contains(got, ">pending<") || !strings.Contains(got, ">executed<") || strings.Contains(got, ">expired<") {
+			t.Errorf("prepared states now: %s", got)
+		}
+		e.clock.Advance(e.store.Config().PreparedTTL + time.Second)
+		if got := states(); !strings.Contains(got, ">expired<") || strings.Contains(got, ">pending<") {
+			t.Errorf("prepared states after the TTL: %s", got)
+		}
+		if p := c.get("/admin/ledger"); !strings.Contains(p.body, "party.onboard") || !strings.Contains(p.body, alice.id) {
+			t.Errorf("the latest updates miss alice's onboarding")
 		}
 	})
 }
