@@ -61,8 +61,9 @@ func checkAdminPassword(pw string) error {
 	return nil
 }
 
-// CreateAdminUser adds an admin console user; a taken name is a conflict.
-func (s *Store) CreateAdminUser(ctx context.Context, name string, role AdminRole, password string) (*AdminUser, error) {
+// CreateAdminUser adds an admin console user, recorded in the audit log as by's action; a
+// taken name is a conflict.
+func (s *Store) CreateAdminUser(ctx context.Context, name string, role AdminRole, password string, by AuditEntry) (*AdminUser, error) {
 	if !adminNamePattern.MatchString(name) {
 		return nil, Errorf(CodeInvalidRequest, "user name %q: want 1 to 64 of [a-z0-9._-], starting with a letter or digit", truncate(name, 80))
 	}
@@ -72,9 +73,16 @@ func (s *Store) CreateAdminUser(ctx context.Context, name string, role AdminRole
 	if err := checkAdminPassword(password); err != nil {
 		return nil, err
 	}
-	now := At(s.now())
-	u := &AdminUser{Name: name, Role: role, PasswordHash: hashAdminPassword(password), CreatedAt: now, PasswordAt: now}
-	_, err := s.wdb.NewInsert().Model(u).Exec(ctx)
+	hash := hashAdminPassword(password)
+	var u *AdminUser
+	err := s.inTx(ctx, func(tx *Tx) error {
+		u = &AdminUser{Name: name, Role: role, PasswordHash: hash, CreatedAt: At(tx.now), PasswordAt: At(tx.now)}
+		if _, err := tx.NewInsert().Model(u).Exec(ctx); err != nil {
+			return err
+		}
+		by.Action, by.Target, by.Detail = "create-user", name, "role "+string(role)
+		return tx.audit(ctx, by)
+	})
 	if isUniqueViolation(err) {
 		return nil, Errorf(CodeConflict, "an admin user named %q exists", name)
 	}
@@ -93,48 +101,60 @@ func (s *Store) AdminUsers(ctx context.Context) ([]AdminUser, error) {
 
 // AdminUserByName returns a user, or not_found.
 func (s *Store) AdminUserByName(ctx context.Context, name string) (*AdminUser, error) {
+	return adminUserByName(ctx, s.wdb, name)
+}
+
+func adminUserByName(ctx context.Context, db bun.IDB, name string) (*AdminUser, error) {
 	u := new(AdminUser)
-	err := s.wdb.NewSelect().Model(u).Where("name = ?", name).Scan(ctx)
+	err := db.NewSelect().Model(u).Where("name = ?", name).Scan(ctx)
 	if isNoRows(err) {
 		return nil, Errorf(CodeNotFound, "no admin user %q", truncate(name, 80))
 	}
 	return u, err
 }
 
-// DisableAdminUser refuses the user's sign-ins and ends its open sessions at their next request.
-func (s *Store) DisableAdminUser(ctx context.Context, name string) error {
-	res, err := s.wdb.NewUpdate().Model((*AdminUser)(nil)).Set("disabled_at = ?", At(s.now())).
-		Where("name = ?", name).Where("disabled_at IS NULL").Exec(ctx)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		if _, err := s.AdminUserByName(ctx, name); err != nil {
+// DisableAdminUser refuses the user's sign-ins and ends its open sessions at their next
+// request; by's action goes to the audit log.
+func (s *Store) DisableAdminUser(ctx context.Context, name string, by AuditEntry) error {
+	return s.inTx(ctx, func(tx *Tx) error {
+		res, err := tx.NewUpdate().Model((*AdminUser)(nil)).Set("disabled_at = ?", At(tx.now)).
+			Where("name = ?", name).Where("disabled_at IS NULL").Exec(ctx)
+		if err != nil {
 			return err
 		}
-		return Errorf(CodeConflict, "admin user %q is already disabled", name)
-	}
-	return nil
+		if n, _ := res.RowsAffected(); n == 0 {
+			if _, err := adminUserByName(ctx, tx, name); err != nil {
+				return err
+			}
+			return Errorf(CodeConflict, "admin user %q is already disabled", name)
+		}
+		by.Action, by.Target, by.Detail = "disable-user", name, ""
+		return tx.audit(ctx, by)
+	})
 }
 
-// ResetAdminPassword sets a new password and enables the user again. Sessions signed in
-// before the reset end at their next request.
-func (s *Store) ResetAdminPassword(ctx context.Context, name, password string) error {
+// ResetAdminPassword sets a new password and enables the user again; by's action goes to
+// the audit log. Sessions signed in before the reset end at their next request.
+func (s *Store) ResetAdminPassword(ctx context.Context, name, password string, by AuditEntry) error {
 	if err := checkAdminPassword(password); err != nil {
 		return err
 	}
-	res, err := s.wdb.NewUpdate().Model((*AdminUser)(nil)).
-		Set("password_hash = ?", hashAdminPassword(password)).
-		Set("password_at = ?", At(s.now())).
-		Set("disabled_at = NULL").
-		Where("name = ?", name).Exec(ctx)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return Errorf(CodeNotFound, "no admin user %q", truncate(name, 80))
-	}
-	return nil
+	hash := hashAdminPassword(password)
+	return s.inTx(ctx, func(tx *Tx) error {
+		res, err := tx.NewUpdate().Model((*AdminUser)(nil)).
+			Set("password_hash = ?", hash).
+			Set("password_at = ?", At(tx.now)).
+			Set("disabled_at = NULL").
+			Where("name = ?", name).Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return Errorf(CodeNotFound, "no admin user %q", truncate(name, 80))
+		}
+		by.Action, by.Target, by.Detail = "reset-user", name, "new password; enabled"
+		return tx.audit(ctx, by)
+	})
 }
 
 // errAdminLogin is the one answer to a failed sign-in, so it tells nothing about which part failed.
@@ -272,7 +292,8 @@ func (s *Store) SearchSessions(ctx context.Context, q AdminSessionQuery) ([]Sess
 	var rows []Session
 	sel := s.db.NewSelect().Model(&rows)
 	if q.Party != "" {
-		sel = sel.Where("party_id >= ? AND party_id < ?", q.Party, q.Party+"\U0010FFFF")
+		// A prefix compared as it is: a collation's range or LIKE's wildcards would not be exact.
+		sel = sel.Where("substr(party_id, 1, ?) = ?", len(q.Party), q.Party)
 	}
 	if q.Active {
 		sel = sel.Where("revoked_at IS NULL").Where("token_expires_at > ?", At(s.now()))

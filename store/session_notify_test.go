@@ -2,8 +2,6 @@ package store_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"testing"
 	"time"
 
@@ -29,23 +27,8 @@ func TestLogout_HoldsOnEveryInstanceOfOneStore(t *testing.T) {
 			}
 			defer other.Close()
 
-			pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-			prep, err := a.PrepareOnboarding(ctx, pub, "alice")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := a.Execute(ctx, store.Execution{Kinds: []string{store.KindOnboard}, Hash: prep.Hash, Signature: ed25519.Sign(priv, prep.Hash)}); err != nil {
-				t.Fatal(err)
-			}
-			c, err := a.IssueChallenge(ctx, prep.PartyID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tok, err := a.SignIn(ctx, store.SignIn{PartyID: prep.PartyID, Nonce: c.Nonce, Signature: ed25519.Sign(priv, []byte(c.Text()))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			auth, err := other.Authenticate(ctx, tok.Token) // now cached on the other instance
+			_, tok := signedIn(t, a, "alice")
+			auth, err := other.Authenticate(ctx, tok) // now cached on the other instance
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,7 +37,7 @@ func TestLogout_HoldsOnEveryInstanceOfOneStore(t *testing.T) {
 			}
 			deadline := time.Now().Add(5 * time.Second)
 			for {
-				_, err := other.Authenticate(ctx, tok.Token)
+				_, err := other.Authenticate(ctx, tok)
 				if store.ErrorCode(err) == store.CodeTokenRevoked {
 					return
 				}

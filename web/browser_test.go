@@ -69,7 +69,7 @@ func newBrowser(t *testing.T) context.Context {
 // starts signed out.
 func tab(t *testing.T, browser context.Context) context.Context {
 	ctx, cancel := chromedp.NewContext(browser)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute) // generous: the CI machine may be busy
 	t.Cleanup(func() { cancelTimeout(); cancel() })
 	if err := chromedp.Run(ctx, network.ClearBrowserCookies()); err != nil {
 		t.Fatal(err)
@@ -123,6 +123,9 @@ func browserConsole(t *testing.T, browser context.Context, b storetest.Backend) 
 		dir := artifactsDir(t, "admin-console-"+b.Name)
 		e.user("ops", store.RoleOperator)
 		e.user("watcher", store.RoleViewer)
+		if _, err := e.store.SeedDemo(context.Background(), store.DemoOptions{NFTs: 24, Seed: 5}); err != nil {
+			t.Fatal(err) // a small market, so the listing and ledger pages have something to show
+		}
 		alice := e.signInParty("alice")
 		bob := e.signInParty("bob")
 		sidOf := func(p party) string {
@@ -187,7 +190,7 @@ func browserConsole(t *testing.T, browser context.Context, b storetest.Backend) 
 			}
 			shoot(t, ctx, dir, "party")
 			for _, p := range []struct{ path, name, ready string }{
-				{"/admin/listings", "listings", `main`},
+				{"/admin/listings", "listings", `#listings`},
 				{"/admin/ledger", "ledger", `table.updates`},
 			} {
 				if err := chromedp.Run(ctx, chromedp.Navigate(e.url+p.path), chromedp.WaitVisible(p.ready, chromedp.ByQuery)); err != nil {
@@ -195,6 +198,16 @@ func browserConsole(t *testing.T, browser context.Context, b storetest.Backend) 
 				}
 				shoot(t, ctx, dir, p.name)
 			}
+			// A listing's page: its NFT and the NFT's history, reached from the list.
+			err = chromedp.Run(ctx,
+				chromedp.Navigate(e.url+"/admin/listings?state=active"),
+				chromedp.Click(`#listings tbody tr:first-child td:first-child a`, chromedp.ByQuery),
+				chromedp.WaitVisible(`#history`, chromedp.ByID),
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shoot(t, ctx, dir, "listing")
 		})
 
 		t.Run("operator resets a drained bucket", func(t *testing.T) {

@@ -2,8 +2,11 @@ package web_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -196,7 +199,7 @@ func TestLogin_DisabledUserIsRefusedAndSignedOut(t *testing.T) {
 		e.user("gone", store.RoleOperator)
 		open := e.client()
 		open.mustLogin("ops")
-		if err := e.store.DisableAdminUser(ctx, "ops"); err != nil {
+		if err := e.store.DisableAdminUser(ctx, "ops", cli); err != nil {
 			t.Fatal(err)
 		}
 		if p := open.get("/admin/sessions"); !toLogin(p) {
@@ -205,14 +208,14 @@ func TestLogin_DisabledUserIsRefusedAndSignedOut(t *testing.T) {
 		if p := e.client().login("ops", testPassword); p.status != http.StatusUnauthorized {
 			t.Fatalf("a disabled user's login: %d, want 401", p.status)
 		}
-		if err := e.store.DisableAdminUser(ctx, "ops"); store.ErrorCode(err) != store.CodeConflict {
+		if err := e.store.DisableAdminUser(ctx, "ops", cli); store.ErrorCode(err) != store.CodeConflict {
 			t.Errorf("disable twice: %v, want conflict", err)
 		}
 		// A reset enables the user again with the new password, and ends older sessions.
 		other := e.client()
 		other.mustLogin("gone")
 		e.clock.Advance(time.Second)
-		if err := e.store.ResetAdminPassword(ctx, "gone", "a brand new password"); err != nil {
+		if err := e.store.ResetAdminPassword(ctx, "gone", "a brand new password", cli); err != nil {
 			t.Fatal(err)
 		}
 		if p := other.get("/admin/sessions"); !toLogin(p) {
@@ -399,4 +402,113 @@ func between(s, from, to string) string {
 		return ""
 	}
 	return s[i : i+j]
+}
+
+func TestListings_FilterByCollectionSellerStateAndDetailWithHistory(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		e := newConsoleEnv(t, b)
+		e.user("watcher", store.RoleViewer)
+		sum, err := e.store.SeedDemo(ctx, store.DemoOptions{NFTs: 40, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := e.store.Listings(ctx, store.ListingFilter{}, store.PageRequest{Limit: 100})
+		if err != nil || len(all.Items) == 0 {
+			t.Fatalf("seeded listings: %d %v (%+v)", len(all.Items), err, sum)
+		}
+		l := all.Items[0]
+		c := e.client()
+		c.mustLogin("watcher")
+		col, err := e.store.CollectionByID(ctx, l.CollectionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := func(p page) int { return strings.Count(p.body, `href="/admin/listings/`) }
+		for _, tc := range []struct {
+			name  string
+			query string
+			f     store.ListingFilter
+		}{
+			{"by collection id", "collection=" + l.CollectionID, store.ListingFilter{CollectionID: l.CollectionID}},
+			{"by collection slug", "collection=" + col.Slug, store.ListingFilter{CollectionID: l.CollectionID}},
+			{"by seller", "seller=" + url.QueryEscape(l.Seller), store.ListingFilter{Seller: l.Seller}},
+			{"active", "state=active", store.ListingFilter{State: "active"}},
+			{"closed", "state=consumed", store.ListingFilter{State: "consumed"}},
+			{"seller and state", "state=active&seller=" + url.QueryEscape(l.Seller), store.ListingFilter{Seller: l.Seller, State: "active"}},
+		} {
+			want, err := e.store.Listings(ctx, tc.f, store.PageRequest{Limit: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := c.get("/admin/listings?" + tc.query)
+			if p.status != http.StatusOK || count(p) != len(want.Items) {
+				t.Errorf("%s: %d with %d rows, want %d", tc.name, p.status, count(p), len(want.Items))
+			}
+			for _, w := range want.Items {
+				if !strings.Contains(p.body, "/admin/listings/"+url.PathEscape(w.CID)) {
+					t.Errorf("%s: listing %s missing", tc.name, w.CID)
+				}
+			}
+		}
+		if p := c.get("/admin/listings?state=sideways"); p.status != http.StatusBadRequest {
+			t.Errorf("a bad state: %d, want 400", p.status)
+		}
+		p := c.get("/admin/listings/" + url.PathEscape(l.CID))
+		nft, err := e.store.NFTByContract(ctx, l.NFTCID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.status != http.StatusOK || !strings.Contains(p.body, l.NFTID) || !strings.Contains(p.body, nft.Name) || !strings.Contains(p.body, `id="history"`) {
+			t.Fatalf("listing detail: %d, NFT or history missing", p.status)
+		}
+		for _, h := range nft.History {
+			if !strings.Contains(p.body, h.UpdateID) {
+				t.Errorf("history event %s missing", h.UpdateID)
+			}
+		}
+		if p := c.get("/admin/listings/nosuch"); p.status != http.StatusNotFound {
+			t.Errorf("a missing listing: %d, want 404", p.status)
+		}
+		// The party page joins the seller's listings and updates.
+		if p := c.get("/admin/parties/" + url.PathEscape(l.Seller)); p.status != http.StatusOK || !strings.Contains(p.body, l.CID) {
+			t.Errorf("the seller's page: %d, listing %s missing", p.status, l.CID)
+		}
+		if p := c.get("/admin/ledger"); p.status != http.StatusOK || !strings.Contains(p.body, "nft.") {
+			t.Errorf("ledger page: %d without NFT updates", p.status)
+		}
+	})
+}
+
+func TestLedger_ShowsUpdatesAndPreparedTransactionsWithTheirState(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		e := newConsoleEnv(t, b)
+		e.user("watcher", store.RoleViewer)
+		alice := e.signInParty("alice") // one executed onboarding
+		pub, _, _ := ed25519.GenerateKey(rand.Reader)
+		if _, err := e.store.PrepareOnboarding(ctx, pub, "carol"); err != nil { // prepared, never executed
+			t.Fatal(err)
+		}
+		c := e.client()
+		c.mustLogin("watcher")
+		states := func() string {
+			p := c.get("/admin/ledger")
+			if p.status != http.StatusOK {
+				t.Fatalf("ledger: %d", p.status)
+			}
+			prepared := between(p.body, `<table class="prepared">`, "</table>")
+			return strings.Join(regexp.MustCompile(`<span class="pill[^"]*">([a-z]+)</span>`).FindAllString(prepared, -1), " ")
+		}
+		if got := states(); !strings.Contains(got, ">pending<") || !strings.Contains(got, ">executed<") || strings.Contains(got, ">expired<") {
+			t.Errorf("prepared states now: %s", got)
+		}
+		e.clock.Advance(e.store.Config().PreparedTTL + time.Second)
+		if got := states(); !strings.Contains(got, ">expired<") || strings.Contains(got, ">pending<") {
+			t.Errorf("prepared states after the TTL: %s", got)
+		}
+		if p := c.get("/admin/ledger"); !strings.Contains(p.body, "party.onboard") || !strings.Contains(p.body, alice.id) {
+			t.Errorf("the latest updates miss alice's onboarding")
+		}
+	})
 }

@@ -129,7 +129,7 @@ func whenPtr(t *store.Timestamp) string {
 	return when(t.Time)
 }
 
-// ago says how long before now t was, or how long after now it is, coarsely.
+// relative says how long before now t was, or how long after now it is, coarsely.
 func relative(t, now time.Time) string {
 	d := t.Sub(now)
 	suffix := "from now"

@@ -273,11 +273,11 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	byAddr := c.throttle.Allow("addr:"+addr, c.cfg.LoginPerAddr)
 	byUser := c.throttle.Allow("user:"+strings.ToLower(name), c.cfg.LoginPerUser)
 	if !byAddr.Allowed || !byUser.Allowed {
-		wait := max(byAddr.ResetIn, byUser.ResetIn)
-		if byAddr.Allowed {
-			wait = byUser.ResetIn
-		} else if byUser.Allowed {
-			wait = byAddr.ResetIn
+		var wait time.Duration // until every budget that refused has a fresh window
+		for _, d := range []ratelimit.Decision{byAddr, byUser} {
+			if !d.Allowed {
+				wait = max(wait, d.ResetIn)
+			}
 		}
 		w.Header().Set("Retry-After", itoa(int64(wait.Seconds()+1)))
 		form.Error = "Too many sign-in attempts. Try again in " + wait.Round(time.Second).String() + "."
@@ -355,18 +355,12 @@ func (c *Console) auditEntry(r *http.Request, u *viewer, action, target, detail 
 
 // flash leaves a message for the next page the user sees.
 func (c *Console) flash(ctx context.Context, msg string, isErr bool) {
-	if isErr {
-		msg = "!" + msg
-	}
 	c.sessions.Put(ctx, "flash", msg)
+	c.sessions.Put(ctx, "flash_error", isErr)
 }
 
 func (c *Console) popFlash(ctx context.Context) (msg string, isErr bool) {
-	msg = c.sessions.PopString(ctx, "flash")
-	if strings.HasPrefix(msg, "!") {
-		return msg[1:], true
-	}
-	return msg, false
+	return c.sessions.PopString(ctx, "flash"), c.sessions.PopBool(ctx, "flash_error")
 }
 
 // render writes a page with status.

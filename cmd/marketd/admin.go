@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"strings"
 
 	"golang.org/x/term"
@@ -63,18 +64,18 @@ func adminCmd(args []string) error {
 	defer s.Close()
 	switch verb {
 	case "create-user":
-		u, err := s.CreateAdminUser(ctx, extra[0], store.AdminRole(role), password)
+		u, err := s.CreateAdminUser(ctx, extra[0], store.AdminRole(role), password, cliActor())
 		if err != nil {
 			return storeError(err)
 		}
 		return printResult(map[string]any{"created": u.Name, "role": u.Role})
 	case "reset":
-		if err := s.ResetAdminPassword(ctx, extra[0], password); err != nil {
+		if err := s.ResetAdminPassword(ctx, extra[0], password, cliActor()); err != nil {
 			return storeError(err)
 		}
 		return printResult(map[string]any{"reset": extra[0]})
 	case "disable":
-		if err := s.DisableAdminUser(ctx, extra[0]); err != nil {
+		if err := s.DisableAdminUser(ctx, extra[0], cliActor()); err != nil {
 			return storeError(err)
 		}
 		return printResult(map[string]any{"disabled": extra[0]})
@@ -95,6 +96,16 @@ func adminCmd(args []string) error {
 		out = append(out, row{u.Name, string(u.Role), u.DisabledAt != nil, u.CreatedAt.Unix(), u.PasswordAt.Unix()})
 	}
 	return printResult(map[string]any{"users": out})
+}
+
+// cliActor is who the audit log says acted from the command line: the OS user, on this host.
+func cliActor() store.AuditEntry {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return store.AuditEntry{Actor: "cli:" + name, Addr: "host " + host}
 }
 
 // readPassword reads a password: prompted twice without echo on a terminal, else one line

@@ -1,0 +1,217 @@
+package store_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"marketd/store"
+	"marketd/store/storetest"
+)
+
+func TestAdminUsers_CreateChecksInputAndStoresOnlyAnArgon2idHash(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
+		const pw = "correct horse battery"
+		for _, tc := range []struct {
+			name, user string
+			role       store.AdminRole
+			pw         string
+			code       store.Code
+		}{
+			{"bad name", "Ada Lovelace", store.RoleOperator, pw, store.CodeInvalidRequest},
+			{"empty name", "", store.RoleOperator, pw, store.CodeInvalidRequest},
+			{"bad role", "ada", "root", pw, store.CodeInvalidRequest},
+			{"short password", "ada", store.RoleOperator, "short", store.CodeInvalidRequest},
+			{"two-line password", "ada", store.RoleOperator, "first line\nsecond line", store.CodeInvalidRequest},
+		} {
+			if _, err := s.CreateAdminUser(ctx, tc.user, tc.role, tc.pw, cli); store.ErrorCode(err) != tc.code {
+				t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
+			}
+		}
+		if us, _ := s.AdminUsers(ctx); len(us) != 0 {
+			t.Fatalf("refused input created users: %v", us)
+		}
+		u, err := s.CreateAdminUser(ctx, "ada", store.RoleOperator, pw, cli)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(u.PasswordHash, "$argon2id$v=19$m=19456,t=2,p=1$") || strings.Contains(u.PasswordHash, pw) {
+			t.Errorf("stored hash %q", u.PasswordHash)
+		}
+		if _, err := s.CreateAdminUser(ctx, "ada", store.RoleViewer, pw, cli); store.ErrorCode(err) != store.CodeConflict {
+			t.Errorf("a taken name: %v, want conflict", err)
+		}
+		if got, err := s.AdminLogin(ctx, "ada", pw); err != nil || got.Role != store.RoleOperator {
+			t.Errorf("login: %v %v", got, err)
+		}
+		for _, wrong := range []string{"", pw + " ", "correct horse batterY"} {
+			if _, err := s.AdminLogin(ctx, "ada", wrong); store.ErrorCode(err) != store.CodeUnauthenticated {
+				t.Errorf("login with %q: %v, want unauthenticated", wrong, err)
+			}
+		}
+		if err := s.DisableAdminUser(ctx, "ada", cli); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ResetAdminPassword(ctx, "ada", "another long password", cli); err != nil {
+			t.Fatal(err)
+		}
+		es, err := s.AuditLog(ctx, "cli:root", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range es {
+			got = append(got, e.Action+" "+e.Target+" "+e.Addr)
+		}
+		if want := []string{"reset-user ada local", "disable-user ada local", "create-user ada local"}; strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("audit of user management: %q, want %q", got, want)
+		}
+		if err := s.ResetAdminPassword(ctx, "nobody", pw, cli); store.ErrorCode(err) != store.CodeNotFound {
+			t.Errorf("reset of nobody: %v", err)
+		}
+		if err := s.DisableAdminUser(ctx, "nobody", cli); store.ErrorCode(err) != store.CodeNotFound {
+			t.Errorf("disable of nobody: %v", err)
+		}
+	})
+}
+
+func TestAdminSessionStore_KeepsDataUntilExpiry(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
+		st := s.AdminSessions()
+		if _, found, err := st.Find("nope"); found || err != nil {
+			t.Fatalf("find of nothing: %v %v", found, err)
+		}
+		if err := st.Commit("tok", []byte("one"), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Commit("tok", []byte("two"), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if b, found, err := st.Find("tok"); !found || err != nil || string(b) != "two" {
+			t.Fatalf("find: %q %v %v", b, found, err)
+		}
+		if err := st.Commit("old", []byte("x"), time.Now().Add(-time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if _, found, _ := st.Find("old"); found {
+			t.Errorf("an expired session was found")
+		}
+		if n, err := s.PruneAdminSessions(ctx); err != nil || n != 1 {
+			t.Errorf("prune: %d %v, want 1", n, err)
+		}
+		if err := st.Delete("tok"); err != nil {
+			t.Fatal(err)
+		}
+		if _, found, _ := st.Find("tok"); found {
+			t.Errorf("a deleted session was found")
+		}
+	})
+}
+
+// signedIn onboards a party with hint on s and signs it in; it returns the party and token.
+func signedIn(t *testing.T, s *store.Store, hint string) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+	prep, err := s.PrepareOnboarding(ctx, pub, hint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Execute(ctx, store.Execution{Kinds: []string{store.KindOnboard}, Hash: prep.Hash, Signature: ed25519.Sign(priv, prep.Hash)}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.IssueChallenge(ctx, prep.PartyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := s.SignIn(ctx, store.SignIn{PartyID: prep.PartyID, Nonce: c.Nonce, Signature: ed25519.Sign(priv, []byte(c.Text()))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prep.PartyID, tok.Token
+}
+
+func TestSearchSessions_MatchesAPartyIdPrefixExactly(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
+		alice, _ := signedIn(t, s, "alice")
+		signedIn(t, s, "alicebob")
+		signedIn(t, s, "Alice")
+		for _, tc := range []struct {
+			q    string
+			want int
+		}{{"alice::", 1}, {alice, 1}, {"alice", 2}, {"Alice", 1}, {"al%", 0}, {"", 3}} {
+			ss, err := s.SearchSessions(ctx, store.AdminSessionQuery{Party: tc.q})
+			if err != nil || len(ss) != tc.want {
+				t.Errorf("search %q: %d sessions (%v), want %d", tc.q, len(ss), err, tc.want)
+			}
+		}
+	})
+}
+
+// A revoke by an operator is refused at once on the instance that made it and, on PostgreSQL,
+// by another instance that had the session cached; it is in the audit log with the same commit.
+func TestRevokeSession_HoldsOnEveryInstanceAndIsAudited(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		cfg := storetest.Config(storetest.NewClock(storetest.Epoch))
+		a := b.Open(t, cfg)
+		other := a
+		if b.Dialect == store.Postgres {
+			cfg.DB = a.Config().DB
+			o, err := store.Open(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer o.Close()
+			other = o
+		}
+		party, tok := signedIn(t, a, "alice")
+		auth, err := other.Authenticate(ctx, tok) // cached on the other instance
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.RevokeSession(ctx, auth.SessionID, store.AuditEntry{Actor: "ada", Addr: "10.0.0.7"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Authenticate(ctx, tok); store.ErrorCode(err) != store.CodeTokenRevoked {
+			t.Fatalf("the revoking instance: %v, want token_revoked", err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			_, err := other.Authenticate(ctx, tok)
+			if store.ErrorCode(err) == store.CodeTokenRevoked {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the other instance still answers %v five seconds after the revoke", err)
+			}
+		}
+		es, err := a.AuditLog(ctx, "", 10)
+		if err != nil || len(es) != 1 {
+			t.Fatalf("audit: %v %v", es, err)
+		}
+		if e := es[0]; e.Actor != "ada" || e.Action != "revoke-session" || e.Target != auth.SessionID || e.Addr != "10.0.0.7" || e.Detail != "party "+party || !e.At.Equal(storetest.Epoch) {
+			t.Errorf("audit entry %+v", e)
+		}
+		if err := a.RevokeSession(ctx, auth.SessionID, store.AuditEntry{Actor: "ada"}); store.ErrorCode(err) != store.CodeConflict {
+			t.Errorf("second revoke: %v, want conflict", err)
+		}
+		if err := a.RevokeSession(ctx, "nosuch", store.AuditEntry{Actor: "ada"}); store.ErrorCode(err) != store.CodeNotFound {
+			t.Errorf("revoke of nothing: %v, want not_found", err)
+		}
+		if es, _ := a.AuditLog(ctx, "", 10); len(es) != 1 {
+			t.Errorf("refused revokes were audited: %d entries", len(es))
+		}
+	})
+}
+
+// cli is who the command-line tool acts as in tests.
+var cli = store.AuditEntry{Actor: "cli:root", Addr: "local"}
