@@ -18,9 +18,9 @@ import (
 	"marketd/graph"
 	"marketd/rest"
 	"marketd/store"
-	"marketd/web"
 	"marketd/store/metrics"
 	"marketd/store/ratelimit"
+	"marketd/web"
 )
 
 // newLimiter is the rate limiter of MARKETD_REDIS: windows in Redis, shared by every
