@@ -22,6 +22,7 @@ type nftWorld struct {
 	t       *testing.T
 	s       *store.Store
 	raw     *sql.DB
+	clock   *storetest.Clock
 	creator *ledgerParty
 	traders []*ledgerParty
 	cols    []*store.Collection
@@ -43,7 +44,7 @@ const nftTraderFunds = "1000"
 func newNFTWorld(t *testing.T, b storetest.Backend, traders int) *nftWorld {
 	ctx := context.Background()
 	s, clock, raw := openLedger(t, b)
-	w := &nftWorld{t: t, s: s, raw: raw, price: map[string]decimal.Decimal{}, royalty: map[string]int64{},
+	w := &nftWorld{t: t, s: s, raw: raw, clock: clock, price: map[string]decimal.Decimal{}, royalty: map[string]int64{},
 		delta: map[string]map[store.Instrument]decimal.Decimal{}, volume: map[string]decimal.Decimal{},
 		sold: map[string]int{}, burned: map[string]bool{}, stats: map[string]int{}}
 	op, err := s.OperatorParty(ctx)
@@ -72,7 +73,7 @@ func newNFTWorld(t *testing.T, b storetest.Backend, traders int) *nftWorld {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.AddPhase(ctx, store.PhaseSpec{Collection: col.ID, Name: "open", Price: c.price, Start: now.Add(-time.Hour), End: now.Add(time.Hour), PerPartyLimit: 60}); err != nil {
+		if _, err := s.AddPhase(ctx, store.PhaseSpec{Collection: col.ID, Name: "open", Price: c.price, Start: now.Add(-time.Hour), End: now.Add(24 * time.Hour), PerPartyLimit: 60}); err != nil {
 			t.Fatal(err)
 		}
 		w.cols = append(w.cols, col)
@@ -206,6 +207,10 @@ func (w *nftWorld) step(rng *rand.Rand, i int) {
 		terms := make([]store.ListingTerms, len(mine))
 		for k, n := range mine {
 			terms[k] = store.ListingTerms{ContractID: n.ContractID, Price: unitsString(randomUnits(rng, 30*pow10(decimalsOf(col.Currency)), col.Currency), col.Currency)}
+			if rng.IntN(2) == 0 { // expires while the run goes on
+				until := w.clock.Now().Add(time.Duration(5+rng.IntN(55)) * time.Second)
+				terms[k].ExpiresAt = &until
+			}
 		}
 		w.run(p, "list", store.KindNFTList, func() (*store.Prepared, error) { return w.s.PrepareList(ctx, p.id, terms) })
 	case 4: // cancel
@@ -326,8 +331,42 @@ func TestNFTMarket_ConservesValueAndKeepsOneLiveContractPerNFTUnderConcurrency(t
 				}
 			})
 		}
+		// Time passes while they trade, and the sweeper archives listings as they expire.
+		done := make(chan struct{})
+		var sweeper sync.WaitGroup
+		sweeper.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				w.clock.Advance(time.Second)
+				if n, err := w.s.ExpireListings(context.Background(), 100); err != nil {
+					t.Errorf("sweeper: %v", err)
+				} else {
+					for range n {
+						w.count("expired by the sweeper")
+					}
+				}
+			}
+		})
 		close(start)
 		wg.Wait()
+		close(done)
+		sweeper.Wait()
+		// Expired listings are unlisted for every read already; archive the rest so the stored
+		// statistics can be compared with the ledger's active listings.
+		w.clock.Advance(5 * time.Minute)
+		for {
+			n, err := w.s.ExpireListings(context.Background(), 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 {
+				break
+			}
+		}
 		t.Logf("%v", w.stats)
 		for _, what := range []string{"mint", "list", "buy"} {
 			if w.stats[what] == 0 {
