@@ -460,13 +460,7 @@ const (
 
 // ParseCollectionSort accepts newest (the default), volume or floor.
 func ParseCollectionSort(v string) (CollectionSort, error) {
-	switch CollectionSort(v) {
-	case "", SortNewest:
-		return SortNewest, nil
-	case SortVolume, SortFloor:
-		return CollectionSort(v), nil
-	}
-	return "", Errorf(CodeInvalidRequest, "sort must be newest, volume or floor, not %q", truncate(v, 40))
+	return parseChoice("sort", v, SortNewest, SortVolume, SortFloor)
 }
 
 // collectionKey is a collection's keyset position in one sort.

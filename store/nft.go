@@ -204,13 +204,7 @@ const (
 
 // ParseNFTSort accepts serial (the default), price_asc or price_desc.
 func ParseNFTSort(v string) (NFTSort, error) {
-	switch NFTSort(v) {
-	case "", SortSerial:
-		return SortSerial, nil
-	case SortPriceAsc, SortPriceDesc:
-		return NFTSort(v), nil
-	}
-	return "", Errorf(CodeInvalidRequest, "sort must be serial, price_asc or price_desc, not %q", truncate(v, 40))
+	return parseChoice("sort", v, SortSerial, SortPriceAsc, SortPriceDesc)
 }
 
 // NFTFilter narrows a collection's NFTs. Values of one trait type are OR-ed, types AND-ed.

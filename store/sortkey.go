@@ -54,3 +54,20 @@ func hashText(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:8])
 }
+
+// parseChoice reads v as one of choices; "" is the first, the default. Anything else is
+// invalid_request naming them all.
+func parseChoice[T ~string](field, v string, choices ...T) (T, error) {
+	if v == "" {
+		return choices[0], nil
+	}
+	names := make([]string, len(choices))
+	for i, c := range choices {
+		if T(v) == c {
+			return c, nil
+		}
+		names[i] = string(c)
+	}
+	list := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+	return "", Errorf(CodeInvalidRequest, "%s must be %s, not %q", field, list, truncate(v, 40))
+}

@@ -51,17 +51,36 @@ func newFrontDoorsLimited(t *testing.T, b storetest.Backend, rateRead int) (*fro
 	return &frontDoorsAPI{t: t, url: hs.URL}, s
 }
 
-// rest GETs path and decodes its JSON body.
-func (a *frontDoorsAPI) rest(path string) map[string]any {
+// send makes one request, with a bearer token unless tok is "", and returns the answer and
+// its body.
+func (a *frontDoorsAPI) send(method, path, tok string, body any) (*http.Response, []byte) {
 	a.t.Helper()
-	res, err := http.Get(a.url + path)
+	var rd io.Reader
+	if body != nil {
+		raw, _ := json.Marshal(body)
+		rd = bytes.NewReader(raw)
+	}
+	req, _ := http.NewRequest(method, a.url+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		a.t.Fatal(err)
 	}
 	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return res, raw
+}
+
+// rest GETs path and decodes its JSON body.
+func (a *frontDoorsAPI) rest(path string) map[string]any {
+	a.t.Helper()
+	res, raw := a.send("GET", path, "", nil)
 	var out map[string]any
-	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusOK {
-		a.t.Fatalf("GET %s: %d %v %v", path, res.StatusCode, out, err)
+	if err := json.Unmarshal(raw, &out); err != nil || res.StatusCode != http.StatusOK {
+		a.t.Fatalf("GET %s: %d %s %v", path, res.StatusCode, raw, err)
 	}
 	return out
 }
@@ -80,18 +99,7 @@ func (a *frontDoorsAPI) graph(query string, vars map[string]any) map[string]any 
 // the codes of its errors.
 func (a *frontDoorsAPI) graphAs(tok, query string, vars map[string]any) (map[string]any, []string) {
 	a.t.Helper()
-	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
-	req, _ := http.NewRequest("POST", a.url+"/graphql", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
+	res, raw := a.send("POST", "/graphql", tok, map[string]any{"query": query, "variables": vars})
 	var out struct {
 		Data   map[string]any
 		Errors []struct{ Extensions struct{ Code string } }
@@ -109,23 +117,13 @@ func (a *frontDoorsAPI) graphAs(tok, query string, vars map[string]any) (map[str
 // post sends a JSON body, with a bearer token unless tok is "", and decodes a 200 answer.
 func (a *frontDoorsAPI) post(path, tok string, body any) map[string]any {
 	a.t.Helper()
-	raw, _ := json.Marshal(body)
-	req, _ := http.NewRequest("POST", a.url+path, bytes.NewReader(raw))
-	req.Header.Set("Content-Type", "application/json")
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer res.Body.Close()
+	res, raw := a.send("POST", path, tok, body)
 	if res.StatusCode == http.StatusNoContent {
 		return nil
 	}
 	var out map[string]any
-	if err := json.NewDecoder(res.Body).Decode(&out); err != nil || res.StatusCode != http.StatusOK {
-		a.t.Fatalf("POST %s: %d %v %v", path, res.StatusCode, out, err)
+	if err := json.Unmarshal(raw, &out); err != nil || res.StatusCode != http.StatusOK {
+		a.t.Fatalf("POST %s: %d %s %v", path, res.StatusCode, raw, err)
 	}
 	return out
 }
@@ -238,15 +236,9 @@ func TestFrontDoors_AWalletNeedsItsPartysTokenOnBothDoors(t *testing.T) {
 		}
 		w := data["wallet"].(map[string]any)
 		// Field for field what REST's balance shows.
-		req, _ := http.NewRequest("GET", a.url+"/api/wallet/balance/"+alice, nil)
-		req.Header.Set("Authorization", "Bearer "+aliceTok)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, raw := a.send("GET", "/api/wallet/balance/"+alice, aliceTok, nil)
 		var bal map[string]any
-		json.NewDecoder(res.Body).Decode(&bal)
-		res.Body.Close()
+		json.Unmarshal(raw, &bal)
 		sameFields(t, "alice's balances", bal["balances"], w["balances"])
 
 		for _, c := range []struct {
