@@ -92,6 +92,7 @@ type Store struct {
 
 	sessions *sessionCache
 	tokens   *tokenCache
+	submits  sync.Map // pool id -> *submitQueue (swap_batch.go)
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -254,6 +255,7 @@ type Tx struct {
 	now      time.Time
 	deferred []byte // writes sent in one round trip before the commit (PostgreSQL)
 	after    []func()
+	pools    map[string]*Pool // the swap pools this transaction has locked
 }
 
 // afterCommit runs fn once the transaction has committed (not if it rolls back).
