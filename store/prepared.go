@@ -258,6 +258,11 @@ func (tx *Tx) execute(ctx context.Context, x Execution, p *PreparedTx, checked b
 			return nil, err
 		}
 	}
+	return tx.executeLocked(ctx, p)
+}
+
+// executeLocked applies p, read under its row lock and checked.
+func (tx *Tx) executeLocked(ctx context.Context, p *PreparedTx) (Receipt, error) {
 	if p.Result != nil {
 		return p.Result, nil
 	}
@@ -269,7 +274,7 @@ func (tx *Tx) execute(ctx context.Context, x Execution, p *PreparedTx, checked b
 		return nil, fmt.Errorf("prepared body: %w", err)
 	}
 	var receipt Receipt
-	err = tx.record(ctx, p.Kind, p.ActAs, func(u *Update) error {
+	err := tx.record(ctx, p.Kind, p.ActAs, func(u *Update) error {
 		result, err := actions[p.Kind](ctx, tx, u, env.Effects)
 		if err != nil {
 			return err

@@ -255,7 +255,8 @@ type Tx struct {
 	now      time.Time
 	deferred []byte // writes sent in one round trip before the commit (PostgreSQL)
 	after    []func()
-	pools    map[string]*Pool // the swap pools this transaction has locked
+	pools    map[string]*Pool      // the swap pools this transaction has locked
+	books    map[string][]*LPQuote // their open quotes by pool and side, as this transaction left them
 }
 
 // afterCommit runs fn once the transaction has committed (not if it rolls back).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/uptrace/bun"
 )
 
 // Submits of intents to one pool are serialised by the pool's lock, so each would pay a
@@ -112,12 +114,29 @@ func (s *Store) applySubmits(batch []*submitRequest) {
 		if _, err := tx.lockPool(ctx, env.Effects.PoolID); err != nil {
 			return err
 		}
+		hashes := make([][]byte, len(batch))
+		for i, r := range batch {
+			hashes[i] = r.x.Hash
+		}
+		var rows []PreparedTx
+		if err := tx.forUpdate(tx.NewSelect().Model(&rows).Where("hash IN (?)", bun.In(hashes))).Scan(ctx); err != nil {
+			return err
+		}
+		prepared := make(map[string]*PreparedTx, len(rows))
+		for i := range rows {
+			prepared[string(rows[i].Hash)] = &rows[i]
+		}
 		for i, r := range batch {
 			sp, hooks := fmt.Sprintf("submit_%d", i), len(tx.after)
 			if err := tx.savepoint(ctx, sp); err != nil {
 				return err
 			}
-			receipt, err := tx.execute(ctx, r.x, new(PreparedTx), true)
+			p, ok := prepared[string(r.x.Hash)]
+			if !ok {
+				results[i].err = r.x.notFound()
+				continue
+			}
+			receipt, err := tx.executeLocked(ctx, p)
 			if err != nil {
 				if ErrorCode(err) == CodeInternal {
 					return err // the database transaction itself failed
@@ -126,6 +145,7 @@ func (s *Store) applySubmits(batch []*submitRequest) {
 					return err
 				}
 				tx.after = tx.after[:hooks]
+				p.UpdateID, p.Result, p.ExecutedAt = nil, nil, nil
 				results[i].err = err
 				continue
 			}
@@ -166,7 +186,7 @@ func (tx *Tx) savepoint(ctx context.Context, name string) error {
 
 // rollbackTo undoes everything since the savepoint, the writes not yet sent included.
 func (tx *Tx) rollbackTo(ctx context.Context, name string) error {
-	tx.deferred = nil
+	tx.deferred, tx.books = nil, nil
 	_, err := tx.Tx.Tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name)
 	return err
 }
