@@ -186,3 +186,27 @@ func TestSwap_WaitingIntentFillsWhenLiquidityArrivesAndExpiresOtherwise(t *testi
 		w.wantBalance(lp, store.USDCx, "979.1", "0")
 	})
 }
+
+func TestSeedDemo_AddsAPoolAnOraclePriceAndQuotesOnBothSides(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
+		sum, err := s.SeedDemo(ctx, store.DemoOptions{NFTs: 40, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sum.Pools) != 1 || sum.LPQuotes == 0 || sum.Swaps == 0 {
+			t.Fatalf("seeded %+v", sum)
+		}
+		for _, sell := range []string{"CC", "USDCx"} {
+			q, err := s.Quote(ctx, sell, "10", "")
+			if err != nil || q.EstimatedReceive == nil || !q.EstimatedReceive.IsPositive() {
+				t.Fatalf("a newcomer's quote to sell 10 %s: %+v, %v", sell, q, err)
+			}
+		}
+		h, err := s.SwapHistory(ctx, store.SwapHistoryFilter{PoolID: sum.Pools[0]}, store.PageRequest{})
+		if err != nil || len(h.Items) != sum.Swaps {
+			t.Fatalf("pool history %d items, %v; want %d", len(h.Items), err, sum.Swaps)
+		}
+	})
+}
