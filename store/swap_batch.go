@@ -102,6 +102,17 @@ func (s *Store) runSubmits(q *submitQueue) {
 func (s *Store) applySubmits(batch []*submitRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	answered := false
+	defer func() { // a fault answers the batch's submits, and the queue goes on
+		if v := recover(); v != nil {
+			s.log.Error("swap submit batch panicked", "panic", fmt.Sprint(v))
+			if !answered {
+				for _, r := range batch {
+					r.done <- submitResult{err: fmt.Errorf("swap submit batch: %v", v)}
+				}
+			}
+		}
+	}()
 	results := make([]submitResult, len(batch))
 	err := s.inTx(ctx, func(tx *Tx) error {
 		var env struct {
@@ -168,6 +179,7 @@ func (s *Store) applySubmits(batch []*submitRequest) {
 			results[i].err = rerr
 		}
 	}
+	answered = true
 	for i, r := range batch {
 		r.done <- results[i]
 	}
