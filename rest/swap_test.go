@@ -180,3 +180,91 @@ func TestOpenAPI_RealSwapResponsesMatchTheDocument(t *testing.T) {
 		}
 	})
 }
+
+// swapState is what a refused request must leave as it was: every user's balances, the
+// LP's open quotes and the taker's open intents.
+func (m *swapMarket) swapState(users ...*walletUser) string {
+	m.t.Helper()
+	out := ""
+	for _, u := range users {
+		out += fmt.Sprint(m.walletBalance(u))
+		out += string(m.do("GET", "/api/swap/lp-quote/active?limit=100", nil, bearer(u.tok)).ok(m.t).body)
+		out += string(m.do("GET", "/api/swap/intent/active?limit=100", nil, bearer(u.tok)).ok(m.t).body)
+	}
+	return out
+}
+
+func TestSwap_BadInputsGetTheirDocumentedProblemAndChangeNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		m := newSwapMarket(t, b)
+		lp, taker := m.user("lp", "1000", "1000"), m.user("taker", "100", "100")
+		quote := m.publish(lp, "ask", "2.5", "4")
+		filled := m.submit(taker, "USDCx", "10", "3")["intentCid"].(string)
+		pending := m.submit(taker, "CC", "5", "100")["intentCid"].(string)
+		intent := func(extra map[string]any) map[string]any {
+			body := map[string]any{"poolId": m.pool, "sell": "CC", "amount": "1", "minReceive": "0", "deadline": m.later(time.Hour)}
+			for k, v := range extra {
+				body[k] = v
+			}
+			return body
+		}
+		lpQuote := func(extra map[string]any) map[string]any {
+			body := map[string]any{"poolId": m.pool, "side": "bid", "price": "2.4", "size": "1", "expiresAt": m.later(time.Hour)}
+			for k, v := range extra {
+				body[k] = v
+			}
+			return body
+		}
+		before := m.swapState(lp, taker)
+		for _, tc := range []struct {
+			name, method, path string
+			body               any
+			tok                string
+			status             int
+			code               store.Code
+		}{
+			{"unknown pool", "POST", "/api/swap/prepare", intent(map[string]any{"poolId": "CC-USDCx-99"}), taker.tok, 404, store.CodeNotFound},
+			{"unknown pool for a quote", "POST", "/api/swap/lp-quote/prepare", lpQuote(map[string]any{"poolId": "nope"}), lp.tok, 404, store.CodeNotFound},
+			{"unknown pool read", "GET", "/api/swap/pool/nope/aggregates", nil, "", 404, store.CodeNotFound},
+			{"an instrument the pool does not trade", "POST", "/api/swap/prepare", intent(map[string]any{"sell": "EUR"}), taker.tok, 400, store.CodeInvalidRequest},
+			{"deadline in the past", "POST", "/api/swap/prepare", intent(map[string]any{"deadline": m.later(-time.Minute)}), taker.tok, 400, store.CodeInvalidRequest},
+			{"deadline too far", "POST", "/api/swap/prepare", intent(map[string]any{"deadline": m.later(40 * 24 * time.Hour)}), taker.tok, 400, store.CodeInvalidRequest},
+			{"quote expiry in the past", "POST", "/api/swap/lp-quote/prepare", lpQuote(map[string]any{"expiresAt": m.later(-time.Second)}), lp.tok, 400, store.CodeInvalidRequest},
+			{"CC amount of 11 decimals", "POST", "/api/swap/prepare", intent(map[string]any{"amount": "0.00000000001"}), taker.tok, 400, store.CodeInvalidRequest},
+			{"USDCx amount of 7 decimals", "POST", "/api/swap/prepare", intent(map[string]any{"sell": "USDCx", "amount": "1.0000001"}), taker.tok, 400, store.CodeInvalidRequest},
+			{"minReceive of 7 decimals", "POST", "/api/swap/prepare", intent(map[string]any{"minReceive": "0.0000001"}), taker.tok, 400, store.CodeInvalidRequest},
+			{"amount as a number", "POST", "/api/swap/prepare", intent(map[string]any{"amount": 1}), taker.tok, 400, store.CodeInvalidRequest},
+			{"zero amount", "POST", "/api/swap/prepare", intent(map[string]any{"amount": "0"}), taker.tok, 400, store.CodeInvalidRequest},
+			{"price of 7 decimals", "POST", "/api/swap/lp-quote/prepare", lpQuote(map[string]any{"price": "2.4000001"}), lp.tok, 400, store.CodeInvalidRequest},
+			{"side neither ask nor bid", "POST", "/api/swap/lp-quote/prepare", lpQuote(map[string]any{"side": "buy"}), lp.tok, 400, store.CodeInvalidRequest},
+			{"more than the balance", "POST", "/api/swap/prepare", intent(map[string]any{"amount": "1000"}), taker.tok, 409, store.CodeInsufficientFunds},
+			{"cancel of a filled intent", "POST", "/api/swap/intent/cancel/prepare", map[string]string{"intentCid": filled}, taker.tok, 409, store.CodeConflict},
+			{"cancel of another party's intent", "POST", "/api/swap/intent/cancel/prepare", map[string]string{"intentCid": pending}, lp.tok, 403, store.CodePartyMismatch},
+			{"status of another party's intent", "GET", "/api/swap/intent/status?intentCid=" + pending, nil, lp.tok, 403, store.CodePartyMismatch},
+			{"cancel of another party's quote", "POST", "/api/swap/lp-quote/cancel/prepare", map[string]string{"cid": quote}, taker.tok, 403, store.CodePartyMismatch},
+			{"a quote acting as another LP", "POST", "/api/swap/lp-quote/prepare", lpQuote(map[string]any{"lp": lp.id}), taker.tok, 403, store.CodePartyMismatch},
+			{"another taker's open intents", "GET", "/api/swap/intent/active?taker=" + url.QueryEscape(taker.id), nil, lp.tok, 403, store.CodePartyMismatch},
+			{"unknown intent", "POST", "/api/swap/intent/cancel/prepare", map[string]string{"intentCid": "00" + fmt.Sprintf("%064d", 0)}, taker.tok, 404, store.CodeNotFound},
+			{"no fees to claim", "POST", "/api/swap/lp-quote/claim-fees/prepare", map[string]string{"poolId": m.pool}, taker.tok, 409, store.CodeConflict},
+			{"quote without a token", "POST", "/api/swap/lp-quote/prepare", lpQuote(nil), "", 401, store.CodeUnauthenticated},
+		} {
+			var opts []reqOption
+			if tc.tok != "" {
+				opts = append(opts, bearer(tc.tok))
+			}
+			r := m.do(tc.method, tc.path, tc.body, opts...)
+			if r.status != tc.status || problemOf(t, r)["code"] != string(tc.code) {
+				t.Errorf("%s: %d %s, want %d %s", tc.name, r.status, r.body, tc.status, tc.code)
+			}
+		}
+		if after := m.swapState(lp, taker); after != before {
+			t.Errorf("refused requests changed the state:\nbefore %s\nafter  %s", before, after)
+		}
+		if _, err := m.store.CreatePool(context.Background(), store.CC, store.CC, 30); store.ErrorCode(err) != store.CodeInvalidRequest {
+			t.Errorf("a pool of CC for CC: %v, want invalid_request", err)
+		}
+		if _, err := m.store.SetOraclePrice(context.Background(), store.USDCx, store.USDCx, "1"); store.ErrorCode(err) != store.CodeInvalidRequest {
+			t.Errorf("an oracle price of USDCx in USDCx: %v, want invalid_request", err)
+		}
+	})
+}

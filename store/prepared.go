@@ -188,19 +188,8 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 	if len(x.Hash) != sha256.Size {
 		return nil, Errorf(CodeInvalidRequest, "preparedTransactionHash must be %d bytes, got %d", sha256.Size, len(x.Hash))
 	}
-	notFound := Errorf(CodePreparedNotFound, "no prepared transaction %s for this endpoint", base64.StdEncoding.EncodeToString(x.Hash))
-	// check refuses an execute of p that the caller may not make.
-	check := func(p *PreparedTx) error {
-		if !slices.Contains(x.Kinds, p.Kind) {
-			return notFound
-		}
-		if x.Caller != "" && x.Caller != p.ActAs {
-			return Errorf(CodePartyMismatch, "the transaction acts as %s, the token is for %s", p.ActAs, x.Caller)
-		}
-		if !ed25519.Verify(p.SignerKey, p.Hash, x.Signature) {
-			return Errorf(CodeInvalidSignature, "the signature does not verify against the key of %s over the 32 hash bytes", p.ActAs)
-		}
-		return nil
+	if slices.Equal(x.Kinds, []string{KindSwapIntent}) {
+		return s.submitIntent(ctx, x)
 	}
 	p := new(PreparedTx)
 	checked := false
@@ -209,12 +198,12 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 		// signature check need not hold it up.
 		err := s.db.NewSelect().Model(p).Where("hash = ?", x.Hash).Scan(ctx)
 		if isNoRows(err) {
-			return nil, notFound
+			return nil, x.notFound()
 		}
 		if err != nil {
 			return nil, err
 		}
-		if err := check(p); err != nil {
+		if err := x.check(p); err != nil {
 			return nil, err
 		}
 		if p.Result != nil {
@@ -224,47 +213,78 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 	}
 	var receipt Receipt
 	err := s.inTx(ctx, func(tx *Tx) error {
-		// Read under the lock: a concurrent execute of the same transaction may have won.
-		err := tx.forUpdate(tx.NewSelect().Model(p).Where("hash = ?", x.Hash)).Scan(ctx)
-		if isNoRows(err) {
-			return notFound
-		}
-		if err != nil {
-			return err
-		}
-		if !checked {
-			if err := check(p); err != nil {
-				return err
-			}
-		}
-		if p.Result != nil {
-			receipt = p.Result
-			return nil
-		}
-		if !tx.now.Before(p.ExpiresAt.Time) {
-			return Errorf(CodePreparedExpired, "the prepared transaction expired at %s; prepare it again", p.ExpiresAt.UTC().Format(time.RFC3339))
-		}
-		var env envelope
-		if err := json.Unmarshal(p.Body, &env); err != nil {
-			return fmt.Errorf("prepared body: %w", err)
-		}
-		return tx.record(ctx, p.Kind, p.ActAs, func(u *Update) error {
-			result, err := actions[p.Kind](ctx, tx, u, env.Effects)
-			if err != nil {
-				return err
-			}
-			if receipt, err = committedReceipt(u.UpdateID, result); err != nil {
-				return err
-			}
-			p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.now)
-			return tx.later(ctx, tx.NewUpdate().Model(p).Column("update_id", "result", "executed_at").WherePK())
-		})
+		var err error
+		receipt, err = tx.execute(ctx, x, p, checked)
+		return err
 	})
 	if isUniqueViolation(err) {
 		// A contract it creates collides with one a concurrent transaction created since the
 		// prepare (a party's one preapproval of a kind): the prepared view is out of date.
 		return nil, &Error{Code: CodeStale, Message: "the ledger changed since this transaction was prepared; prepare it again", Err: err}
 	}
+	return receipt, err
+}
+
+func (x Execution) notFound() error {
+	return Errorf(CodePreparedNotFound, "no prepared transaction %s for this endpoint", base64.StdEncoding.EncodeToString(x.Hash))
+}
+
+// check refuses an execute of p that the caller may not make.
+func (x Execution) check(p *PreparedTx) error {
+	if !slices.Contains(x.Kinds, p.Kind) {
+		return x.notFound()
+	}
+	if x.Caller != "" && x.Caller != p.ActAs {
+		return Errorf(CodePartyMismatch, "the transaction acts as %s, the token is for %s", p.ActAs, x.Caller)
+	}
+	if !ed25519.Verify(p.SignerKey, p.Hash, x.Signature) {
+		return Errorf(CodeInvalidSignature, "the signature does not verify against the key of %s over the 32 hash bytes", p.ActAs)
+	}
+	return nil
+}
+
+// execute applies the prepared transaction x names inside tx, reading its row under the lock
+// (a concurrent execute of the same transaction may have won); checked says x.check passed.
+func (tx *Tx) execute(ctx context.Context, x Execution, p *PreparedTx, checked bool) (Receipt, error) {
+	err := tx.forUpdate(tx.NewSelect().Model(p).Where("hash = ?", x.Hash)).Scan(ctx)
+	if isNoRows(err) {
+		return nil, x.notFound()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !checked {
+		if err := x.check(p); err != nil {
+			return nil, err
+		}
+	}
+	return tx.executeLocked(ctx, p)
+}
+
+// executeLocked applies p, read under its row lock and checked.
+func (tx *Tx) executeLocked(ctx context.Context, p *PreparedTx) (Receipt, error) {
+	if p.Result != nil {
+		return p.Result, nil
+	}
+	if !tx.now.Before(p.ExpiresAt.Time) {
+		return nil, Errorf(CodePreparedExpired, "the prepared transaction expired at %s; prepare it again", p.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	var env envelope
+	if err := json.Unmarshal(p.Body, &env); err != nil {
+		return nil, fmt.Errorf("prepared body: %w", err)
+	}
+	var receipt Receipt
+	err := tx.record(ctx, p.Kind, p.ActAs, func(u *Update) error {
+		result, err := actions[p.Kind](ctx, tx, u, env.Effects)
+		if err != nil {
+			return err
+		}
+		if receipt, err = committedReceipt(u.UpdateID, result); err != nil {
+			return err
+		}
+		p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.now)
+		return tx.later(ctx, tx.NewUpdate().Model(p).Column("update_id", "result", "executed_at").WherePK())
+	})
 	return receipt, err
 }
 

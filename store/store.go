@@ -97,6 +97,7 @@ type Store struct {
 	collectionIDs   sync.Map // id or slug -> collectionIdentity
 
 	commitObserver atomic.Pointer[CommitObserver] // observe.go
+	submits        sync.Map                       // pool id -> *submitQueue (swap_batch.go)
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -259,7 +260,9 @@ type Tx struct {
 	now      time.Time
 	deferred []byte // writes sent in one round trip before the commit (PostgreSQL)
 	after    []func()
-	recorded string // the kind of the ledger update this transaction appended, if any
+	recorded string                // the kind of the ledger update this transaction appended, if any
+	pools    map[string]*Pool      // the swap pools this transaction has locked
+	books    map[string][]*LPQuote // their open quotes by pool and side, as this transaction left them
 }
 
 // afterCommit runs fn once the transaction has committed (not if it rolls back).

@@ -539,6 +539,7 @@ func applySwapIntent(ctx context.Context, tx *Tx, u *Update, e *intentEffects) (
 	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
 		return nil, err
 	}
+	tx.settled(pool, e.Sell, plan)
 	if err := tx.recordFill(ctx, u, view, plan, true); err != nil {
 		return nil, err
 	}
@@ -549,7 +550,8 @@ func applySwapIntent(ctx context.Context, tx *Tx, u *Update, e *intentEffects) (
 type fillPlan struct {
 	receive  Instrument
 	fills    []plannedFill
-	received Amount // what the taker gets: the fills' amountOut less their fees
+	next     []*LPQuote // the quotes' next versions, once add has run
+	received Amount     // what the taker gets: the fills' amountOut less their fees
 	fee      Amount
 }
 
@@ -642,12 +644,15 @@ func bookFor(ctx context.Context, db bun.IDB, pool *Pool, taker string, sell Ins
 // planFill plans filling the intent whole from the locked pool's book at or above
 // minReceive; nil when it cannot yet.
 func (tx *Tx) planFill(ctx context.Context, pool *Pool, taker string, sell Instrument, amount, minReceive Amount) (*fillPlan, error) {
-	if err := tx.flush(ctx); err != nil { // versions created earlier in this transaction
-		return nil, err
-	}
-	quotes, err := bookFor(ctx, tx, pool, taker, sell, tx.now)
+	all, err := tx.book(ctx, pool, sell)
 	if err != nil {
 		return nil, err
+	}
+	quotes := make([]LPQuote, 0, len(all))
+	for _, q := range all {
+		if q.LP != taker && q.ExpiresAt.After(tx.now) {
+			quotes = append(quotes, *q)
+		}
 	}
 	fills, whole := walkBook(pool, quotes, sell, amount)
 	if !whole {
@@ -665,6 +670,53 @@ func (tx *Tx) planFill(ctx context.Context, pool *Pool, taker string, sell Instr
 	return p, nil
 }
 
+// book returns the open quotes of the locked pool that a taker selling sell fills from (the
+// other side's), read once per transaction and kept as the transaction's fills change them.
+func (tx *Tx) book(ctx context.Context, pool *Pool, sell Instrument) ([]*LPQuote, error) {
+	// Versions created earlier in this transaction must be written before a fill consumes them.
+	if err := tx.flush(ctx); err != nil {
+		return nil, err
+	}
+	key := pool.PoolID + "/" + string(sell)
+	if b, ok := tx.books[key]; ok {
+		return b, nil
+	}
+	qs, err := bookFor(ctx, tx, pool, "", sell, tx.now)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]*LPQuote, len(qs))
+	for i := range qs {
+		b[i] = &qs[i]
+	}
+	if tx.books == nil {
+		tx.books = map[string][]*LPQuote{}
+	}
+	tx.books[key] = b
+	return b, nil
+}
+
+// settled updates the transaction's book after p's ledger transaction committed: the
+// versions it consumed go, the next ones come.
+func (tx *Tx) settled(pool *Pool, sell Instrument, p *fillPlan) {
+	key := pool.PoolID + "/" + string(sell)
+	b, ok := tx.books[key]
+	if !ok {
+		return
+	}
+	gone := make(map[string]bool, len(p.fills))
+	for _, f := range p.fills {
+		gone[f.q.CID] = true
+	}
+	out := make([]*LPQuote, 0, len(b)+len(p.next))
+	for _, q := range b {
+		if !gone[q.CID] {
+			out = append(out, q)
+		}
+	}
+	tx.books[key] = append(out, p.next...)
+}
+
 // add puts the settlement into t: each quote's version consumed and its next one (or what
 // it has left) created, the taker's payment to each LP, each fee kept for its LP, and what
 // the taker receives.
@@ -680,6 +732,7 @@ func (p *fillPlan) add(t *Transaction, taker string, sell Instrument) {
 		switch {
 		case next.Remaining.IsPositive():
 			t.Create = append(t.Create, &next)
+			p.next = append(p.next, &next)
 		case next.Amount.IsPositive(): // filled out: rounding left over goes back to the LP
 			t.Create = append(t.Create, &Holding{Owner: q.LP, Instrument: q.Instrument, Amount: next.Amount})
 		}
@@ -829,6 +882,7 @@ func (s *Store) FillWaiting(ctx context.Context, poolID string) (int, error) {
 				if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
 					return err
 				}
+				tx.settled(pool, in.Instrument, plan)
 				v := &IntentView{IntentCID: in.CID, PoolID: in.PoolID}
 				return tx.recordFill(ctx, u, v, plan, false)
 			})

@@ -186,3 +186,58 @@ func TestSwap_WaitingIntentFillsWhenLiquidityArrivesAndExpiresOtherwise(t *testi
 		w.wantBalance(lp, store.USDCx, "979.1", "0")
 	})
 }
+
+func TestSeedDemo_AddsAPoolAnOraclePriceAndQuotesOnBothSides(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
+		sum, err := s.SeedDemo(ctx, store.DemoOptions{NFTs: 40, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sum.Pools) != 1 || sum.LPQuotes == 0 || sum.Swaps == 0 {
+			t.Fatalf("seeded %+v", sum)
+		}
+		for _, sell := range []string{"CC", "USDCx"} {
+			q, err := s.Quote(ctx, sell, "10", "")
+			if err != nil || q.EstimatedReceive == nil || !q.EstimatedReceive.IsPositive() {
+				t.Fatalf("a newcomer's quote to sell 10 %s: %+v, %v", sell, q, err)
+			}
+		}
+		h, err := s.SwapHistory(ctx, store.SwapHistoryFilter{PoolID: sum.Pools[0]}, store.PageRequest{})
+		if err != nil || len(h.Items) != sum.Swaps {
+			t.Fatalf("pool history %d items, %v; want %d", len(h.Items), err, sum.Swaps)
+		}
+	})
+}
+
+func TestSwap_SubmitIsIdempotentAndRefusesAWrongSignerChangingNothing(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		w := newSwapWorld(t, b, 30)
+		ctx := context.Background()
+		lp, taker, other := w.party("lp", "100", "100"), w.party("taker", "10", ""), w.party("other", "", "")
+		w.quote(lp, store.SideBid, "2", "50")
+		prep, err := w.s.PrepareSwap(ctx, taker.id, store.SwapTerms{PoolID: w.pool.PoolID, Sell: "CC", Amount: "4", MinReceive: "7", Deadline: w.in(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.execute(w.s, store.KindSwapIntent, prep); store.ErrorCode(err) != store.CodePartyMismatch {
+			t.Fatalf("another party's submit: %v, want party_mismatch", err)
+		}
+		forged, err := w.s.Execute(ctx, store.Execution{Kinds: []string{store.KindSwapIntent}, Hash: prep.Hash, Signature: make([]byte, 64), Caller: taker.id})
+		if store.ErrorCode(err) != store.CodeInvalidSignature || forged != nil {
+			t.Fatalf("a bad signature: %v, want invalid_signature", err)
+		}
+		w.wantBalance(taker, store.CC, "10", "0")
+		first, err := taker.execute(w.s, store.KindSwapIntent, prep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := taker.execute(w.s, store.KindSwapIntent, prep)
+		if err != nil || string(again) != string(first) {
+			t.Fatalf("replay answered %s, %v; the first receipt was %s", again, err, first)
+		}
+		w.wantBalance(taker, store.CC, "6", "0")
+		w.wantBalance(taker, store.USDCx, "7.976", "0")
+	})
+}
