@@ -44,7 +44,7 @@ var binary = sync.OnceValues(func() (string, error) {
 
 // postgresDSN is a fresh PostgreSQL schema for the test (dropped afterwards); the fleet
 // needs a store every process shares, so the test is skipped without TEST_DATABASE_URL.
-func postgresDSN(t *testing.T) string {
+func postgresDSN(t testing.TB) string {
 	for _, b := range storetest.Backends() {
 		if b.Postgres {
 			return b.DSN(t)
@@ -56,14 +56,14 @@ func postgresDSN(t *testing.T) string {
 
 // instance is one marketd process.
 type instance struct {
-	t    *testing.T
+	t    testing.TB
 	url  string
 	cmd  *exec.Cmd
 	logs *bytes.Buffer
 	done chan struct{}
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func freePort(t *testing.T) int {
 }
 
 // startInstance runs `marketd serve` with env on a free port and waits until it is ready.
-func startInstance(t *testing.T, env ...string) *instance {
+func startInstance(t testing.TB, env ...string) *instance {
 	t.Helper()
 	bin, err := binary()
 	if err != nil {

@@ -177,3 +177,29 @@ func TestRedis_FloodOfKeysExpiresAndLeavesTheProcessEmpty(t *testing.T) {
 		t.Fatalf("a key's TTL is %q ms, want at most two windows (120000)", ttl)
 	}
 }
+
+// BenchmarkAllow is the limiter's cost per request: in memory, and in Redis (one script
+// round trip to the local server).
+func BenchmarkAllow(b *testing.B) {
+	r, err := ratelimit.NewRedis(storetest.RedisURL(), time.Minute, time.Now, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	k := tag()
+	for _, l := range []struct {
+		name string
+		lim  ratelimit.Limiter
+	}{{"memory", ratelimit.NewMemory(time.Minute, time.Now)}, {"redis", r}} {
+		b.Run(l.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				i++
+				l.lim.Allow(k+strconv.Itoa(i%1000), 1<<30)
+			}
+			if st := ratelimit.StatusOf(l.lim); st.Fallback {
+				b.Fatalf("Redis did not answer: %s", st.Error)
+			}
+		})
+	}
+}
