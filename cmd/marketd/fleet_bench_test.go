@@ -16,7 +16,7 @@ import (
 // limiter per request); 32 keep-alive clients share the machine with them.
 func BenchmarkFleet(b *testing.B) {
 	dsn := postgresDSN(b)
-	env := []string{"MARKETD_DB=" + dsn, "MARKETD_REDIS=" + storetest.RedisURL(), "MARKETD_RATE_READ=1000000000", "MARKETD_LOG_LEVEL=error"}
+	env := []string{"MARKETD_DB=" + dsn, "MARKETD_REDIS=" + storetest.RedisURL(b), "MARKETD_RATE_READ=1000000000", "MARKETD_LOG_LEVEL=error"}
 	fleet := []*instance{startInstance(b, env...), startInstance(b, env...), startInstance(b, env...)}
 	// A fourth process on the same store counts in memory: the Redis limiter's cost per request.
 	memory := startInstance(b, "MARKETD_DB="+dsn, "MARKETD_RATE_READ=1000000000", "MARKETD_LOG_LEVEL=error")

@@ -244,7 +244,7 @@ func ccBalance(c *client, base string, p *party) string {
 // behind a load balancer, and shows they behave as one service.
 func TestFleet(t *testing.T) {
 	dsn := postgresDSN(t)
-	env := []string{"MARKETD_DB=" + dsn, "MARKETD_REDIS=" + storetest.RedisURL(), "MARKETD_RATE_READ=300"}
+	env := []string{"MARKETD_DB=" + dsn, "MARKETD_REDIS=" + storetest.RedisURL(t), "MARKETD_RATE_READ=300"}
 	fleet := []*instance{startInstance(t, env...)} // the first applies the migrations
 	var mu sync.Mutex
 	var wg sync.WaitGroup

@@ -17,7 +17,7 @@ import (
 
 var _ ratelimit.Limiter = (*ratelimit.Redis)(nil)
 
-func redisURL(t testing.TB) string { return storetest.RedisURL() }
+func redisURL(t testing.TB) string { return storetest.RedisURL(t) }
 
 // newTestRedis is a Redis limiter on the shared server; keys are made unique per test by the
 // caller (a random tag), so parallel runs never share a window.
@@ -181,7 +181,7 @@ func TestRedis_FloodOfKeysExpiresAndLeavesTheProcessEmpty(t *testing.T) {
 // BenchmarkAllow is the limiter's cost per request: in memory, and in Redis (one script
 // round trip to the local server).
 func BenchmarkAllow(b *testing.B) {
-	r, err := ratelimit.NewRedis(storetest.RedisURL(), time.Minute, time.Now, slog.New(slog.DiscardHandler))
+	r, err := ratelimit.NewRedis(storetest.RedisURL(b), time.Minute, time.Now, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
