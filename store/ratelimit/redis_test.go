@@ -201,5 +201,17 @@ func BenchmarkAllow(b *testing.B) {
 				b.Fatalf("Redis did not answer: %s", st.Error)
 			}
 		})
+		b.Run(l.name+"/parallel=32", func(b *testing.B) {
+			var n atomic.Int64
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					l.lim.Allow(k+strconv.Itoa(int(n.Add(1))%1000), 1<<30)
+				}
+			})
+			if st := ratelimit.StatusOf(l.lim); st.Fallback {
+				b.Fatalf("Redis did not answer: %s", st.Error)
+			}
+		})
 	}
 }
