@@ -303,6 +303,11 @@ func TestFleet(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+		for _, in := range fleet {
+			if strings.Contains(in.logs.String(), "Redis unreachable") {
+				t.Fatalf("%s fell back to memory (Redis too slow on this machine?): %s", in.url, in.logs)
+			}
+		}
 		if passed.Load() != 300 || limited.Load() != 60 || other.Load() != 0 {
 			t.Fatalf("%d reads passed, %d limited, %d other; want 300 and 60 across the fleet", passed.Load(), limited.Load(), other.Load())
 		}
