@@ -56,7 +56,7 @@ func (srv *Server) clientIP(r *http.Request) (netip.Addr, bool) {
 	for i := len(hops) - 1; i >= 0; i-- {
 		entries := strings.Split(hops[i], ",")
 		for j := len(entries) - 1; j >= 0; j-- {
-			a, err := netip.ParseAddr(strings.TrimSpace(entries[j]))
+			a, err := parseHop(strings.TrimSpace(entries[j]))
 			if err != nil {
 				return client, true // garbage left of a trusted hop: the nearest trusted hop answers for it
 			}
@@ -67,6 +67,20 @@ func (srv *Server) clientIP(r *http.Request) (netip.Addr, bool) {
 		}
 	}
 	return client, true
+}
+
+// parseHop reads one X-Forwarded-For entry: an address, or an address with a port as some
+// proxies write it ("203.0.113.9:4711", "[2001:db8::1]:443").
+func parseHop(s string) (netip.Addr, error) {
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		ap, perr := netip.ParseAddrPort(s)
+		if perr != nil {
+			return netip.Addr{}, err
+		}
+		a = ap.Addr()
+	}
+	return a, nil
 }
 
 func peerAddr(r *http.Request) (netip.Addr, bool) {

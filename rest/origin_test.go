@@ -67,7 +67,7 @@ func TestReadLimit_TrustedProxyNamesTheClientRightMostUntrustedEntry(t *testing.
 		for _, xff := range []string{"203.0.113.9", "1.1.1.1, 203.0.113.9, 10.1.2.3"} {
 			a.do("GET", "/api/auth/me", nil, via(xff))
 		}
-		for _, xff := range []string{"203.0.113.9", "9.9.9.9, 203.0.113.9", "8.8.8.8,203.0.113.9, 10.0.0.1, 10.200.0.1"} {
+		for _, xff := range []string{"203.0.113.9", "9.9.9.9, 203.0.113.9", "8.8.8.8,203.0.113.9, 10.0.0.1, 10.200.0.1", "203.0.113.9:4711"} {
 			wantRateLimited(t, a.do("GET", "/api/auth/me", nil, via(xff)), 60)
 		}
 		// Another client behind the proxy, and the proxy's own requests, count apart.

@@ -44,7 +44,7 @@ var binary = sync.OnceValues(func() (string, error) {
 
 // postgresDSN is a fresh PostgreSQL schema for the test (dropped afterwards); the fleet
 // needs a store every process shares, so the test is skipped without TEST_DATABASE_URL.
-func postgresDSN(t *testing.T) string {
+func postgresDSN(t testing.TB) string {
 	for _, b := range storetest.Backends() {
 		if b.Postgres {
 			return b.DSN(t)
@@ -56,14 +56,32 @@ func postgresDSN(t *testing.T) string {
 
 // instance is one marketd process.
 type instance struct {
-	t    *testing.T
+	t    testing.TB
 	url  string
 	cmd  *exec.Cmd
-	logs *bytes.Buffer
+	logs *syncBuffer
 	done chan struct{}
 }
 
-func freePort(t *testing.T) int {
+// syncBuffer collects a process's output, copied in by exec's goroutine while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freePort(t testing.TB) int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +91,7 @@ func freePort(t *testing.T) int {
 }
 
 // startInstance runs `marketd serve` with env on a free port and waits until it is ready.
-func startInstance(t *testing.T, env ...string) *instance {
+func startInstance(t testing.TB, env ...string) *instance {
 	t.Helper()
 	bin, err := binary()
 	if err != nil {
@@ -86,7 +104,7 @@ func startInstance(t *testing.T, env ...string) *instance {
 		"MARKETD_PUBLIC_URL=http://marketd.fleet.test", "MARKETD_DEV=1", "MARKETD_LOG_LEVEL=warn",
 		"MARKETD_DRAIN_DELAY=0s", "MARKETD_RATE_PREPARE=0",
 	}, env...)...)
-	in := &instance{t: t, url: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, logs: new(bytes.Buffer), done: make(chan struct{})}
+	in := &instance{t: t, url: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, logs: new(syncBuffer), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = in.logs, in.logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -244,7 +262,7 @@ func ccBalance(c *client, base string, p *party) string {
 // behind a load balancer, and shows they behave as one service.
 func TestFleet(t *testing.T) {
 	dsn := postgresDSN(t)
-	env := []string{"MARKETD_DB=" + dsn, "MARKETD_REDIS=" + storetest.RedisURL(), "MARKETD_RATE_READ=300"}
+	env := []string{"MARKETD_DB=" + dsn, "MARKETD_REDIS=" + storetest.RedisURL(t), "MARKETD_RATE_READ=300"}
 	fleet := []*instance{startInstance(t, env...)} // the first applies the migrations
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -285,6 +303,11 @@ func TestFleet(t *testing.T) {
 			}()
 		}
 		wg.Wait()
+		for _, in := range fleet {
+			if strings.Contains(in.logs.String(), "Redis unreachable") {
+				t.Fatalf("%s fell back to memory (Redis too slow on this machine?): %s", in.url, in.logs)
+			}
+		}
 		if passed.Load() != 300 || limited.Load() != 60 || other.Load() != 0 {
 			t.Fatalf("%d reads passed, %d limited, %d other; want 300 and 60 across the fleet", passed.Load(), limited.Load(), other.Load())
 		}
@@ -521,5 +544,38 @@ func TestFleet_RedisStoppedServesOnTheFallbackAndComesBack(t *testing.T) {
 	_, l := reads(6)
 	if l == 0 {
 		t.Fatal("no limit after Redis came back")
+	}
+}
+
+// On SIGTERM readiness fails first, for MARKETD_DRAIN_DELAY, while requests are still served;
+// then the process finishes and exits 0.
+func TestServe_SIGTERMFailsReadinessFirstThenExitsCleanly(t *testing.T) {
+	in := startInstance(t, "MARKETD_DB=sqlite://"+filepath.Join(t.TempDir(), "m.db"), "MARKETD_DRAIN_DELAY=1500ms")
+	c := newClient(t)
+	c.ok("GET", in.url+"/readyz", "", nil)
+	if err := in.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Second)
+	for {
+		r := c.do("GET", in.url+"/readyz", "", nil)
+		if r.status == http.StatusServiceUnavailable && r.str("code") == "unavailable" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("readyz after SIGTERM: %d %s", r.status, r.raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := c.do("GET", in.url+"/api/auth/me", "", nil); r.status != http.StatusUnauthorized {
+		t.Fatalf("a request while draining: %d %s", r.status, r.raw)
+	}
+	select {
+	case <-in.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("marketd did not exit 10 s after SIGTERM")
+	}
+	if code := in.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d after SIGTERM: %s", code, in.logs)
 	}
 }

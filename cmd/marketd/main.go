@@ -184,7 +184,7 @@ func serve(args []string) error {
 		}()
 		log.Info("metrics listening", "addr", mln.Addr().String())
 	}
-	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "public_url", c.store.PublicURL, "dev", c.dev)
+	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "public_url", c.store.PublicURL, "dev", c.dev, "limiter", ratelimit.StatusOf(limiter).Backend)
 
 	select {
 	case err := <-errc:

@@ -68,7 +68,7 @@ func NewRedis(url string, window time.Duration, now func() time.Time, log *slog.
 		return nil, fmt.Errorf("redis %q: %w", url, err)
 	}
 	// A check must not hold a request up for long when Redis is slow or gone.
-	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 250*time.Millisecond, 250*time.Millisecond, 250*time.Millisecond
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond
 	opt.MaxRetries = 0
 	if log == nil {
 		log = slog.Default()

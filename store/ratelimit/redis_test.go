@@ -17,7 +17,7 @@ import (
 
 var _ ratelimit.Limiter = (*ratelimit.Redis)(nil)
 
-func redisURL(t testing.TB) string { return storetest.RedisURL() }
+func redisURL(t testing.TB) string { return storetest.RedisURL(t) }
 
 // newTestRedis is a Redis limiter on the shared server; keys are made unique per test by the
 // caller (a random tag), so parallel runs never share a window.
@@ -175,5 +175,43 @@ func TestRedis_FloodOfKeysExpiresAndLeavesTheProcessEmpty(t *testing.T) {
 	ms, _ := strconv.Atoi(string(ttl[:len(ttl)-1]))
 	if ms <= 0 || ms > 120_000 {
 		t.Fatalf("a key's TTL is %q ms, want at most two windows (120000)", ttl)
+	}
+}
+
+// BenchmarkAllow is the limiter's cost per request: in memory, and in Redis (one script
+// round trip to the local server).
+func BenchmarkAllow(b *testing.B) {
+	r, err := ratelimit.NewRedis(storetest.RedisURL(b), time.Minute, time.Now, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	k := tag()
+	for _, l := range []struct {
+		name string
+		lim  ratelimit.Limiter
+	}{{"memory", ratelimit.NewMemory(time.Minute, time.Now)}, {"redis", r}} {
+		b.Run(l.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				i++
+				l.lim.Allow(k+strconv.Itoa(i%1000), 1<<30)
+			}
+			if st := ratelimit.StatusOf(l.lim); st.Fallback {
+				b.Fatalf("Redis did not answer: %s", st.Error)
+			}
+		})
+		b.Run(l.name+"/parallel=32", func(b *testing.B) {
+			var n atomic.Int64
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					l.lim.Allow(k+strconv.Itoa(int(n.Add(1))%1000), 1<<30)
+				}
+			})
+			if st := ratelimit.StatusOf(l.lim); st.Fallback {
+				b.Fatalf("Redis did not answer: %s", st.Error)
+			}
+		})
 	}
 }
