@@ -210,43 +210,43 @@ func serve(args []string) error {
 	return nil
 }
 
-// prune removes expired sign-in state and prepared transactions every minute.
-func prune(ctx context.Context, s *store.Store, log *slog.Logger) {
-	t := time.NewTicker(time.Minute)
+// every runs fn each period until ctx ends.
+func every(ctx context.Context, period time.Duration, fn func()) {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := s.PruneAdminSessions(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("pruning admin sessions failed", "error", err.Error())
-			}
-			if n, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("prune failed", "error", err.Error())
-			} else if n != (store.Pruned{}) {
-				log.Debug("pruned", "nonces", n.Nonces, "prepared", n.Prepared, "sessions", n.Sessions, "superseded", n.Superseded)
-			}
+			fn()
 		}
 	}
 }
 
+// prune removes expired sign-in state, prepared transactions and console sessions every minute.
+func prune(ctx context.Context, s *store.Store, log *slog.Logger) {
+	every(ctx, time.Minute, func() {
+		if _, err := s.PruneAdminSessions(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("pruning admin sessions failed", "error", err.Error())
+		}
+		if n, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("prune failed", "error", err.Error())
+		} else if n != (store.Pruned{}) {
+			log.Debug("pruned", "nonces", n.Nonces, "prepared", n.Prepared, "sessions", n.Sessions, "superseded", n.Superseded)
+		}
+	})
+}
+
 // expire archives expired listings every second, so collection statistics follow expiries.
 func expire(ctx context.Context, s *store.Store, log *slog.Logger) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := s.ExpireListings(ctx, 100); err != nil && ctx.Err() == nil {
-				log.Warn("expiring listings failed", "error", err.Error())
-			} else if n > 0 {
-				log.Debug("listings expired", "listings", n)
-			}
+	every(ctx, time.Second, func() {
+		if n, err := s.ExpireListings(ctx, 100); err != nil && ctx.Err() == nil {
+			log.Warn("expiring listings failed", "error", err.Error())
+		} else if n > 0 {
+			log.Debug("listings expired", "listings", n)
 		}
-	}
+	})
 }
 
 func migrate(args []string) error {

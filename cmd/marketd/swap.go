@@ -103,27 +103,20 @@ func pair(base, quote string) (store.Instrument, store.Instrument, error) {
 // swapLoop releases expired LP quotes and intents every second, and fills waiting intents
 // that liquidity published on another instance (or a failed retry) left behind.
 func swapLoop(ctx context.Context, s *store.Store, log *slog.Logger) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	every(ctx, time.Second, func() {
+		if n, err := s.ExpireSwaps(ctx, 100); err != nil && ctx.Err() == nil {
+			log.Warn("expiring swaps failed", "error", err.Error())
+		} else if n > 0 {
+			log.Debug("swaps expired", "count", n)
+		}
+		pools, err := s.Pools(ctx)
+		if err != nil {
 			return
-		case <-t.C:
-			if n, err := s.ExpireSwaps(ctx, 100); err != nil && ctx.Err() == nil {
-				log.Warn("expiring swaps failed", "error", err.Error())
-			} else if n > 0 {
-				log.Debug("swaps expired", "count", n)
-			}
-			pools, err := s.Pools(ctx)
-			if err != nil {
-				continue
-			}
-			for _, p := range pools {
-				if _, err := s.FillWaiting(ctx, p.PoolID); err != nil && ctx.Err() == nil {
-					log.Warn("filling waiting intents failed", "pool", p.PoolID, "error", err.Error())
-				}
+		}
+		for _, p := range pools {
+			if _, err := s.FillWaiting(ctx, p.PoolID); err != nil && ctx.Err() == nil {
+				log.Warn("filling waiting intents failed", "pool", p.PoolID, "error", err.Error())
 			}
 		}
-	}
+	})
 }
