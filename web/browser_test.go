@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"marketd/rest"
@@ -95,6 +96,30 @@ func shoot(t *testing.T, ctx context.Context, dir, name string) {
 	}
 }
 
+// clickAndLoad clicks the element with id sel and waits for the page it leads to to load.
+func clickAndLoad(sel string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		loaded := make(chan struct{}, 1)
+		chromedp.ListenTarget(ctx, func(ev any) {
+			if _, ok := ev.(*cdppage.EventLoadEventFired); ok {
+				select {
+				case loaded <- struct{}{}:
+				default:
+				}
+			}
+		})
+		if err := chromedp.Click(sel, chromedp.ByID).Do(ctx); err != nil {
+			return err
+		}
+		select {
+		case <-loaded:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+}
+
 func browserLogin(ctx context.Context, base, name string) chromedp.Tasks {
 	return chromedp.Tasks{
 		chromedp.Navigate(base + "/admin/sessions"),
@@ -152,7 +177,9 @@ func browserConsole(t *testing.T, browser context.Context, b storetest.Backend) 
 			err := chromedp.Run(ctx,
 				browserLogin(ctx, e.url, "ops"),
 				chromedp.SendKeys(`#party-search`, "alice", chromedp.ByID),
-				chromedp.Click(`#search`, chromedp.ByID),
+				// The unsearched page may list alice's row too: read the row only once the
+				// search's page has loaded, or it is the old page's, gone mid-read.
+				clickAndLoad(`#search`),
 				chromedp.WaitVisible(row, chromedp.ByQuery),
 				chromedp.Text(row, &rowText, chromedp.ByQuery),
 			)
