@@ -61,7 +61,7 @@ func (srv *Server) wrap(rt route) http.Handler {
 // party checks, cookie rotation, the prepare limit (per party), and the handler.
 func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error {
 	if isRead(r) {
-		if err := srv.limit(w, "read:"+srv.clientOrigin(r), srv.cfg.RateRead); err != nil {
+		if err := srv.CountRead(w, r); err != nil {
 			return err
 		}
 	}

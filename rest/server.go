@@ -110,7 +110,7 @@ func originOf(s string) (string, error) {
 // unrouted answers what no route matched: 405 when the path exists for another method, else 404.
 func (srv *Server) unrouted(w http.ResponseWriter, r *http.Request) {
 	if isRead(r) { // every GET under /api/ counts, a 404 too
-		if err := srv.limit(w, "read:"+srv.clientOrigin(r), srv.cfg.RateRead); err != nil {
+		if err := srv.CountRead(w, r); err != nil {
 			srv.writeError(w, r, err)
 			return
 		}
