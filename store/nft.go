@@ -104,6 +104,8 @@ type nftActivity struct {
 	Price        *Amount     `bun:"price"`
 	Currency     *Instrument `bun:"currency"`
 	At           Timestamp   `bun:"at"`
+
+	LedgerOffset int64 `bun:"ledger_offset,scanonly"` // its update's offset, when a feed joins it
 }
 
 // NFTView is an NFT as the API shows it.

@@ -179,7 +179,7 @@ func (s *Store) CollectionActivityAfter(ctx context.Context, collectionID string
 		seq = n
 	}
 	var acts []nftActivity
-	sel := s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*").
+	sel := s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*, u.ledger_offset").
 		Join("JOIN updates AS u ON u.update_id = nft_activity.update_id").
 		Where("nft_activity.collection_id = ?", collectionID).
 		Where("u.ledger_offset IS NOT NULL")
@@ -189,19 +189,11 @@ func (s *Store) CollectionActivityAfter(ctx context.Context, collectionID string
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, len(acts))
-	for i := range acts {
-		ids[i] = acts[i].UpdateID
-	}
-	offsetOf, err := s.offsetsOf(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
 	out := make([]CollectionEvent, len(acts))
 	for i, a := range acts {
 		_, serial, _ := strings.Cut(a.NFTID, "#")
 		n, _ := strconv.Atoi(serial)
-		out[i] = CollectionEvent{NFTEvent: eventsOf(acts[i : i+1])[0], CollectionID: a.CollectionID, Serial: n, Offset: offsetOf[a.UpdateID], Seq: a.ID}
+		out[i] = CollectionEvent{NFTEvent: eventsOf(acts[i : i+1])[0], CollectionID: a.CollectionID, Serial: n, Offset: a.LedgerOffset, Seq: a.ID}
 	}
 	return out, nil
 }

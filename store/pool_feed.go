@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-
-	"github.com/uptrace/bun"
 )
 
 // PoolsPage pages through the active pools by id.
@@ -56,16 +54,15 @@ func (s *Store) PoolLPQuotes(ctx context.Context, poolID string, r PageRequest) 
 	return finish(ctx, s, pq, rows, func(q LPQuote) quoteKey { return quoteKey{q.PostedAt.UnixMicro(), q.QuoteID} })
 }
 
-// PoolOutcome is a filled intent of a pool, placed in the update log.
+// PoolOutcome is a filled intent of a pool, placed in the update log by its LedgerOffset.
 type PoolOutcome struct {
 	IntentView
-	Offset int64 // the offset of the update that filled it
 }
 
 // Position is where a follower resumes after this outcome: an update may fill several
 // intents, ordered by their cid.
 func (o *PoolOutcome) Position() LogPosition {
-	return LogPosition{Offset: o.Offset, After: o.IntentCID}
+	return LogPosition{Offset: o.LedgerOffset, After: o.IntentCID}
 }
 
 // PoolOutcomesAfter lists up to limit of the pool's fills after pos, in log order. A
@@ -73,7 +70,7 @@ func (o *PoolOutcome) Position() LogPosition {
 // twice, on any instance of the store.
 func (s *Store) PoolOutcomesAfter(ctx context.Context, poolID string, pos LogPosition, limit int) ([]PoolOutcome, error) {
 	var views []IntentView
-	sel := s.db.NewSelect().Model(&views).ColumnExpr("intent_view.*").
+	sel := s.db.NewSelect().Model(&views).ColumnExpr("intent_view.*, u.ledger_offset").
 		Join("JOIN updates AS u ON u.update_id = intent_view.closed_update").
 		Where("intent_view.pool_id = ?", poolID).Where("intent_view.status = ?", IntentFilled).
 		Where("u.ledger_offset IS NOT NULL")
@@ -81,34 +78,9 @@ func (s *Store) PoolOutcomesAfter(ctx context.Context, poolID string, pos LogPos
 		OrderExpr("u.ledger_offset, intent_view.intent_cid").Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, err
 	}
-	// The offsets of the updates that filled them, one query for the page.
-	ids := make([]string, 0, len(views))
-	for _, v := range views {
-		ids = append(ids, *v.ClosedUpdate)
-	}
-	offsets, err := s.offsetsOf(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
 	out := make([]PoolOutcome, len(views))
 	for i, v := range views {
-		out[i] = PoolOutcome{IntentView: v, Offset: offsets[*v.ClosedUpdate]}
-	}
-	return out, nil
-}
-
-// offsetsOf returns the log offsets of committed updates.
-func (s *Store) offsetsOf(ctx context.Context, updateIDs []string) (map[string]int64, error) {
-	out := map[string]int64{}
-	if len(updateIDs) == 0 {
-		return out, nil
-	}
-	var us []Update
-	if err := s.db.NewSelect().Model(&us).Column("update_id", "ledger_offset").Where("update_id IN (?)", bun.In(updateIDs)).Scan(ctx); err != nil {
-		return nil, err
-	}
-	for _, u := range us {
-		out[u.UpdateID] = u.Offset
+		out[i] = PoolOutcome{IntentView: v}
 	}
 	return out, nil
 }

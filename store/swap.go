@@ -119,6 +119,7 @@ type IntentView struct {
 	CreatedAt    Timestamp  `bun:"created_at"`
 	ClosedUpdate *string    `bun:"closed_update"`
 	ClosedAt     *Timestamp `bun:"closed_at"`
+	LedgerOffset int64      `bun:"ledger_offset,scanonly"` // the closing update's offset, when a feed joins it
 
 	Fills []Fill `bun:"-"`
 }
