@@ -39,19 +39,7 @@ func (s *Store) PoolLPQuotes(ctx context.Context, poolID string, r PageRequest) 
 	if _, err := s.PoolByID(ctx, poolID); err != nil {
 		return Page[LPQuote]{}, err
 	}
-	pq, err := startPage[quoteKey](ctx, s, "pool-quotes:"+poolID, r)
-	if err != nil {
-		return Page[LPQuote]{}, err
-	}
-	var rows []LPQuote
-	q := s.db.NewSelect().Model(&rows).Where("pool_id = ?", poolID).Where("consumed_update IS NULL")
-	if k := pq.after; k != nil {
-		q = q.Where("(posted_at < ? OR (posted_at = ? AND quote_id < ?))", k.At, k.At, k.ID)
-	}
-	if err := q.OrderExpr("posted_at DESC, quote_id DESC").Limit(pq.fetch()).Scan(ctx); err != nil {
-		return Page[LPQuote]{}, err
-	}
-	return finish(ctx, s, pq, rows, func(q LPQuote) quoteKey { return quoteKey{q.PostedAt.UnixMicro(), q.QuoteID} })
+	return s.openLPQuotes(ctx, "pool-quotes:"+poolID, "pool_id", poolID, r)
 }
 
 // PoolOutcome is a filled intent of a pool, placed in the update log by its LedgerOffset.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/shopspring/decimal"
+	"github.com/uptrace/bun"
 )
 
 // ---- indicative quote
@@ -174,12 +175,18 @@ type quoteKey struct {
 
 // ActiveLPQuotes lists the LP's open quotes, newest first.
 func (s *Store) ActiveLPQuotes(ctx context.Context, lp string, r PageRequest) (Page[LPQuote], error) {
-	pq, err := startPage[quoteKey](ctx, s, "lp-quotes:"+hashText(lp), r)
+	return s.openLPQuotes(ctx, "lp-quotes:"+hashText(lp), "lp", lp, r)
+}
+
+// openLPQuotes pages through the open LP quotes whose column equals value, newest first; list
+// names the list inside its cursors.
+func (s *Store) openLPQuotes(ctx context.Context, list, column, value string, r PageRequest) (Page[LPQuote], error) {
+	pq, err := startPage[quoteKey](ctx, s, list, r)
 	if err != nil {
 		return Page[LPQuote]{}, err
 	}
 	var rows []LPQuote
-	q := s.db.NewSelect().Model(&rows).Where("lp = ?", lp).Where("consumed_update IS NULL")
+	q := s.db.NewSelect().Model(&rows).Where("? = ?", bun.Ident(column), value).Where("consumed_update IS NULL")
 	if k := pq.after; k != nil {
 		q = q.Where("(posted_at < ? OR (posted_at = ? AND quote_id < ?))", k.At, k.At, k.ID)
 	}
