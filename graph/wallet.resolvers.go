@@ -17,7 +17,7 @@ func (r *preapprovalResolver) Kind(ctx context.Context, obj *store.Preapproval) 
 
 // Active is the field active.
 func (r *preapprovalResolver) Active(ctx context.Context, obj *store.Preapproval) (bool, error) {
-	return r.store.Now().Before(obj.ExpiresAt.Time), nil
+	return obj.ActiveAt(r.store.Now()), nil
 }
 
 // Wallet is the field wallet.

@@ -187,7 +187,7 @@ func (srv *Server) preapprovals(w http.ResponseWriter, r *http.Request) error {
 	now := srv.store.Now()
 	out := make([]preapprovalView, len(ps))
 	for i, p := range ps {
-		out[i] = preapprovalView{CID: p.CID, Kind: p.Kind, ExpiresAt: p.ExpiresAt.Unix(), Active: now.Before(p.ExpiresAt.Time)}
+		out[i] = preapprovalView{CID: p.CID, Kind: p.Kind, ExpiresAt: p.ExpiresAt.Unix(), Active: p.ActiveAt(now)}
 	}
 	writeJSON(w, http.StatusOK, struct {
 		PartyID      string            `json:"partyId"`

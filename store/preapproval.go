@@ -38,7 +38,10 @@ type Preapproval struct {
 }
 
 func (*Preapproval) template() string { return templatePreapproval }
-func (p *Preapproval) owner() string  { return p.PartyID }
+
+// ActiveAt tells whether the preapproval admits credits at t: until it expires.
+func (p *Preapproval) ActiveAt(t time.Time) bool { return t.Before(p.ExpiresAt.Time) }
+func (p *Preapproval) owner() string             { return p.PartyID }
 
 // currentPreapproval returns the party's unconsumed preapproval of kind, expired or not, or nil.
 func currentPreapproval(ctx context.Context, db bun.IDB, partyID string, kind PreapprovalKind) (*Preapproval, error) {
@@ -59,7 +62,7 @@ func checkPreapproval(ctx context.Context, db bun.IDB, partyID string, kind Prea
 	if err != nil {
 		return err
 	}
-	if p == nil || !now.Before(p.ExpiresAt.Time) {
+	if p == nil || !p.ActiveAt(now) {
 		return Errorf(CodePreapprovalRequired, "%s has no active %s receive-preapproval; it must create one (POST /api/wallet/%s-preapproval/prepare) before it can be credited", partyID, kind, kind)
 	}
 	return nil
@@ -147,7 +150,7 @@ func (s *Store) RenewPreapproval(ctx context.Context, partyID string, kind Preap
 		if err != nil {
 			return err
 		}
-		if cur == nil || !tx.now.Before(cur.ExpiresAt.Time) {
+		if cur == nil || !cur.ActiveAt(tx.now) {
 			return Errorf(CodeNotFound, "there is no active %s preapproval to renew; create one with POST /api/wallet/%s-preapproval/prepare", kind, kind)
 		}
 		expires := tx.now.Truncate(time.Second).Add(tx.s.cfg.PreapprovalTTL)
