@@ -188,11 +188,7 @@ func (s *Store) NFTByContract(ctx context.Context, contractID string) (*NFTDetai
 	if err := s.db.NewSelect().Model(&acts).Where("nft_id = ?", it.NFTID).OrderExpr("id DESC").Limit(historyLength).Scan(ctx); err != nil {
 		return nil, err
 	}
-	d := &NFTDetail{NFTView: it.view(s.now()), History: make([]NFTEvent, len(acts))}
-	for i, a := range acts {
-		d.History[i] = NFTEvent{UpdateID: a.UpdateID, Kind: a.Kind, At: a.At, From: a.From, To: a.To, Price: a.Price, Currency: a.Currency}
-	}
-	return d, nil
+	return &NFTDetail{NFTView: it.view(s.now()), History: eventsOf(acts)}, nil
 }
 
 // NFTSort orders a collection's NFTs.

@@ -108,10 +108,14 @@ func (s *Store) NFTHistories(ctx context.Context, refs []NFTRef, r PageRequest) 
 	return out, nil
 }
 
+func (a *nftActivity) event() NFTEvent {
+	return NFTEvent{UpdateID: a.UpdateID, Kind: a.Kind, At: a.At, From: a.From, To: a.To, Price: a.Price, Currency: a.Currency}
+}
+
 func eventsOf(acts []nftActivity) []NFTEvent {
 	out := make([]NFTEvent, len(acts))
-	for i, a := range acts {
-		out[i] = NFTEvent{UpdateID: a.UpdateID, Kind: a.Kind, At: a.At, From: a.From, To: a.To, Price: a.Price, Currency: a.Currency}
+	for i := range acts {
+		out[i] = acts[i].event()
 	}
 	return out
 }
@@ -193,7 +197,7 @@ func (s *Store) CollectionActivityAfter(ctx context.Context, collectionID string
 	for i, a := range acts {
 		_, serial, _ := strings.Cut(a.NFTID, "#")
 		n, _ := strconv.Atoi(serial)
-		out[i] = CollectionEvent{NFTEvent: eventsOf(acts[i : i+1])[0], CollectionID: a.CollectionID, Serial: n, Offset: a.LedgerOffset, Seq: a.ID}
+		out[i] = CollectionEvent{NFTEvent: a.event(), CollectionID: a.CollectionID, Serial: n, Offset: a.LedgerOffset, Seq: a.ID}
 	}
 	return out, nil
 }
