@@ -3872,7 +3872,7 @@ func (ec *executionContext) fieldContext_Fill_fee(_ context.Context, field graph
 	return graphql.NewScalarFieldContext("Fill", field, false, false, errors.New("field of type Decimal does not have child fields"))
 }
 
-func (ec *executionContext) _InstrumentAmount_instrument(ctx context.Context, field graphql.CollectedField, obj *InstrumentAmount) (ret graphql.Marshaler) {
+func (ec *executionContext) _InstrumentAmount_instrument(ctx context.Context, field graphql.CollectedField, obj *store.InstrumentAmount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3895,7 +3895,7 @@ func (ec *executionContext) fieldContext_InstrumentAmount_instrument(_ context.C
 	return graphql.NewScalarFieldContext("InstrumentAmount", field, false, false, errors.New("field of type Instrument does not have child fields"))
 }
 
-func (ec *executionContext) _InstrumentAmount_amount(ctx context.Context, field graphql.CollectedField, obj *InstrumentAmount) (ret graphql.Marshaler) {
+func (ec *executionContext) _InstrumentAmount_amount(ctx context.Context, field graphql.CollectedField, obj *store.InstrumentAmount) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5601,7 +5601,7 @@ func (ec *executionContext) fieldContext_NFTEventEdge_node(_ context.Context, fi
 	return fc, nil
 }
 
-func (ec *executionContext) _Outcome_intentCid(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _Outcome_intentCid(ctx context.Context, field graphql.CollectedField, obj *store.Outcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5624,7 +5624,7 @@ func (ec *executionContext) fieldContext_Outcome_intentCid(_ context.Context, fi
 	return graphql.NewScalarFieldContext("Outcome", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _Outcome_updateId(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _Outcome_updateId(ctx context.Context, field graphql.CollectedField, obj *store.Outcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5647,7 +5647,7 @@ func (ec *executionContext) fieldContext_Outcome_updateId(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Outcome", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _Outcome_taker(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _Outcome_taker(ctx context.Context, field graphql.CollectedField, obj *store.Outcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5670,7 +5670,7 @@ func (ec *executionContext) fieldContext_Outcome_taker(_ context.Context, field 
 	return graphql.NewScalarFieldContext("Outcome", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _Outcome_poolId(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _Outcome_poolId(ctx context.Context, field graphql.CollectedField, obj *store.Outcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5693,7 +5693,7 @@ func (ec *executionContext) fieldContext_Outcome_poolId(_ context.Context, field
 	return graphql.NewScalarFieldContext("Outcome", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _Outcome_sold(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _Outcome_sold(ctx context.Context, field graphql.CollectedField, obj *store.Outcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5705,8 +5705,8 @@ func (ec *executionContext) _Outcome_sold(ctx context.Context, field graphql.Col
 			return obj.Sold, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *InstrumentAmount) graphql.Marshaler {
-			return ec.marshalNInstrumentAmount2ᚖmarketdᚋgraphᚐInstrumentAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v store.InstrumentAmount) graphql.Marshaler {
+			return ec.marshalNInstrumentAmount2marketdᚋstoreᚐInstrumentAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5725,7 +5725,7 @@ func (ec *executionContext) fieldContext_Outcome_sold(_ context.Context, field g
 	return fc, nil
 }
 
-func (ec *executionContext) _Outcome_received(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _Outcome_received(ctx context.Context, field graphql.CollectedField, obj *store.Outcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5737,8 +5737,8 @@ func (ec *executionContext) _Outcome_received(ctx context.Context, field graphql
 			return obj.Received, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *InstrumentAmount) graphql.Marshaler {
-			return ec.marshalNInstrumentAmount2ᚖmarketdᚋgraphᚐInstrumentAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v store.InstrumentAmount) graphql.Marshaler {
+			return ec.marshalNInstrumentAmount2marketdᚋstoreᚐInstrumentAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5757,7 +5757,7 @@ func (ec *executionContext) fieldContext_Outcome_received(_ context.Context, fie
 	return fc, nil
 }
 
-func (ec *executionContext) _Outcome_fee(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _Outcome_fee(ctx context.Context, field graphql.CollectedField, obj *store.Outcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5780,7 +5780,7 @@ func (ec *executionContext) fieldContext_Outcome_fee(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Outcome", field, false, false, errors.New("field of type Decimal does not have child fields"))
 }
 
-func (ec *executionContext) _Outcome_at(ctx context.Context, field graphql.CollectedField, obj *Outcome) (ret graphql.Marshaler) {
+func (ec *executionContext) _Outcome_at(ctx context.Context, field graphql.CollectedField, obj *store.Outcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5902,8 +5902,8 @@ func (ec *executionContext) _OutcomeEdge_node(ctx context.Context, field graphql
 			return obj.Node, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *Outcome) graphql.Marshaler {
-			return ec.marshalNOutcome2ᚖmarketdᚋgraphᚐOutcome(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Outcome) graphql.Marshaler {
+			return ec.marshalNOutcome2ᚖmarketdᚋstoreᚐOutcome(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6374,8 +6374,8 @@ func (ec *executionContext) _PoolAggregates_accruedFees(ctx context.Context, fie
 			return obj.AccruedFees, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*InstrumentAmount) graphql.Marshaler {
-			return ec.marshalNInstrumentAmount2ᚕᚖmarketdᚋgraphᚐInstrumentAmountᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*store.InstrumentAmount) graphql.Marshaler {
+			return ec.marshalNInstrumentAmount2ᚕᚖmarketdᚋstoreᚐInstrumentAmountᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6571,8 +6571,8 @@ func (ec *executionContext) _PoolOutcome_outcome(ctx context.Context, field grap
 			return obj.Outcome, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *Outcome) graphql.Marshaler {
-			return ec.marshalNOutcome2ᚖmarketdᚋgraphᚐOutcome(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Outcome) graphql.Marshaler {
+			return ec.marshalNOutcome2ᚖmarketdᚋstoreᚐOutcome(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9380,7 +9380,7 @@ func (ec *executionContext) _Fill(ctx context.Context, sel ast.SelectionSet, obj
 
 var instrumentAmountImplementors = []string{"InstrumentAmount"}
 
-func (ec *executionContext) _InstrumentAmount(ctx context.Context, sel ast.SelectionSet, obj *InstrumentAmount) graphql.Marshaler {
+func (ec *executionContext) _InstrumentAmount(ctx context.Context, sel ast.SelectionSet, obj *store.InstrumentAmount) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, instrumentAmountImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -10347,7 +10347,7 @@ func (ec *executionContext) _NFTEventEdge(ctx context.Context, sel ast.Selection
 
 var outcomeImplementors = []string{"Outcome"}
 
-func (ec *executionContext) _Outcome(ctx context.Context, sel ast.SelectionSet, obj *Outcome) graphql.Marshaler {
+func (ec *executionContext) _Outcome(ctx context.Context, sel ast.SelectionSet, obj *store.Outcome) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, outcomeImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -12407,11 +12407,15 @@ var (
 	}
 )
 
-func (ec *executionContext) marshalNInstrumentAmount2ᚕᚖmarketdᚋgraphᚐInstrumentAmountᚄ(ctx context.Context, sel ast.SelectionSet, v []*InstrumentAmount) graphql.Marshaler {
+func (ec *executionContext) marshalNInstrumentAmount2marketdᚋstoreᚐInstrumentAmount(ctx context.Context, sel ast.SelectionSet, v store.InstrumentAmount) graphql.Marshaler {
+	return ec._InstrumentAmount(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNInstrumentAmount2ᚕᚖmarketdᚋstoreᚐInstrumentAmountᚄ(ctx context.Context, sel ast.SelectionSet, v []*store.InstrumentAmount) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNInstrumentAmount2ᚖmarketdᚋgraphᚐInstrumentAmount(ctx, sel, v[i])
+		return ec.marshalNInstrumentAmount2ᚖmarketdᚋstoreᚐInstrumentAmount(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -12423,7 +12427,7 @@ func (ec *executionContext) marshalNInstrumentAmount2ᚕᚖmarketdᚋgraphᚐIns
 	return ret
 }
 
-func (ec *executionContext) marshalNInstrumentAmount2ᚖmarketdᚋgraphᚐInstrumentAmount(ctx context.Context, sel ast.SelectionSet, v *InstrumentAmount) graphql.Marshaler {
+func (ec *executionContext) marshalNInstrumentAmount2ᚖmarketdᚋstoreᚐInstrumentAmount(ctx context.Context, sel ast.SelectionSet, v *store.InstrumentAmount) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -12659,7 +12663,7 @@ func (ec *executionContext) marshalNNFTEventEdge2ᚖmarketdᚋgraphᚐNFTEventEd
 	return ec._NFTEventEdge(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNOutcome2ᚖmarketdᚋgraphᚐOutcome(ctx context.Context, sel ast.SelectionSet, v *Outcome) graphql.Marshaler {
+func (ec *executionContext) marshalNOutcome2ᚖmarketdᚋstoreᚐOutcome(ctx context.Context, sel ast.SelectionSet, v *store.Outcome) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")

@@ -76,8 +76,8 @@ type OutcomeConnection struct {
 }
 
 type OutcomeEdge struct {
-	Cursor string   `json:"cursor"`
-	Node   *Outcome `json:"node"`
+	Cursor string         `json:"cursor"`
+	Node   *store.Outcome `json:"node"`
 }
 
 type PageInfo struct {
@@ -91,10 +91,10 @@ type PageInfo struct {
 // tvl = Σ ask locked base × oracle + Σ bid locked quote (in quote); depthWeightedSpreadBps =
 // 2 × Σ(remaining × |price − oracle|) / (oracle × Σ remaining) × 10000 (0 with no open quote).
 type PoolAggregates struct {
-	Tvl                    store.Amount        `json:"tvl"`
-	LpCount                int                 `json:"lpCount"`
-	AccruedFees            []*InstrumentAmount `json:"accruedFees"`
-	DepthWeightedSpreadBps store.Amount        `json:"depthWeightedSpreadBps"`
+	Tvl                    store.Amount              `json:"tvl"`
+	LpCount                int                       `json:"lpCount"`
+	AccruedFees            []*store.InstrumentAmount `json:"accruedFees"`
+	DepthWeightedSpreadBps store.Amount              `json:"depthWeightedSpreadBps"`
 }
 
 type PoolConnection struct {

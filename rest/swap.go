@@ -102,38 +102,25 @@ func viewIntent(v store.IntentView) intentView {
 	return out
 }
 
-type instrumentAmount struct {
-	Instrument store.Instrument `json:"instrument"`
-	Amount     store.Amount     `json:"amount"`
-}
-
 type outcomeView struct {
-	IntentCID string           `json:"intentCid"`
-	UpdateID  string           `json:"updateId"`
-	Taker     string           `json:"taker"`
-	PoolID    string           `json:"poolId"`
-	Sold      instrumentAmount `json:"sold"`
-	Received  instrumentAmount `json:"received"`
-	Fee       store.Amount     `json:"fee"`
-	At        int64            `json:"at"`
+	IntentCID string                 `json:"intentCid"`
+	UpdateID  string                 `json:"updateId"`
+	Taker     string                 `json:"taker"`
+	PoolID    string                 `json:"poolId"`
+	Sold      store.InstrumentAmount `json:"sold"`
+	Received  store.InstrumentAmount `json:"received"`
+	Fee       store.Amount           `json:"fee"`
+	At        int64                  `json:"at"`
 }
 
 func viewOutcome(v store.IntentView) outcomeView {
-	o := outcomeView{IntentCID: v.IntentCID, Taker: v.Taker, PoolID: v.PoolID, Sold: instrumentAmount{v.Sell, v.Amount},
-		Received: instrumentAmount{Instrument: v.Receive, Amount: store.Zero}, Fee: store.Zero}
-	if v.ClosedUpdate != nil {
-		o.UpdateID = *v.ClosedUpdate
+	o := v.Outcome()
+	out := outcomeView{IntentCID: o.IntentCID, UpdateID: o.UpdateID, Taker: o.Taker, PoolID: o.PoolID,
+		Sold: o.Sold, Received: o.Received, Fee: o.Fee}
+	if !o.At.IsZero() {
+		out.At = o.At.Unix()
 	}
-	if v.ClosedAt != nil {
-		o.At = v.ClosedAt.Unix()
-	}
-	if v.Received != nil {
-		o.Received.Amount = *v.Received
-	}
-	if v.Fee != nil {
-		o.Fee = *v.Fee
-	}
-	return o
+	return out
 }
 
 // ---- reads

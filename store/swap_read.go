@@ -264,3 +264,41 @@ func (s *Store) SwapHistory(ctx context.Context, f SwapHistoryFilter, r PageRequ
 	}
 	return finish(ctx, s, pq, rows, func(v IntentView) intentKey { return intentKey{v.ClosedAt.UnixMicro(), v.IntentCID} })
 }
+
+// InstrumentAmount is an amount of one instrument.
+type InstrumentAmount struct {
+	Instrument Instrument `json:"instrument"`
+	Amount     Amount     `json:"amount"`
+}
+
+// Outcome is a filled intent as the outcome and history lists show it (CONTRACT.md section
+// 11): what the taker sold, what it received net of the fee, and the fee.
+type Outcome struct {
+	IntentCID string
+	UpdateID  string
+	Taker     string
+	PoolID    string
+	Sold      InstrumentAmount
+	Received  InstrumentAmount
+	Fee       Amount
+	At        Timestamp
+}
+
+// Outcome is the intent's outcome; a field the intent has not got yet is zero.
+func (v *IntentView) Outcome() Outcome {
+	o := Outcome{IntentCID: v.IntentCID, Taker: v.Taker, PoolID: v.PoolID, Sold: InstrumentAmount{v.Sell, v.Amount},
+		Received: InstrumentAmount{Instrument: v.Receive, Amount: Zero}, Fee: Zero}
+	if v.ClosedUpdate != nil {
+		o.UpdateID = *v.ClosedUpdate
+	}
+	if v.ClosedAt != nil {
+		o.At = *v.ClosedAt
+	}
+	if v.Received != nil {
+		o.Received.Amount = *v.Received
+	}
+	if v.Fee != nil {
+		o.Fee = *v.Fee
+	}
+	return o
+}
