@@ -68,18 +68,12 @@ func newLoaders(s *store.Store) *loaders {
 			}
 			return out
 		}, dataloader.WithWait[historyKey, store.Page[store.NFTEvent]](batchWait)),
+		// The pools of a page share a handful of pairs: the loader asks the oracle once per pair.
 		oracle: dataloader.NewBatchedLoader(func(ctx context.Context, pairs [][2]store.Instrument) []*dataloader.Result[*store.OraclePrice] {
-			prices, err := s.OraclePrices(ctx)
 			out := make([]*dataloader.Result[*store.OraclePrice], len(pairs))
 			for i, pair := range pairs {
-				switch p := prices[pair]; {
-				case err != nil:
-					out[i] = &dataloader.Result[*store.OraclePrice]{Error: err}
-				case p == nil:
-					out[i] = &dataloader.Result[*store.OraclePrice]{Error: store.Errorf(store.CodeNotFound, "the oracle has no price for %s/%s", pair[0], pair[1])}
-				default:
-					out[i] = &dataloader.Result[*store.OraclePrice]{Data: p}
-				}
+				p, err := s.Oracle().Price(ctx, pair[0], pair[1])
+				out[i] = &dataloader.Result[*store.OraclePrice]{Data: p, Error: err}
 			}
 			return out
 		}, dataloader.WithWait[[2]store.Instrument, *store.OraclePrice](batchWait)),

@@ -21,19 +21,6 @@ func (s *Store) PoolsPage(ctx context.Context, r PageRequest) (Page[Pool], error
 	return finish(ctx, s, q, ps, func(p Pool) string { return p.PoolID })
 }
 
-// OraclePrices returns every price the embedded oracle holds, by (base, quote), in one query.
-func (s *Store) OraclePrices(ctx context.Context) (map[[2]Instrument]*OraclePrice, error) {
-	out := map[[2]Instrument]*OraclePrice{}
-	var rows []oracleRow
-	if err := s.db.NewSelect().Model(&rows).Scan(ctx); err != nil { // a row per priced pair: a handful
-		return nil, err
-	}
-	for _, r := range rows {
-		out[[2]Instrument{r.Base, r.Quote}] = &OraclePrice{Base: r.Base, Quote: r.Quote, Price: r.Price, At: r.SetAt.Time}
-	}
-	return out, nil
-}
-
 // PoolLPQuotes pages through a pool's open LP quotes, newest first.
 func (s *Store) PoolLPQuotes(ctx context.Context, poolID string, r PageRequest) (Page[LPQuote], error) {
 	if _, err := s.PoolByID(ctx, poolID); err != nil {
