@@ -39,9 +39,14 @@ func newBenchAPI(b *testing.B, be storetest.Backend) *benchAPI {
 	b.Helper()
 	sc := store.DefaultConfig()
 	sc.Logger = slog.New(slog.DiscardHandler)
-	s := be.Open(b, sc)
+	return benchAPIOn(b, be.Open(b, sc))
+}
+
+// benchAPIOn serves s the way newBenchAPI does.
+func benchAPIOn(b *testing.B, s *store.Store) *benchAPI {
+	b.Helper()
 	srv, err := New(s, Config{
-		PublicURL: sc.PublicURL, Dev: true, RateRead: 1 << 30, RatePrepare: 1 << 30,
+		PublicURL: s.Config().PublicURL, Dev: true, RateRead: 1 << 30, RatePrepare: 1 << 30,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	if err != nil {

@@ -55,7 +55,8 @@ func benchGets(b *testing.B, a *benchAPI, path string) {
 
 // BenchmarkNFTPage is a collection's NFT page under load: 20 items, two trait filters,
 // sorted by price ascending, on the 100,000-NFT demo market; at the first page and at a page
-// 2,000 items deep (reached by following cursors), next to a bare net/http handler in the
+// 2,000 items deep (reached by following cursors), as the service answers them (from its page
+// cache while nothing trades) and with the cache off, next to a bare net/http handler in the
 // same run. Seeding takes about half a minute on PostgreSQL.
 func BenchmarkNFTPage(b *testing.B) {
 	eachBackend(b, func(b *testing.B, be storetest.Backend) {
@@ -80,6 +81,18 @@ func BenchmarkNFTPage(b *testing.B) {
 		}
 		b.Run("first", func(b *testing.B) { benchGets(b, a, first) })
 		b.Run("deep2000", func(b *testing.B) { benchGets(b, a, deep) })
+		// The same pages from an instance on the same database whose page cache is off: every
+		// request is a query, which is what a page costs when the collection keeps trading.
+		cfg := a.store.Config()
+		cfg.PageCacheTTL = -1
+		uncached, err := store.Open(ctx, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { uncached.Close() })
+		u := benchAPIOn(b, uncached)
+		b.Run("uncached-first", func(b *testing.B) { benchGets(b, u, first) })
+		b.Run("uncached-deep2000", func(b *testing.B) { benchGets(b, u, deep) })
 		b.Run("bare", func(b *testing.B) {
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")

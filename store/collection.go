@@ -474,25 +474,19 @@ type collectionKey struct {
 func (s *Store) Collections(ctx context.Context, sort CollectionSort, r PageRequest) (Page[Collection], error) {
 	k := collectionPageKey{sort: sort, limit: r.Limit, cursor: r.Cursor, itemCursors: r.ItemCursors}
 	now := s.now()
-	page, ok, gen := s.collectionPages.start(k, now)
+	page, ok, seq := s.collectionPages.start(k, now)
 	if ok {
 		return page, nil
 	}
 	read := time.Now()
 	// A listing that expires changes a floor without a write: a page is kept until then.
-	var next []Listing
-	err := s.db.NewSelect().Model(&next).Column("expires_at").Where("consumed_update IS NULL").Where("expires_at IS NOT NULL").
-		Where("expires_at > ?", At(now)).Order("expires_at").Limit(1).Scan(ctx)
+	until, err := nextListingExpiry(ctx, s, s.collectionPages, "", seq, now)
 	if err != nil {
 		return Page[Collection]{}, err
 	}
-	var until time.Time
-	if len(next) > 0 {
-		until = next[0].ExpiresAt.Time
-	}
 	page, err = s.readCollections(ctx, sort, r)
 	if err == nil {
-		s.collectionPages.keep(k, gen, read, until, page)
+		s.collectionPages.keep(k, "", seq, read, until, len(page.Items), page)
 	}
 	return page, err
 }

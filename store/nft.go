@@ -236,14 +236,77 @@ type nftKey struct {
 	S int    `json:"s"`
 }
 
+// nftPageKey names one page of a collection's NFTs.
+type nftPageKey struct {
+	collection  string
+	sort        NFTSort
+	filter      string // NFTFilter.fingerprint
+	limit       int
+	cursor      string
+	itemCursors bool
+}
+
+// maxCachedNFTs bounds the NFTs kept in cached pages; past it, the cache starts over.
+const maxCachedNFTs = 50_000
+
 // NFTs lists a collection's live NFTs matching f, in order: by serial, or by listing price
-// with unlisted NFTs last (by serial).
+// with unlisted NFTs last (by serial). A page is kept in memory until a write to the
+// collection commits, one of its listings expires, or Config.PageCacheTTL passes.
 func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort NFTSort, r PageRequest) (Page[NFTView], error) {
 	c, err := s.collectionIdentityOf(ctx, collectionID)
 	if err != nil {
 		return Page[NFTView]{}, err
 	}
-	collectionID = c.ID
+	k := nftPageKey{collection: c.ID, sort: sort, filter: f.fingerprint(), limit: r.Limit, cursor: r.Cursor, itemCursors: r.ItemCursors}
+	now := s.now()
+	page, ok, seq := s.nftPages.start(k, now)
+	if ok {
+		return page, nil
+	}
+	read := time.Now()
+	until, err := nextListingExpiry(ctx, s, s.nftPages, c.ID, seq, now)
+	if err != nil {
+		return Page[NFTView]{}, err
+	}
+	page, err = s.readNFTs(ctx, c, f, sort, r, now)
+	if err == nil {
+		s.nftPages.keep(k, c.ID, seq, read, until, len(page.Items), page)
+	}
+	return page, err
+}
+
+// nextListingExpiry returns when the first live listing of the collection (of every
+// collection, for "") expires after now, or zero when none will: until then, what is listed
+// changes only by writes. It is kept in cache c, with the pages of that scope, read since
+// seq.
+func nextListingExpiry[K comparable, P any](ctx context.Context, s *Store, c *pageCache[K, P], collectionID string, seq uint64, now time.Time) (time.Time, error) {
+	if until, ok := c.horizon(collectionID, now); ok {
+		return until, nil
+	}
+	read := time.Now()
+	until, err := s.readNextListingExpiry(ctx, collectionID, now)
+	if err == nil {
+		c.keepHorizon(collectionID, seq, read, until)
+	}
+	return until, err
+}
+
+func (s *Store) readNextListingExpiry(ctx context.Context, collectionID string, now time.Time) (time.Time, error) {
+	var next []Listing
+	sel := s.db.NewSelect().Model(&next).Column("expires_at").Where("consumed_update IS NULL").Where("expires_at IS NOT NULL").
+		Where("expires_at > ?", At(now))
+	if collectionID != "" {
+		sel = sel.Where("collection_id = ?", collectionID)
+	}
+	if err := sel.Order("expires_at").Limit(1).Scan(ctx); err != nil || len(next) == 0 {
+		return time.Time{}, err
+	}
+	return next[0].ExpiresAt.Time, nil
+}
+
+// readNFTs reads one page of NFTs from the store, as they are at now.
+func (s *Store) readNFTs(ctx context.Context, c collectionIdentity, f NFTFilter, sort NFTSort, r PageRequest, at time.Time) (Page[NFTView], error) {
+	collectionID := c.ID
 	var minPrice, maxPrice *Amount
 	for _, p := range []struct {
 		name, v string
@@ -267,7 +330,7 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 	if err != nil {
 		return Page[NFTView]{}, err
 	}
-	now := At(s.now())
+	now := At(at)
 	// filtered is the query of the collection's NFTs that match f, in no order yet.
 	filtered := func() *bun.SelectQuery {
 		sel := s.db.NewSelect().Model((*nftItem)(nil)).Where("collection_id = ?", collectionID)

@@ -48,6 +48,7 @@ type collectionTx struct {
 }
 
 func (tx *Tx) lockCollection(ctx context.Context, id string) (*collectionTx, error) {
+	tx.touched = append(tx.touched, id)
 	c := new(Collection)
 	err := tx.forUpdate(tx.NewSelect().Model(c).Where("collection_id = ?", id)).Scan(ctx)
 	if isNoRows(err) {

@@ -51,6 +51,13 @@ type Config struct {
 	Clock          Clock         // nil means the system clock
 	Logger         *slog.Logger  // nil means slog.Default()
 	MaxConns       int           // PostgreSQL pool size, or SQLite reader pool size; 0 picks a default
+
+	// PageCacheTTL bounds how long a page of collections or of a collection's NFTs is served
+	// from memory. A write through this store, or through another instance on the same
+	// PostgreSQL (its notification arrives within milliseconds), clears the pages it changes
+	// at once, and a page ends when a listing on it expires; the bound covers a notification
+	// that never came. 0 means a second; below 0 turns the page caches off.
+	PageCacheTTL time.Duration
 }
 
 // DefaultConfig returns the settings of CONTRACT.md section 1.
@@ -87,13 +94,14 @@ type Store struct {
 	partyCount atomic.Int64
 	operator   atomic.Pointer[string] // the operator party's id, once known
 
-	stopListener context.CancelFunc // the PostgreSQL session listener (session_notify.go)
+	stopListener context.CancelFunc // the PostgreSQL listener (notify.go)
 	listenerDone chan struct{}
 
 	sessions *sessionCache
 	tokens   *tokenCache
 
-	collectionPages collectionPages
+	collectionPages *pageCache[collectionPageKey, Page[Collection]]
+	nftPages        *pageCache[nftPageKey, Page[NFTView]]
 	collectionIDs   sync.Map // id or slug -> collectionIdentity
 
 	commitObserver atomic.Pointer[CommitObserver] // observe.go
@@ -112,6 +120,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.PageCacheTTL == 0 {
+		cfg.PageCacheTTL = time.Second
+	}
 	u, err := url.Parse(cfg.PublicURL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("public URL %q: want http(s)://host[:port]", cfg.PublicURL)
@@ -120,6 +131,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.keys.loading = make(chan struct{}, 1)
 	s.sessions = newSessionCache()
 	s.tokens = newTokenCache()
+	s.collectionPages = newPageCache[collectionPageKey, Page[Collection]](maxCachedCollections, cfg.PageCacheTTL)
+	s.nftPages = newPageCache[nftPageKey, Page[NFTView]](maxCachedNFTs, cfg.PageCacheTTL)
 	s.ledger = embeddedLedger{}
 	switch {
 	case strings.HasPrefix(cfg.DB, "postgres://"), strings.HasPrefix(cfg.DB, "postgresql://"):
@@ -157,7 +170,7 @@ func (s *Store) openPostgres(ctx context.Context, dsn string) error {
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopListener, s.listenerDone = stop, make(chan struct{})
 	ready := make(chan struct{})
-	go s.listenSessions(lctx, pc.ConnConfig.Copy(), ready)
+	go s.listen(lctx, pc.ConnConfig.Copy(), ready)
 	select { // serve only once other instances' changes can reach this one
 	case <-ready:
 	case <-time.After(10 * time.Second):
@@ -261,6 +274,7 @@ type Tx struct {
 	deferred []byte // writes sent in one round trip before the commit (PostgreSQL)
 	after    []func()
 	recorded string                // the kind of the ledger update this transaction appended, if any
+	touched  []string              // the collections whose NFTs or listings this transaction writes
 	pools    map[string]*Pool      // the swap pools this transaction has locked
 	books    map[string][]*LPQuote // their open quotes by pool and side, as this transaction left them
 }
@@ -273,17 +287,25 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	start := time.Now()
 	var after []func()
 	var recorded string
+	var touched []string
 	err := s.wdb.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now()}
+		defer func() { touched = tx.touched }()
 		if err := fn(tx); err != nil {
 			return err
 		}
 		after, recorded = tx.after, tx.recorded
+		if err := tx.notifyCollections(ctx); err != nil {
+			return err
+		}
 		return tx.flush(ctx)
 	})
 	// Whatever committed (or may have, when the commit's answer was lost) may have moved a
-	// collection's statistics.
-	s.collectionPages.invalidate()
+	// collection's statistics, and changed the NFT pages of the collections it touched.
+	s.collectionPages.invalidate("")
+	for _, id := range touched {
+		s.nftPages.invalidate(id)
+	}
 	if err == nil && recorded != "" {
 		s.observeCommit(recorded, time.Since(start))
 	}

@@ -104,6 +104,17 @@ func settings(c *config) []setting {
 		{"rotate-grace", "MARKETD_ROTATE_GRACE", d.RotateGrace.String(), "how long a superseded token is still accepted", dur(&c.store.RotateGrace)},
 		{"prepared-ttl", "MARKETD_PREPARED_TTL", d.PreparedTTL.String(), "how long a prepared transaction can be executed", dur(&c.store.PreparedTTL)},
 		{"preapproval-ttl", "MARKETD_PREAPPROVAL_TTL", d.PreapprovalTTL.String(), "how long a receive-preapproval lasts from creation or renewal", dur(&c.store.PreapprovalTTL)},
+		{"page-cache-ttl", "MARKETD_PAGE_CACHE_TTL", "1s", "how long a page of collections or NFTs is served from memory at most (writes and expiries end it sooner); 0s = no page cache", func(v string) error {
+			x, err := time.ParseDuration(v)
+			if err != nil || x < 0 {
+				return fmt.Errorf("want a Go duration such as 1s, or 0s for none")
+			}
+			c.store.PageCacheTTL = x
+			if x == 0 {
+				c.store.PageCacheTTL = -1 // the store's zero is its default
+			}
+			return nil
+		}},
 		{"rate-read", "MARKETD_RATE_READ", "300", "read requests per minute per origin; 0 = unlimited", num(&c.rateRead)},
 		{"rate-prepare", "MARKETD_RATE_PREPARE", "60", "prepare requests per minute per party; 0 = unlimited", num(&c.ratePrepare)},
 		{"trusted-proxies", "MARKETD_TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of proxies whose X-Forwarded-For names the client", func(v string) error {

@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Several marketd instances may serve one PostgreSQL store, each with its caches. A write
+// that changes what another instance may have cached notifies the others as it commits
+// (NOTIFY is delivered at commit), and each drops what it kept of it, so the next request
+// reads the store.
+const (
+	// sessionChannel carries the id of a session that rotated or logged out.
+	sessionChannel = "marketd_sessions"
+	// collectionChannel carries the id of a collection whose NFTs or listings changed.
+	collectionChannel = "marketd_collections"
+)
+
+func (tx *Tx) notifySessionChanged(ctx context.Context, sid string) error {
+	if tx.s.dialect != Postgres {
+		return nil // SQLite serves one process
+	}
+	_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, ?)", sessionChannel, sid)
+	return err
+}
+
+// notifyCollections tells the other instances, as the transaction commits, which
+// collections' pages it changed.
+func (tx *Tx) notifyCollections(ctx context.Context) error {
+	if tx.s.dialect != Postgres {
+		return nil // SQLite serves one process
+	}
+	for _, id := range tx.touched {
+		if err := tx.later(ctx, tx.NewRaw("SELECT pg_notify(?, ?)", collectionChannel, id)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listen keeps a connection of its own listening on the channels until ctx ends.
+// After any gap in listening it forgets every cached session and page: it may have missed a
+// change.
+func (s *Store) listen(ctx context.Context, cfg *pgx.ConnConfig, ready chan<- struct{}) {
+	defer close(s.listenerDone)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx, cfg, ready)
+		ready = nil
+		s.forgetCached()
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("session listener lost its connection; retrying", "error", err.Error(), "in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, ready chan<- struct{}) error {
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+sessionChannel+"; LISTEN "+collectionChannel); err != nil {
+		return err
+	}
+	s.forgetCached() // anything cached before listening may be stale
+	if ready != nil {
+		close(ready)
+	}
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		switch n.Channel {
+		case sessionChannel:
+			s.sessions.forget(n.Payload)
+		case collectionChannel:
+			s.collectionPages.invalidate("")
+			s.nftPages.invalidate(n.Payload)
+		}
+	}
+}
+
+// forgetCached drops every cached session and page.
+func (s *Store) forgetCached() {
+	s.sessions.forget("")
+	s.collectionPages.invalidateAll()
+	s.nftPages.invalidateAll()
+}

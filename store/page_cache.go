@@ -1,0 +1,135 @@
+package store
+
+import (
+	"sync"
+	"time"
+)
+
+// pageCache keeps pages of a read list in memory: the lists every dApp and dashboard polls
+// change only when a write commits to what they read, or when a listing they may show
+// expires. Each page belongs to a scope (a collection, or "" for a list over all of them); a
+// write invalidates its scope, and only pages read entirely after that are kept again.
+type pageCache[K comparable, P any] struct {
+	mu       sync.Mutex
+	seq      uint64            // counts invalidations
+	scopeSeq map[string]uint64 // the seq of each scope's last invalidation
+	allSeq   uint64            // the seq of the last invalidation of every scope
+	entries  map[K]cachedPage[P]
+	horizons map[string]horizon // per scope: until when nothing on its pages expires
+	items    int                // what the entries hold, against maxItems
+	maxItems int
+	ttl      time.Duration // Config.PageCacheTTL
+}
+
+type cachedPage[P any] struct {
+	scope string
+	seq   uint64
+	at    time.Time // on the wall clock, when it was read
+	until time.Time // on the store's clock, when a listing the page may show expires; zero for none
+	items int
+	page  P
+}
+
+// horizon is when a scope's next listing expires (zero for none), as read at seq.
+type horizon struct {
+	seq   uint64
+	at    time.Time
+	until time.Time
+}
+
+func newPageCache[K comparable, P any](maxItems int, ttl time.Duration) *pageCache[K, P] {
+	return &pageCache[K, P]{maxItems: maxItems, ttl: ttl}
+}
+
+// valid tells whether a page read at seq is still current for its scope.
+func (c *pageCache[K, P]) valid(scope string, seq uint64) bool {
+	return seq >= c.allSeq && seq >= c.scopeSeq[scope]
+}
+
+// start returns the cached page for k at the store's time now, or the token a page read from
+// now on must bring back to keep.
+func (c *pageCache[K, P]) start(k K, now time.Time) (P, bool, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[k]
+	if ok && c.current(e.scope, e.seq, e.at, e.until, now) {
+		return e.page, true, c.seq
+	}
+	var zero P
+	return zero, false, c.seq
+}
+
+// current tells whether a page or horizon of scope, read at seq (wall time at), may still
+// be served at the store's time now.
+func (c *pageCache[K, P]) current(scope string, seq uint64, at, until, now time.Time) bool {
+	return c.valid(scope, seq) && time.Since(at) < c.ttl && (until.IsZero() || now.Before(until))
+}
+
+// horizon returns when the next listing of scope expires, as kept, if it still holds at now.
+func (c *pageCache[K, P]) horizon(scope string, now time.Time) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.horizons[scope]
+	if ok && c.current(scope, h.seq, h.at, h.until, now) {
+		return h.until, true
+	}
+	return time.Time{}, false
+}
+
+// keepHorizon keeps when the next listing of scope expires, read since start gave token seq.
+func (c *pageCache[K, P]) keepHorizon(scope string, seq uint64, read, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ttl < 0 || !c.valid(scope, seq) {
+		return
+	}
+	if c.horizons == nil {
+		c.horizons = map[string]horizon{}
+	}
+	c.horizons[scope] = horizon{seq: seq, at: read, until: until}
+}
+
+// keep caches page p of scope, read since start gave token seq (at wall time read), unless
+// its scope was invalidated since. items is its size, for the bound.
+func (c *pageCache[K, P]) keep(k K, scope string, seq uint64, read, until time.Time, items int, p P) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ttl < 0 || !c.valid(scope, seq) {
+		return
+	}
+	if c.items+items > c.maxItems {
+		// Full: start over. The scopes' history goes too; every page read before now is void.
+		c.entries, c.items, c.scopeSeq, c.horizons, c.allSeq = nil, 0, nil, nil, c.seq
+		if !c.valid(scope, seq) {
+			return
+		}
+	}
+	if c.entries == nil {
+		c.entries = map[K]cachedPage[P]{}
+	}
+	if old, ok := c.entries[k]; ok {
+		c.items -= old.items
+	}
+	c.entries[k] = cachedPage[P]{scope: scope, seq: seq, at: read, until: until, items: items, page: p}
+	c.items += items
+}
+
+// invalidate voids the pages of scope: a write to it has committed (or may have).
+func (c *pageCache[K, P]) invalidate(scope string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	if c.scopeSeq == nil {
+		c.scopeSeq = map[string]uint64{}
+	}
+	c.scopeSeq[scope] = c.seq
+}
+
+// invalidateAll voids every page.
+func (c *pageCache[K, P]) invalidateAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	c.allSeq = c.seq
+	c.entries, c.items, c.scopeSeq, c.horizons = nil, 0, nil, nil
+}
