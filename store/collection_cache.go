@@ -22,6 +22,7 @@ type collectionPageKey struct {
 	sort        CollectionSort
 	limit       int
 	cursor      string
+	backward    bool
 	itemCursors bool
 }
 
