@@ -100,17 +100,23 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 // config wires the resolvers and the cost of each list for the complexity limit.
 func config(s *store.Store) Config {
 	c := Config{Resolvers: &Resolver{store: s, followEvery: followEvery}}
-	c.Complexity.Query.Collections = func(child int, _ *CollectionSort, first *int, _ *string) int { return listCost(child, first) }
-	c.Complexity.Collection.Nfts = func(child int, _ *NFTFilter, _ *NFTSort, first *int, _ *string) int { return listCost(child, first) }
-	c.Complexity.NFT.History = func(child int, first *int, _ *string) int { return listCost(child, first) }
+	c.Complexity.Query.Collections = func(child int, _ *CollectionSort, first *int, _ *string, last *int, _ *string) int {
+		return listCost(child, first, last)
+	}
+	c.Complexity.Collection.Nfts = func(child int, _ *NFTFilter, _ *NFTSort, first *int, _ *string, last *int, _ *string) int {
+		return listCost(child, first, last)
+	}
+	c.Complexity.NFT.History = func(child int, first *int, _ *string, last *int, _ *string) int { return listCost(child, first, last) }
 	return c
 }
 
-// listCost is a connection's cost: its page size times what each item costs.
-func listCost(child int, first *int) int {
+// listCost is a connection's cost: its page size (first or last) times what each item costs.
+func listCost(child int, first, last *int) int {
 	n := store.DefaultPageSize
-	if first != nil && *first > 0 {
-		n = *first
+	for _, size := range []*int{first, last} {
+		if size != nil && *size > 0 {
+			n = *size
+		}
 	}
 	return 1 + n*child
 }
