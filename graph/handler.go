@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -20,6 +21,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"marketd/store"
+	"marketd/store/metrics"
 )
 
 // Options is the GraphQL endpoint's part of the service configuration.
@@ -33,6 +35,8 @@ type Options struct {
 	// CountRead counts a query against its origin's read budget, shared with REST; it writes
 	// the RateLimit headers and returns rate_limited over the limit. Nil means unlimited.
 	CountRead func(http.ResponseWriter, *http.Request) error
+	// Metrics counts operations and their latency in the service's registry; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 //go:embed graphiql
@@ -61,6 +65,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	// Both limits are checked on the parsed query, before any resolver runs.
 	gql.Use(depthLimit(cfg.MaxDepth))
 	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
+	gql.Use(operationMetrics{cfg.Metrics})
 	gql.SetErrorPresenter(presentError(cfg.Logger))
 	gql.SetRecoverFunc(func(ctx context.Context, v any) error {
 		cfg.Logger.ErrorContext(ctx, "graphql resolver panicked", "panic", v)
@@ -154,6 +159,47 @@ func setCode(e *gqlerror.Error, code string) {
 		e.Extensions = map[string]any{}
 	}
 	e.Extensions["code"] = code
+}
+
+// operationMetrics counts every operation by type and outcome, with its latency: those that
+// run, and those refused before they run (a syntax error, a limit).
+type operationMetrics struct{ m *metrics.Metrics }
+
+// countedKey marks a dispatched operation; a subscription, which answers once per event, is
+// counted at its first answer only.
+type countedKey struct{}
+
+func (operationMetrics) ExtensionName() string                   { return "OperationMetrics" }
+func (operationMetrics) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (operationMetrics) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	return next(context.WithValue(ctx, countedKey{}, new(atomic.Bool)))
+}
+
+func (e operationMetrics) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	if resp == nil {
+		return nil
+	}
+	if counted, _ := ctx.Value(countedKey{}).(*atomic.Bool); counted != nil && counted.Swap(true) {
+		return resp
+	}
+	typ := "invalid"
+	if graphql.HasOperationContext(ctx) {
+		if op := graphql.GetOperationContext(ctx).Operation; op != nil {
+			typ = string(op.Operation)
+		}
+	}
+	outcome := "ok"
+	if len(resp.Errors) > 0 {
+		// Every presented error has a code from the contract's table, a bounded set.
+		outcome, _ = resp.Errors[0].Extensions["code"].(string)
+		if outcome == "" {
+			outcome = string(store.CodeInternal)
+		}
+	}
+	e.m.GraphQLOperation(typ, outcome, time.Since(graphql.GetStartTime(ctx)))
+	return resp
 }
 
 // depthLimit refuses a query whose selections nest deeper than its value. Introspection
