@@ -4,26 +4,47 @@ import (
 	"marketd/store"
 )
 
-// pageRequest reads a connection's first/after as a store page request with a cursor per
-// item; first is 1 to 100 like REST's limit.
-func pageRequest(first *int, after *string) (store.PageRequest, error) {
+// pageRequest reads a connection's arguments as a store page request with a cursor per item:
+// first/after reads forwards, last/before backwards, each 1 to 100 like REST's limit.
+func pageRequest(first *int, after *string, last *int, before *string) (store.PageRequest, error) {
 	pr := store.PageRequest{Limit: store.DefaultPageSize, ItemCursors: true}
-	if first != nil {
-		if *first < 1 || *first > store.MaxPageSize {
-			return pr, store.Errorf(store.CodeInvalidRequest, "first must be 1 to %d", store.MaxPageSize)
-		}
-		pr.Limit = *first
+	switch {
+	case first != nil && last != nil:
+		return pr, store.Errorf(store.CodeInvalidRequest, "give first or last, not both")
+	case after != nil && before != nil:
+		return pr, store.Errorf(store.CodeInvalidRequest, "give after or before, not both")
+	case first != nil && before != nil:
+		return pr, store.Errorf(store.CodeInvalidRequest, "before pages backwards: give last with it, not first")
+	case last != nil && after != nil:
+		return pr, store.Errorf(store.CodeInvalidRequest, "after pages forwards: give first with it, not last")
 	}
-	if after != nil {
+	size, name := first, "first"
+	if last != nil || before != nil {
+		pr.Backward = true
+		size, name = last, "last"
+	}
+	if size != nil {
+		if *size < 1 || *size > store.MaxPageSize {
+			return pr, store.Errorf(store.CodeInvalidRequest, "%s must be 1 to %d", name, store.MaxPageSize)
+		}
+		pr.Limit = *size
+	}
+	switch {
+	case after != nil:
 		pr.Cursor = *after
+	case before != nil:
+		pr.Cursor = *before
 	}
 	return pr, nil
 }
 
-// pageInfo describes a store page as a Relay page. Lists page forwards only: a page asked
-// for after a cursor has items before it.
+// pageInfo describes a store page as a Relay page. The page's own cursor says whether the list
+// goes on in the read's direction; a cursor the page was asked from says items lie the other way.
 func pageInfo[T any](pr store.PageRequest, page store.Page[T]) *PageInfo {
 	info := &PageInfo{HasNextPage: page.Cursor != "", HasPreviousPage: pr.Cursor != ""}
+	if pr.Backward {
+		info.HasNextPage, info.HasPreviousPage = info.HasPreviousPage, info.HasNextPage
+	}
 	if n := len(page.ItemCursors); n > 0 {
 		info.StartCursor, info.EndCursor = &page.ItemCursors[0], &page.ItemCursors[n-1]
 	}

@@ -31,10 +31,12 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Collection() CollectionResolver
 	CollectionActivity() CollectionActivityResolver
+	CollectionConnection() CollectionConnectionResolver
 	Intent() IntentResolver
 	MintPhase() MintPhaseResolver
 	NFT() NFTResolver
 	Pool() PoolResolver
+	PoolConnection() PoolConnectionResolver
 	Preapproval() PreapprovalResolver
 	Query() QueryResolver
 	Rewards() RewardsResolver
@@ -65,7 +67,7 @@ type ComplexityRoot struct {
 		ListedCount func(childComplexity int) int
 		Minted      func(childComplexity int) int
 		Name        func(childComplexity int) int
-		Nfts        func(childComplexity int, filter *NFTFilter, sort *NFTSort, first *int, after *string) int
+		Nfts        func(childComplexity int, filter *NFTFilter, sort *NFTSort, first *int, after *string, last *int, before *string) int
 		Owners      func(childComplexity int) int
 		Phases      func(childComplexity int) int
 		RoyaltyBps  func(childComplexity int) int
@@ -88,8 +90,9 @@ type ComplexityRoot struct {
 	}
 
 	CollectionConnection struct {
-		Edges    func(childComplexity int) int
-		PageInfo func(childComplexity int) int
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
 	}
 
 	CollectionEdge struct {
@@ -180,7 +183,7 @@ type ComplexityRoot struct {
 		Collection   func(childComplexity int) int
 		CollectionID func(childComplexity int) int
 		ContractID   func(childComplexity int) int
-		History      func(childComplexity int, first *int, after *string) int
+		History      func(childComplexity int, first *int, after *string, last *int, before *string) int
 		Image        func(childComplexity int) int
 		Listing      func(childComplexity int) int
 		Name         func(childComplexity int) int
@@ -190,8 +193,9 @@ type ComplexityRoot struct {
 	}
 
 	NFTConnection struct {
-		Edges    func(childComplexity int) int
-		PageInfo func(childComplexity int) int
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
 	}
 
 	NFTEdge struct {
@@ -251,10 +255,10 @@ type ComplexityRoot struct {
 		Aggregates  func(childComplexity int) int
 		Base        func(childComplexity int) int
 		FeeBps      func(childComplexity int) int
-		History     func(childComplexity int, first *int, after *string) int
-		LpQuotes    func(childComplexity int, first *int, after *string) int
+		History     func(childComplexity int, first *int, after *string, last *int, before *string) int
+		LpQuotes    func(childComplexity int, first *int, after *string, last *int, before *string) int
 		OraclePrice func(childComplexity int) int
-		Outcomes    func(childComplexity int, first *int, after *string) int
+		Outcomes    func(childComplexity int, first *int, after *string, last *int, before *string) int
 		PoolID      func(childComplexity int) int
 		PriceAt     func(childComplexity int) int
 		Quote       func(childComplexity int) int
@@ -268,8 +272,9 @@ type ComplexityRoot struct {
 	}
 
 	PoolConnection struct {
-		Edges    func(childComplexity int) int
-		PageInfo func(childComplexity int) int
+		Edges      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
 	}
 
 	PoolEdge struct {
@@ -291,12 +296,12 @@ type ComplexityRoot struct {
 
 	Query struct {
 		Collection  func(childComplexity int, id *string, slug *string) int
-		Collections func(childComplexity int, sort *CollectionSort, first *int, after *string) int
-		Intents     func(childComplexity int, taker string, first *int, after *string) int
+		Collections func(childComplexity int, sort *CollectionSort, first *int, after *string, last *int, before *string) int
+		Intents     func(childComplexity int, taker string, first *int, after *string, last *int, before *string) int
 		Nft         func(childComplexity int, contractID string) int
 		Pool        func(childComplexity int, id string) int
-		Pools       func(childComplexity int, first *int, after *string) int
-		SwapHistory func(childComplexity int, taker string, first *int, after *string) int
+		Pools       func(childComplexity int, first *int, after *string, last *int, before *string) int
+		SwapHistory func(childComplexity int, taker string, first *int, after *string, last *int, before *string) int
 		Wallet      func(childComplexity int, partyID string) int
 	}
 
@@ -319,7 +324,7 @@ type ComplexityRoot struct {
 
 	Rewards struct {
 		Balance    func(childComplexity int) int
-		History    func(childComplexity int, first *int, after *string) int
+		History    func(childComplexity int, first *int, after *string, last *int, before *string) int
 		Instrument func(childComplexity int) int
 	}
 
@@ -348,10 +353,13 @@ type ComplexityRoot struct {
 
 type CollectionResolver interface {
 	Phases(ctx context.Context, obj *store.Collection) ([]*store.MintPhase, error)
-	Nfts(ctx context.Context, obj *store.Collection, filter *NFTFilter, sort *NFTSort, first *int, after *string) (*NFTConnection, error)
+	Nfts(ctx context.Context, obj *store.Collection, filter *NFTFilter, sort *NFTSort, first *int, after *string, last *int, before *string) (*NFTConnection, error)
 }
 type CollectionActivityResolver interface {
 	Position(ctx context.Context, obj *store.CollectionEvent) (string, error)
+}
+type CollectionConnectionResolver interface {
+	TotalCount(ctx context.Context, obj *CollectionConnection) (int, error)
 }
 type IntentResolver interface {
 	Fills(ctx context.Context, obj *store.IntentView) ([]*store.Fill, error)
@@ -362,15 +370,18 @@ type MintPhaseResolver interface {
 type NFTResolver interface {
 	Collection(ctx context.Context, obj *store.NFTView) (*store.Collection, error)
 
-	History(ctx context.Context, obj *store.NFTView, first *int, after *string) (*NFTEventConnection, error)
+	History(ctx context.Context, obj *store.NFTView, first *int, after *string, last *int, before *string) (*NFTEventConnection, error)
 }
 type PoolResolver interface {
 	OraclePrice(ctx context.Context, obj *store.Pool) (*store.Amount, error)
 	PriceAt(ctx context.Context, obj *store.Pool) (*store.Timestamp, error)
 	Aggregates(ctx context.Context, obj *store.Pool) (*PoolAggregates, error)
-	LpQuotes(ctx context.Context, obj *store.Pool, first *int, after *string) (*LPQuoteConnection, error)
-	Outcomes(ctx context.Context, obj *store.Pool, first *int, after *string) (*OutcomeConnection, error)
-	History(ctx context.Context, obj *store.Pool, first *int, after *string) (*OutcomeConnection, error)
+	LpQuotes(ctx context.Context, obj *store.Pool, first *int, after *string, last *int, before *string) (*LPQuoteConnection, error)
+	Outcomes(ctx context.Context, obj *store.Pool, first *int, after *string, last *int, before *string) (*OutcomeConnection, error)
+	History(ctx context.Context, obj *store.Pool, first *int, after *string, last *int, before *string) (*OutcomeConnection, error)
+}
+type PoolConnectionResolver interface {
+	TotalCount(ctx context.Context, obj *PoolConnection) (int, error)
 }
 type PreapprovalResolver interface {
 	Kind(ctx context.Context, obj *store.Preapproval) (string, error)
@@ -378,17 +389,17 @@ type PreapprovalResolver interface {
 	Active(ctx context.Context, obj *store.Preapproval) (bool, error)
 }
 type QueryResolver interface {
-	Collections(ctx context.Context, sort *CollectionSort, first *int, after *string) (*CollectionConnection, error)
+	Collections(ctx context.Context, sort *CollectionSort, first *int, after *string, last *int, before *string) (*CollectionConnection, error)
 	Collection(ctx context.Context, id *string, slug *string) (*store.Collection, error)
 	Nft(ctx context.Context, contractID string) (*store.NFTView, error)
-	Pools(ctx context.Context, first *int, after *string) (*PoolConnection, error)
+	Pools(ctx context.Context, first *int, after *string, last *int, before *string) (*PoolConnection, error)
 	Pool(ctx context.Context, id string) (*store.Pool, error)
-	SwapHistory(ctx context.Context, taker string, first *int, after *string) (*OutcomeConnection, error)
-	Intents(ctx context.Context, taker string, first *int, after *string) (*IntentConnection, error)
+	SwapHistory(ctx context.Context, taker string, first *int, after *string, last *int, before *string) (*OutcomeConnection, error)
+	Intents(ctx context.Context, taker string, first *int, after *string, last *int, before *string) (*IntentConnection, error)
 	Wallet(ctx context.Context, partyID string) (*Wallet, error)
 }
 type RewardsResolver interface {
-	History(ctx context.Context, obj *Rewards, first *int, after *string) (*RewardConnection, error)
+	History(ctx context.Context, obj *Rewards, first *int, after *string, last *int, before *string) (*RewardConnection, error)
 }
 type SubscriptionResolver interface {
 	CollectionActivity(ctx context.Context, collectionID string, after *string) (<-chan *store.CollectionEvent, error)
@@ -520,7 +531,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Collection.Nfts(childComplexity, args["filter"].(*NFTFilter), args["sort"].(*NFTSort), args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Collection.Nfts(childComplexity, args["filter"].(*NFTFilter), args["sort"].(*NFTSort), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Collection.owners":
 		if e.ComplexityRoot.Collection.Owners == nil {
 			break
@@ -631,6 +642,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CollectionConnection.PageInfo(childComplexity), true
+	case "CollectionConnection.totalCount":
+		if e.ComplexityRoot.CollectionConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CollectionConnection.TotalCount(childComplexity), true
 
 	case "CollectionEdge.cursor":
 		if e.ComplexityRoot.CollectionEdge.Cursor == nil {
@@ -977,7 +994,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.NFT.History(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.NFT.History(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "NFT.image":
 		if e.ComplexityRoot.NFT.Image == nil {
 			break
@@ -1027,6 +1044,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NFTConnection.PageInfo(childComplexity), true
+	case "NFTConnection.totalCount":
+		if e.ComplexityRoot.NFTConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NFTConnection.TotalCount(childComplexity), true
 
 	case "NFTEdge.cursor":
 		if e.ComplexityRoot.NFTEdge.Cursor == nil {
@@ -1238,7 +1261,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Pool.History(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Pool.History(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Pool.lpQuotes":
 		if e.ComplexityRoot.Pool.LpQuotes == nil {
 			break
@@ -1249,7 +1272,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Pool.LpQuotes(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Pool.LpQuotes(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Pool.oraclePrice":
 		if e.ComplexityRoot.Pool.OraclePrice == nil {
 			break
@@ -1266,7 +1289,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Pool.Outcomes(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Pool.Outcomes(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Pool.poolId":
 		if e.ComplexityRoot.Pool.PoolID == nil {
 			break
@@ -1323,6 +1346,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PoolConnection.PageInfo(childComplexity), true
+	case "PoolConnection.totalCount":
+		if e.ComplexityRoot.PoolConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PoolConnection.TotalCount(childComplexity), true
 
 	case "PoolEdge.cursor":
 		if e.ComplexityRoot.PoolEdge.Cursor == nil {
@@ -1396,7 +1425,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Collections(childComplexity, args["sort"].(*CollectionSort), args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.Collections(childComplexity, args["sort"].(*CollectionSort), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Query.intents":
 		if e.ComplexityRoot.Query.Intents == nil {
 			break
@@ -1407,7 +1436,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Intents(childComplexity, args["taker"].(string), args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.Intents(childComplexity, args["taker"].(string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 
 	case "Query.nft":
 		if e.ComplexityRoot.Query.Nft == nil {
@@ -1441,7 +1470,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.Pools(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.Pools(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Query.swapHistory":
 		if e.ComplexityRoot.Query.SwapHistory == nil {
 			break
@@ -1452,7 +1481,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Query.SwapHistory(childComplexity, args["taker"].(string), args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Query.SwapHistory(childComplexity, args["taker"].(string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Query.wallet":
 		if e.ComplexityRoot.Query.Wallet == nil {
 			break
@@ -1532,7 +1561,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Rewards.History(childComplexity, args["first"].(*int), args["after"].(*string)), true
+		return e.ComplexityRoot.Rewards.History(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Rewards.instrument":
 		if e.ComplexityRoot.Rewards.Instrument == nil {
 			break
@@ -1809,6 +1838,8 @@ func (ec *executionContext) childFields_CollectionConnection(ctx context.Context
 		return ec.fieldContext_CollectionConnection_edges(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_CollectionConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_CollectionConnection_totalCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CollectionConnection", field.Name)
 }
@@ -2013,6 +2044,8 @@ func (ec *executionContext) childFields_NFTConnection(ctx context.Context, field
 		return ec.fieldContext_NFTConnection_edges(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_NFTConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_NFTConnection_totalCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type NFTConnection", field.Name)
 }
@@ -2169,6 +2202,8 @@ func (ec *executionContext) childFields_PoolConnection(ctx context.Context, fiel
 		return ec.fieldContext_PoolConnection_edges(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_PoolConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_PoolConnection_totalCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type PoolConnection", field.Name)
 }
@@ -2428,6 +2463,22 @@ func (ec *executionContext) field_Collection_nfts_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["after"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg4
+	arg5, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg5
 	return args, nil
 }
 
@@ -2450,6 +2501,22 @@ func (ec *executionContext) field_NFT_history_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
 	return args, nil
 }
 
@@ -2472,6 +2539,22 @@ func (ec *executionContext) field_Pool_history_args(ctx context.Context, rawArgs
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
 	return args, nil
 }
 
@@ -2494,6 +2577,22 @@ func (ec *executionContext) field_Pool_lpQuotes_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
 	return args, nil
 }
 
@@ -2516,6 +2615,22 @@ func (ec *executionContext) field_Pool_outcomes_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
 	return args, nil
 }
 
@@ -2582,6 +2697,22 @@ func (ec *executionContext) field_Query_collections_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["after"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg4
 	return args, nil
 }
 
@@ -2612,6 +2743,22 @@ func (ec *executionContext) field_Query_intents_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["after"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg4
 	return args, nil
 }
 
@@ -2662,6 +2809,22 @@ func (ec *executionContext) field_Query_pools_args(ctx context.Context, rawArgs 
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
 	return args, nil
 }
 
@@ -2692,6 +2855,22 @@ func (ec *executionContext) field_Query_swapHistory_args(ctx context.Context, ra
 		return nil, err
 	}
 	args["after"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg4
 	return args, nil
 }
 
@@ -2728,6 +2907,22 @@ func (ec *executionContext) field_Rewards_history_args(ctx context.Context, rawA
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
 	return args, nil
 }
 
@@ -3351,7 +3546,7 @@ func (ec *executionContext) _Collection_nfts(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Collection().Nfts(ctx, obj, fc.Args["filter"].(*NFTFilter), fc.Args["sort"].(*NFTSort), fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Collection().Nfts(ctx, obj, fc.Args["filter"].(*NFTFilter), fc.Args["sort"].(*NFTSort), fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *NFTConnection) graphql.Marshaler {
@@ -3677,6 +3872,29 @@ func (ec *executionContext) fieldContext_CollectionConnection_pageInfo(_ context
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _CollectionConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *CollectionConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CollectionConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.CollectionConnection().TotalCount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CollectionConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CollectionConnection", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _CollectionEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *CollectionEdge) (ret graphql.Marshaler) {
@@ -5168,7 +5386,7 @@ func (ec *executionContext) _NFT_history(ctx context.Context, field graphql.Coll
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.NFT().History(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.NFT().History(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *NFTEventConnection) graphql.Marshaler {
@@ -5264,6 +5482,29 @@ func (ec *executionContext) fieldContext_NFTConnection_pageInfo(_ context.Contex
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _NFTConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *NFTConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NFTConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NFTConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NFTConnection", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _NFTEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *NFTEdge) (ret graphql.Marshaler) {
@@ -6194,7 +6435,7 @@ func (ec *executionContext) _Pool_lpQuotes(ctx context.Context, field graphql.Co
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Pool().LpQuotes(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Pool().LpQuotes(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *LPQuoteConnection) graphql.Marshaler {
@@ -6238,7 +6479,7 @@ func (ec *executionContext) _Pool_outcomes(ctx context.Context, field graphql.Co
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Pool().Outcomes(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Pool().Outcomes(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *OutcomeConnection) graphql.Marshaler {
@@ -6282,7 +6523,7 @@ func (ec *executionContext) _Pool_history(ctx context.Context, field graphql.Col
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Pool().History(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Pool().History(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *OutcomeConnection) graphql.Marshaler {
@@ -6479,6 +6720,29 @@ func (ec *executionContext) fieldContext_PoolConnection_pageInfo(_ context.Conte
 		},
 	}
 	return fc, nil
+}
+
+func (ec *executionContext) _PoolConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *PoolConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PoolConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.PoolConnection().TotalCount(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PoolConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PoolConnection", field, true, true, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _PoolEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *PoolEdge) (ret graphql.Marshaler) {
@@ -6693,7 +6957,7 @@ func (ec *executionContext) _Query_collections(ctx context.Context, field graphq
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Collections(ctx, fc.Args["sort"].(*CollectionSort), fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().Collections(ctx, fc.Args["sort"].(*CollectionSort), fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *CollectionConnection) graphql.Marshaler {
@@ -6825,7 +7089,7 @@ func (ec *executionContext) _Query_pools(ctx context.Context, field graphql.Coll
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Pools(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().Pools(ctx, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *PoolConnection) graphql.Marshaler {
@@ -6913,7 +7177,7 @@ func (ec *executionContext) _Query_swapHistory(ctx context.Context, field graphq
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().SwapHistory(ctx, fc.Args["taker"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().SwapHistory(ctx, fc.Args["taker"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *OutcomeConnection) graphql.Marshaler {
@@ -6957,7 +7221,7 @@ func (ec *executionContext) _Query_intents(ctx context.Context, field graphql.Co
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Query().Intents(ctx, fc.Args["taker"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Query().Intents(ctx, fc.Args["taker"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *IntentConnection) graphql.Marshaler {
@@ -7378,7 +7642,7 @@ func (ec *executionContext) _Rewards_history(ctx context.Context, field graphql.
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Rewards().History(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
+			return ec.Resolvers.Rewards().History(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *RewardConnection) graphql.Marshaler {
@@ -9244,13 +9508,51 @@ func (ec *executionContext) _CollectionConnection(ctx context.Context, sel ast.S
 		case "edges":
 			out.Values[i] = ec._CollectionConnection_edges(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "pageInfo":
 			out.Values[i] = ec._CollectionConnection_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "totalCount":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._CollectionConnection_totalCount(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10127,6 +10429,11 @@ func (ec *executionContext) _NFTConnection(ctx context.Context, sel ast.Selectio
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "totalCount":
+			out.Values[i] = ec._NFTConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}
@@ -10906,13 +11213,51 @@ func (ec *executionContext) _PoolConnection(ctx context.Context, sel ast.Selecti
 		case "edges":
 			out.Values[i] = ec._PoolConnection_edges(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "pageInfo":
 			out.Values[i] = ec._PoolConnection_pageInfo(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "totalCount":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._PoolConnection_totalCount(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
 		}

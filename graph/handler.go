@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -20,6 +21,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"marketd/store"
+	"marketd/store/metrics"
 )
 
 // Options is the GraphQL endpoint's part of the service configuration.
@@ -33,6 +35,8 @@ type Options struct {
 	// CountRead counts a query against its origin's read budget, shared with REST; it writes
 	// the RateLimit headers and returns rate_limited over the limit. Nil means unlimited.
 	CountRead func(http.ResponseWriter, *http.Request) error
+	// Metrics counts operations and their latency in the service's registry; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 //go:embed graphiql
@@ -61,6 +65,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	// Both limits are checked on the parsed query, before any resolver runs.
 	gql.Use(depthLimit(cfg.MaxDepth))
 	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
+	gql.Use(operationMetrics{cfg.Metrics})
 	gql.SetErrorPresenter(presentError(cfg.Logger))
 	gql.SetRecoverFunc(func(ctx context.Context, v any) error {
 		cfg.Logger.ErrorContext(ctx, "graphql resolver panicked", "panic", v)
@@ -100,17 +105,23 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 // config wires the resolvers and the cost of each list for the complexity limit.
 func config(s *store.Store) Config {
 	c := Config{Resolvers: &Resolver{store: s, followEvery: followEvery}}
-	c.Complexity.Query.Collections = func(child int, _ *CollectionSort, first *int, _ *string) int { return listCost(child, first) }
-	c.Complexity.Collection.Nfts = func(child int, _ *NFTFilter, _ *NFTSort, first *int, _ *string) int { return listCost(child, first) }
-	c.Complexity.NFT.History = func(child int, first *int, _ *string) int { return listCost(child, first) }
+	c.Complexity.Query.Collections = func(child int, _ *CollectionSort, first *int, _ *string, last *int, _ *string) int {
+		return listCost(child, first, last)
+	}
+	c.Complexity.Collection.Nfts = func(child int, _ *NFTFilter, _ *NFTSort, first *int, _ *string, last *int, _ *string) int {
+		return listCost(child, first, last)
+	}
+	c.Complexity.NFT.History = func(child int, first *int, _ *string, last *int, _ *string) int { return listCost(child, first, last) }
 	return c
 }
 
-// listCost is a connection's cost: its page size times what each item costs.
-func listCost(child int, first *int) int {
+// listCost is a connection's cost: its page size (first or last) times what each item costs.
+func listCost(child int, first, last *int) int {
 	n := store.DefaultPageSize
-	if first != nil && *first > 0 {
-		n = *first
+	for _, size := range []*int{first, last} {
+		if size != nil && *size > 0 {
+			n = *size
+		}
 	}
 	return 1 + n*child
 }
@@ -148,6 +159,47 @@ func setCode(e *gqlerror.Error, code string) {
 		e.Extensions = map[string]any{}
 	}
 	e.Extensions["code"] = code
+}
+
+// operationMetrics counts every operation by type and outcome, with its latency: those that
+// run, and those refused before they run (a syntax error, a limit).
+type operationMetrics struct{ m *metrics.Metrics }
+
+// countedKey marks a dispatched operation; a subscription, which answers once per event, is
+// counted at its first answer only.
+type countedKey struct{}
+
+func (operationMetrics) ExtensionName() string                   { return "OperationMetrics" }
+func (operationMetrics) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (operationMetrics) InterceptOperation(ctx context.Context, next graphql.OperationHandler) graphql.ResponseHandler {
+	return next(context.WithValue(ctx, countedKey{}, new(atomic.Bool)))
+}
+
+func (e operationMetrics) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	if resp == nil {
+		return nil
+	}
+	if counted, _ := ctx.Value(countedKey{}).(*atomic.Bool); counted != nil && counted.Swap(true) {
+		return resp
+	}
+	typ := "invalid"
+	if graphql.HasOperationContext(ctx) {
+		if op := graphql.GetOperationContext(ctx).Operation; op != nil {
+			typ = string(op.Operation)
+		}
+	}
+	outcome := "ok"
+	if len(resp.Errors) > 0 {
+		// Every presented error has a code from the contract's table, a bounded set.
+		outcome, _ = resp.Errors[0].Extensions["code"].(string)
+		if outcome == "" {
+			outcome = string(store.CodeInternal)
+		}
+	}
+	e.m.GraphQLOperation(typ, outcome, time.Since(graphql.GetStartTime(ctx)))
+	return resp
 }
 
 // depthLimit refuses a query whose selections nest deeper than its value. Introspection

@@ -20,10 +20,17 @@ type loaders struct {
 	oracle     *dataloader.Loader[[2]store.Instrument, *store.OraclePrice]
 }
 
-// historyKey asks for the first page of one NFT's history.
+// historyKey asks for the first page of one NFT's history, or its last (backward).
 type historyKey struct {
-	ref   store.NFTRef
-	limit int
+	ref      store.NFTRef
+	limit    int
+	backward bool
+}
+
+// historyBatch is the keys that share one query: the same page size and direction.
+type historyBatch struct {
+	limit    int
+	backward bool
 }
 
 // batchWait is how long a loader gathers keys before it calls the store: long enough for the
@@ -48,23 +55,23 @@ func newLoaders(s *store.Store) *loaders {
 			return out
 		}, dataloader.WithWait[string, *store.Collection](batchWait)),
 		history: dataloader.NewBatchedLoader(func(ctx context.Context, keys []historyKey) []*dataloader.Result[store.Page[store.NFTEvent]] {
-			// Keys with the same page size share one query.
-			bySize := map[int][]store.NFTRef{}
+			batches := map[historyBatch][]store.NFTRef{}
 			for _, k := range keys {
-				bySize[k.limit] = append(bySize[k.limit], k.ref)
+				b := historyBatch{k.limit, k.backward}
+				batches[b] = append(batches[b], k.ref)
 			}
 			pages := map[historyKey]store.Page[store.NFTEvent]{}
-			errs := map[int]error{}
-			for limit, refs := range bySize {
-				got, err := s.NFTHistories(ctx, refs, store.PageRequest{Limit: limit, ItemCursors: true})
-				errs[limit] = err
+			errs := map[historyBatch]error{}
+			for b, refs := range batches {
+				got, err := s.NFTHistories(ctx, refs, store.PageRequest{Limit: b.limit, Backward: b.backward, ItemCursors: true})
+				errs[b] = err
 				for ref, p := range got {
-					pages[historyKey{ref: ref, limit: limit}] = p
+					pages[historyKey{ref: ref, limit: b.limit, backward: b.backward}] = p
 				}
 			}
 			out := make([]*dataloader.Result[store.Page[store.NFTEvent]], len(keys))
 			for i, k := range keys {
-				out[i] = &dataloader.Result[store.Page[store.NFTEvent]]{Data: pages[k], Error: errs[k.limit]}
+				out[i] = &dataloader.Result[store.Page[store.NFTEvent]]{Data: pages[k], Error: errs[historyBatch{k.limit, k.backward}]}
 			}
 			return out
 		}, dataloader.WithWait[historyKey, store.Page[store.NFTEvent]](batchWait)),
@@ -91,8 +98,8 @@ func withLoaders(s *store.Store, next http.Handler) http.Handler {
 
 func loadersOf(ctx context.Context) *loaders { return ctx.Value(loadersKey{}).(*loaders) }
 
-// primeHistories loads the first history page of every NFT of a page in one query, when the
-// query asks for edges { node { history } } without a cursor, and leaves them in the loader
+// primeHistories loads the first (or last) history page of every NFT of a page in one query,
+// when the query asks for edges { node { history } } without a cursor, and leaves them in the loader
 // for the NFTs' history resolvers: a page costs the same however many NFTs it holds, and
 // however the resolvers happen to be scheduled.
 func primeHistories(ctx context.Context, s *store.Store, nfts []store.NFTView) error {
@@ -110,21 +117,29 @@ func primeHistories(ctx context.Context, s *store.Store, nfts []store.NFTView) e
 					continue
 				}
 				args := h.ArgumentMap(oc.Variables)
-				limit, ok := intArg(args["first"], store.DefaultPageSize)
-				if args["after"] != nil || !ok || limit < 1 || limit > store.MaxPageSize {
+				if args["after"] != nil || args["before"] != nil || args["first"] != nil && args["last"] != nil {
 					continue // the resolver reads (or refuses) it alone
+				}
+				backward := args["last"] != nil
+				size := args["first"]
+				if backward {
+					size = args["last"]
+				}
+				limit, ok := intArg(size, store.DefaultPageSize)
+				if !ok || limit < 1 || limit > store.MaxPageSize {
+					continue
 				}
 				refs := make([]store.NFTRef, len(nfts))
 				for i := range nfts {
 					refs[i] = nfts[i].Ref()
 				}
-				pages, err := s.NFTHistories(ctx, refs, store.PageRequest{Limit: limit, ItemCursors: true})
+				pages, err := s.NFTHistories(ctx, refs, store.PageRequest{Limit: limit, Backward: backward, ItemCursors: true})
 				if err != nil {
 					return err
 				}
 				l := loadersOf(ctx).history
 				for ref, p := range pages {
-					l.Prime(ctx, historyKey{ref: ref, limit: limit}, p)
+					l.Prime(ctx, historyKey{ref: ref, limit: limit, backward: backward}, p)
 				}
 			}
 		}

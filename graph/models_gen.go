@@ -13,6 +13,8 @@ import (
 type CollectionConnection struct {
 	Edges    []*CollectionEdge `json:"edges"`
 	PageInfo *PageInfo         `json:"pageInfo"`
+	// How many collections there are (a count of a small table).
+	TotalCount int `json:"totalCount"`
 }
 
 type CollectionEdge struct {
@@ -43,6 +45,9 @@ type LPQuoteEdge struct {
 type NFTConnection struct {
 	Edges    []*NFTEdge `json:"edges"`
 	PageInfo *PageInfo  `json:"pageInfo"`
+	// How many live NFTs the collection holds (minted less burned, a stat it keeps); null with a
+	// filter, whose count would scan the NFTs the page skips.
+	TotalCount *int `json:"totalCount,omitempty"`
 }
 
 type NFTEdge struct {
@@ -80,12 +85,17 @@ type OutcomeEdge struct {
 	Node   *store.Outcome `json:"node"`
 }
 
+// Reading forwards (first/after), hasNextPage says whether items follow the page and
+// hasPreviousPage is true when the page was asked for after a cursor (edges may precede it).
+// Reading backwards (last/before), hasPreviousPage says whether items precede the page and
+// hasNextPage is true when it was asked for before a cursor.
 type PageInfo struct {
-	HasNextPage bool `json:"hasNextPage"`
-	// True when the page was asked for after a cursor (edges may precede it).
-	HasPreviousPage bool    `json:"hasPreviousPage"`
-	StartCursor     *string `json:"startCursor,omitempty"`
-	EndCursor       *string `json:"endCursor,omitempty"`
+	HasNextPage     bool `json:"hasNextPage"`
+	HasPreviousPage bool `json:"hasPreviousPage"`
+	// The first edge's cursor; null on an empty page.
+	StartCursor *string `json:"startCursor,omitempty"`
+	// The last edge's cursor; null on an empty page.
+	EndCursor *string `json:"endCursor,omitempty"`
 }
 
 // tvl = Σ ask locked base × oracle + Σ bid locked quote (in quote); depthWeightedSpreadBps =
@@ -100,6 +110,8 @@ type PoolAggregates struct {
 type PoolConnection struct {
 	Edges    []*PoolEdge `json:"edges"`
 	PageInfo *PageInfo   `json:"pageInfo"`
+	// How many active pools there are (a count of a small table).
+	TotalCount int `json:"totalCount"`
 }
 
 type PoolEdge struct {

@@ -16,8 +16,8 @@ func (r *collectionResolver) Phases(ctx context.Context, obj *store.Collection) 
 }
 
 // Nfts is the field nfts.
-func (r *collectionResolver) Nfts(ctx context.Context, obj *store.Collection, filter *NFTFilter, sort *NFTSort, first *int, after *string) (*NFTConnection, error) {
-	pr, err := pageRequest(first, after)
+func (r *collectionResolver) Nfts(ctx context.Context, obj *store.Collection, filter *NFTFilter, sort *NFTSort, first *int, after *string, last *int, before *string) (*NFTConnection, error) {
+	pr, err := pageRequest(first, after, last, before)
 	if err != nil {
 		return nil, err
 	}
@@ -35,10 +35,20 @@ func (r *collectionResolver) Nfts(ctx context.Context, obj *store.Collection, fi
 		return nil, err
 	}
 	conn := &NFTConnection{PageInfo: pageInfo(pr, page)}
+	if filter == nil {
+		// The collection keeps its live supply; a filtered count would scan.
+		live := obj.Minted - obj.Burned
+		conn.TotalCount = &live
+	}
 	for i := range page.Items {
 		conn.Edges = append(conn.Edges, &NFTEdge{Cursor: page.ItemCursors[i], Node: &page.Items[i]})
 	}
 	return conn, nil
+}
+
+// TotalCount is the resolver for the totalCount field.
+func (r *collectionConnectionResolver) TotalCount(ctx context.Context, obj *CollectionConnection) (int, error) {
+	return r.store.CollectionCount(ctx)
 }
 
 // Active is the field active.
@@ -52,15 +62,15 @@ func (r *nFTResolver) Collection(ctx context.Context, obj *store.NFTView) (*stor
 }
 
 // History is the field history.
-func (r *nFTResolver) History(ctx context.Context, obj *store.NFTView, first *int, after *string) (*NFTEventConnection, error) {
-	pr, err := pageRequest(first, after)
+func (r *nFTResolver) History(ctx context.Context, obj *store.NFTView, first *int, after *string, last *int, before *string) (*NFTEventConnection, error) {
+	pr, err := pageRequest(first, after, last, before)
 	if err != nil {
 		return nil, err
 	}
 	var page store.Page[store.NFTEvent]
 	if pr.Cursor == "" {
-		// A page of NFTs asks for every first page of history at once.
-		page, err = loadersOf(ctx).history.Load(ctx, historyKey{ref: obj.Ref(), limit: pr.Limit})()
+		// A page of NFTs asks for every first (or last) page of history at once.
+		page, err = loadersOf(ctx).history.Load(ctx, historyKey{ref: obj.Ref(), limit: pr.Limit, backward: pr.Backward})()
 	} else {
 		page, err = r.store.NFTHistory(ctx, obj.Ref(), pr)
 	}
@@ -75,8 +85,8 @@ func (r *nFTResolver) History(ctx context.Context, obj *store.NFTView, first *in
 }
 
 // Collections is the field collections.
-func (r *queryResolver) Collections(ctx context.Context, sort *CollectionSort, first *int, after *string) (*CollectionConnection, error) {
-	pr, err := pageRequest(first, after)
+func (r *queryResolver) Collections(ctx context.Context, sort *CollectionSort, first *int, after *string, last *int, before *string) (*CollectionConnection, error) {
+	pr, err := pageRequest(first, after, last, before)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +134,11 @@ func (r *queryResolver) Nft(ctx context.Context, contractID string) (*store.NFTV
 // Collection returns CollectionResolver implementation.
 func (r *Resolver) Collection() CollectionResolver { return &collectionResolver{r} }
 
+// CollectionConnection returns CollectionConnectionResolver implementation.
+func (r *Resolver) CollectionConnection() CollectionConnectionResolver {
+	return &collectionConnectionResolver{r}
+}
+
 // MintPhase returns MintPhaseResolver implementation.
 func (r *Resolver) MintPhase() MintPhaseResolver { return &mintPhaseResolver{r} }
 
@@ -134,8 +149,9 @@ func (r *Resolver) NFT() NFTResolver { return &nFTResolver{r} }
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
 type (
-	collectionResolver struct{ *Resolver }
-	mintPhaseResolver  struct{ *Resolver }
-	nFTResolver        struct{ *Resolver }
-	queryResolver      struct{ *Resolver }
+	collectionResolver           struct{ *Resolver }
+	collectionConnectionResolver struct{ *Resolver }
+	mintPhaseResolver            struct{ *Resolver }
+	nFTResolver                  struct{ *Resolver }
+	queryResolver                struct{ *Resolver }
 )

@@ -37,8 +37,8 @@ func amountsOf(m map[store.Instrument]store.Amount) []*store.InstrumentAmount {
 }
 
 // poolHistory pages through a pool's fills, newest first.
-func (r *poolResolver) poolHistory(ctx context.Context, p *store.Pool, first *int, after *string) (*OutcomeConnection, error) {
-	pr, err := pageRequest(first, after)
+func (r *poolResolver) poolHistory(ctx context.Context, p *store.Pool, first *int, after *string, last *int, before *string) (*OutcomeConnection, error) {
+	pr, err := pageRequest(first, after, last, before)
 	if err != nil {
 		return nil, err
 	}

@@ -46,8 +46,8 @@ func (r *poolResolver) Aggregates(ctx context.Context, obj *store.Pool) (*PoolAg
 }
 
 // LpQuotes is the field lpQuotes.
-func (r *poolResolver) LpQuotes(ctx context.Context, obj *store.Pool, first *int, after *string) (*LPQuoteConnection, error) {
-	pr, err := pageRequest(first, after)
+func (r *poolResolver) LpQuotes(ctx context.Context, obj *store.Pool, first *int, after *string, last *int, before *string) (*LPQuoteConnection, error) {
+	pr, err := pageRequest(first, after, last, before)
 	if err != nil {
 		return nil, err
 	}
@@ -63,18 +63,23 @@ func (r *poolResolver) LpQuotes(ctx context.Context, obj *store.Pool, first *int
 }
 
 // Outcomes is the field outcomes.
-func (r *poolResolver) Outcomes(ctx context.Context, obj *store.Pool, first *int, after *string) (*OutcomeConnection, error) {
-	return r.poolHistory(ctx, obj, first, after)
+func (r *poolResolver) Outcomes(ctx context.Context, obj *store.Pool, first *int, after *string, last *int, before *string) (*OutcomeConnection, error) {
+	return r.poolHistory(ctx, obj, first, after, last, before)
 }
 
 // History is the field history.
-func (r *poolResolver) History(ctx context.Context, obj *store.Pool, first *int, after *string) (*OutcomeConnection, error) {
-	return r.poolHistory(ctx, obj, first, after)
+func (r *poolResolver) History(ctx context.Context, obj *store.Pool, first *int, after *string, last *int, before *string) (*OutcomeConnection, error) {
+	return r.poolHistory(ctx, obj, first, after, last, before)
+}
+
+// TotalCount is the resolver for the totalCount field.
+func (r *poolConnectionResolver) TotalCount(ctx context.Context, obj *PoolConnection) (int, error) {
+	return r.store.PoolCount(ctx)
 }
 
 // Pools is the field pools.
-func (r *queryResolver) Pools(ctx context.Context, first *int, after *string) (*PoolConnection, error) {
-	pr, err := pageRequest(first, after)
+func (r *queryResolver) Pools(ctx context.Context, first *int, after *string, last *int, before *string) (*PoolConnection, error) {
+	pr, err := pageRequest(first, after, last, before)
 	if err != nil {
 		return nil, err
 	}
@@ -99,11 +104,11 @@ func (r *queryResolver) Pool(ctx context.Context, id string) (*store.Pool, error
 }
 
 // SwapHistory is the field swapHistory.
-func (r *queryResolver) SwapHistory(ctx context.Context, taker string, first *int, after *string) (*OutcomeConnection, error) {
+func (r *queryResolver) SwapHistory(ctx context.Context, taker string, first *int, after *string, last *int, before *string) (*OutcomeConnection, error) {
 	if err := actAs(ctx, taker); err != nil {
 		return nil, err
 	}
-	pr, err := pageRequest(first, after)
+	pr, err := pageRequest(first, after, last, before)
 	if err != nil {
 		return nil, err
 	}
@@ -115,11 +120,11 @@ func (r *queryResolver) SwapHistory(ctx context.Context, taker string, first *in
 }
 
 // Intents is the field intents.
-func (r *queryResolver) Intents(ctx context.Context, taker string, first *int, after *string) (*IntentConnection, error) {
+func (r *queryResolver) Intents(ctx context.Context, taker string, first *int, after *string, last *int, before *string) (*IntentConnection, error) {
 	if err := actAs(ctx, taker); err != nil {
 		return nil, err
 	}
-	pr, err := pageRequest(first, after)
+	pr, err := pageRequest(first, after, last, before)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +214,11 @@ func (r *Resolver) Intent() IntentResolver { return &intentResolver{r} }
 // Pool returns PoolResolver implementation.
 func (r *Resolver) Pool() PoolResolver { return &poolResolver{r} }
 
+// PoolConnection returns PoolConnectionResolver implementation.
+func (r *Resolver) PoolConnection() PoolConnectionResolver { return &poolConnectionResolver{r} }
+
 type (
-	intentResolver struct{ *Resolver }
-	poolResolver   struct{ *Resolver }
+	intentResolver         struct{ *Resolver }
+	poolResolver           struct{ *Resolver }
+	poolConnectionResolver struct{ *Resolver }
 )

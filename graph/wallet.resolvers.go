@@ -32,8 +32,8 @@ func (r *queryResolver) Wallet(ctx context.Context, partyID string) (*Wallet, er
 }
 
 // History is the field history.
-func (r *rewardsResolver) History(ctx context.Context, obj *Rewards, first *int, after *string) (*RewardConnection, error) {
-	pr, err := pageRequest(first, after)
+func (r *rewardsResolver) History(ctx context.Context, obj *Rewards, first *int, after *string, last *int, before *string) (*RewardConnection, error) {
+	pr, err := pageRequest(first, after, last, before)
 	if err != nil {
 		return nil, err
 	}

@@ -472,7 +472,7 @@ type collectionKey struct {
 // Collections lists collections: newest first, by volume (largest first) or by floor price
 // (lowest first, collections with nothing listed last). Each carries its phases.
 func (s *Store) Collections(ctx context.Context, sort CollectionSort, r PageRequest) (Page[Collection], error) {
-	k := collectionPageKey{sort: sort, limit: r.Limit, cursor: r.Cursor, itemCursors: r.ItemCursors}
+	k := collectionPageKey{sort: sort, limit: r.Limit, cursor: r.Cursor, backward: r.Backward, itemCursors: r.ItemCursors}
 	now := s.now()
 	page, ok, seq := s.collectionPages.start(k, now)
 	if ok {
@@ -501,10 +501,7 @@ func (s *Store) readCollections(ctx context.Context, sort CollectionSort, r Page
 	var key func(c Collection) collectionKey
 	switch sort {
 	case SortVolume:
-		sel = sel.Order("volume_desc_key", "collection_id")
-		if q.after != nil {
-			sel = sel.Where("(volume_desc_key, collection_id) > (?, ?)", q.after.K, q.after.ID)
-		}
+		sel = q.seek(sel, false, []string{"volume_desc_key", "collection_id"}, q.at(func(k collectionKey) []any { return []any{k.K, k.ID} }))
 		key = func(c Collection) collectionKey { return collectionKey{c.VolumeDescKey, c.ID} }
 	case SortFloor:
 		// A collection with a listing past its expiry has a stored floor that may count it: such
@@ -522,40 +519,41 @@ func (s *Store) readCollections(ctx context.Context, sort CollectionSort, r Page
 			}
 			sel = sel.Where("collection_id NOT IN (?)", bun.In(dueIDs))
 		}
-		sel = sel.Order("floor_key", "collection_id")
-		if q.after != nil {
-			sel = sel.Where("(floor_key, collection_id) > (?, ?)", q.after.K, q.after.ID)
-		}
+		sel = q.seek(sel, false, []string{"floor_key", "collection_id"}, q.at(func(k collectionKey) []any { return []any{k.K, k.ID} }))
 		key = func(c Collection) collectionKey { return collectionKey{c.FloorKey, c.ID} }
 	default:
-		sel = sel.OrderExpr("created_at DESC, collection_id DESC")
-		if q.after != nil {
-			at, err := parseInt64(q.after.K)
+		var at []any
+		if q.from != nil {
+			created, err := parseInt64(q.from.K)
 			if err != nil {
 				return Page[Collection]{}, Errorf(CodeInvalidCursor, "the cursor was not issued by this list; start from the first page")
 			}
-			sel = sel.Where("(created_at, collection_id) < (?, ?)", at, q.after.ID)
+			at = []any{created, q.from.ID}
 		}
+		sel = q.seek(sel, true, []string{"created_at", "collection_id"}, at)
 		key = func(c Collection) collectionKey { return collectionKey{itoa64(c.CreatedAt.UnixMicro()), c.ID} }
 	}
 	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
 		return Page[Collection]{}, err
 	}
 	if len(due) > 0 {
-		after := func(c Collection) bool {
-			k := key(c)
-			return q.after == nil || k.K > q.after.K || (k.K == q.after.K && k.ID > q.after.ID)
-		}
-		for _, c := range due {
-			if after(c) {
-				rows = append(rows, c)
-			}
-		}
-		slices.SortFunc(rows, func(a, b Collection) int {
-			if c := strings.Compare(a.FloorKey, b.FloorKey); c != 0 {
+		compare := func(a, b collectionKey) int {
+			if c := strings.Compare(a.K, b.K); c != 0 {
 				return c
 			}
 			return strings.Compare(a.ID, b.ID)
+		}
+		for _, c := range due {
+			if q.past(compare, key(c)) {
+				rows = append(rows, c)
+			}
+		}
+		// In the read's direction, as the query returned the others.
+		slices.SortFunc(rows, func(a, b Collection) int {
+			if q.backward {
+				return compare(key(b), key(a))
+			}
+			return compare(key(a), key(b))
 		})
 		rows = rows[:min(len(rows), int(q.fetch()))]
 	}
@@ -567,6 +565,13 @@ func (s *Store) readCollections(ctx context.Context, sort CollectionSort, r Page
 		return page, err
 	}
 	return page, s.attachPhases(ctx, page.Items)
+}
+
+// CollectionCount counts the collections: the table is small (one row per collection, not
+// per NFT), so counting is cheap.
+func (s *Store) CollectionCount(ctx context.Context) (int, error) {
+	n, err := s.db.NewSelect().Model((*Collection)(nil)).Count(ctx)
+	return int(n), err
 }
 
 // attachPhases loads the phases of every collection in cs in one query.

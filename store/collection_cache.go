@@ -6,6 +6,7 @@ type collectionPageKey struct {
 	sort        CollectionSort
 	limit       int
 	cursor      string
+	backward    bool
 	itemCursors bool
 }
 

@@ -87,10 +87,8 @@ func (s *Store) Listings(ctx context.Context, f ListingFilter, r PageRequest) (P
 	default:
 		return Page[Listing]{}, Errorf(CodeInvalidRequest, "state must be active or consumed")
 	}
-	if q.after != nil {
-		sel = sel.Where("(created_at, cid) < (?, ?)", q.after.At, q.after.CID)
-	}
-	if err := sel.OrderExpr("created_at DESC, cid DESC").Limit(q.fetch()).Scan(ctx); err != nil {
+	sel = q.seek(sel, true, []string{"created_at", "cid"}, q.at(func(k listingKey) []any { return []any{k.At, k.CID} }))
+	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
 		return Page[Listing]{}, err
 	}
 	return finish(ctx, s, q, rows, func(l Listing) listingKey { return listingKey{l.CreatedAt.UnixMicro(), l.CID} })

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -365,43 +366,60 @@ func (s *Store) readNFTs(ctx context.Context, c collectionIdentity, f NFTFilter,
 		if maxPrice != nil {
 			sel = sel.Where("price_asc_key <= ?", ascKey(*maxPrice))
 		}
-		if q.after != nil {
-			sel = sel.Where("serial > ?", q.after.S)
-		}
-		if err := sel.Order("serial").Limit(q.fetch()).Scan(ctx, &rows); err != nil {
+		sel = q.seek(sel, false, []string{"serial"}, q.at(func(k nftKey) []any { return []any{k.S} }))
+		if err := sel.Limit(q.fetch()).Scan(ctx, &rows); err != nil {
 			return Page[NFTView]{}, err
 		}
 		key = func(it nftItem) nftKey { return nftKey{S: it.Serial} }
 	} else {
 		// A price sort reads two runs: the NFTs listed now by price, then (unless the filter
 		// wants listed ones only) the rest by serial, expired listings among them. A cursor in
-		// the second run has the key noKey.
-		inRest := q.after != nil && q.after.K == noKey
-		if !inRest {
-			sel := listed(filtered())
-			if minPrice != nil {
-				sel = sel.Where("price_asc_key >= ?", ascKey(*minPrice))
-			}
-			if maxPrice != nil {
-				sel = sel.Where("price_asc_key <= ?", ascKey(*maxPrice))
-			}
-			if q.after != nil {
-				sel = sel.Where("(?, serial) > (?, ?)", bun.Ident(col), q.after.K, q.after.S)
-			}
-			if err := sel.Order(col, "serial").Limit(q.fetch()).Scan(ctx, &rows); err != nil {
-				return Page[NFTView]{}, err
-			}
+		// the second run has the key noKey. A backward read takes the runs in reverse order,
+		// each from its end, so it costs what a forward read costs.
+		runs := []bool{false} // whether the run is the rest
+		if !onlyListed {
+			runs = append(runs, true)
 		}
-		if !onlyListed && int64(len(rows)) < q.fetch() {
-			sel := unlisted(filtered())
-			if inRest {
-				sel = sel.Where("serial > ?", q.after.S)
+		if q.backward {
+			slices.Reverse(runs)
+		}
+		started := q.from == nil
+		for _, rest := range runs {
+			if int64(len(rows)) >= q.fetch() {
+				break
 			}
-			var rest []nftItem
-			if err := sel.Order("serial").Limit(q.fetch()-int64(len(rows))).Scan(ctx, &rest); err != nil {
+			// The run the cursor is in starts the read; runs before it in the read's direction are skipped.
+			inRun := q.from != nil && (q.from.K == noKey) == rest
+			if !started && !inRun {
+				continue
+			}
+			started = true
+			var sel *bun.SelectQuery
+			var at []any
+			if rest {
+				sel = unlisted(filtered())
+				if inRun {
+					at = []any{q.from.S}
+				}
+				sel = q.seek(sel, false, []string{"serial"}, at)
+			} else {
+				sel = listed(filtered())
+				if minPrice != nil {
+					sel = sel.Where("price_asc_key >= ?", ascKey(*minPrice))
+				}
+				if maxPrice != nil {
+					sel = sel.Where("price_asc_key <= ?", ascKey(*maxPrice))
+				}
+				if inRun {
+					at = []any{q.from.K, q.from.S}
+				}
+				sel = q.seek(sel, false, []string{col, "serial"}, at)
+			}
+			var run []nftItem
+			if err := sel.Limit(q.fetch()-int64(len(rows))).Scan(ctx, &run); err != nil {
 				return Page[NFTView]{}, err
 			}
-			rows = append(rows, rest...)
+			rows = append(rows, run...)
 		}
 		key = func(it nftItem) nftKey {
 			switch {

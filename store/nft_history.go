@@ -50,11 +50,9 @@ func (s *Store) NFTHistory(ctx context.Context, ref NFTRef, r PageRequest) (Page
 		return Page[NFTEvent]{}, err
 	}
 	var acts []nftActivity
-	sel := s.db.NewSelect().Model(&acts).Where("nft_id = ?", ref.nftID()).OrderExpr("id DESC").Limit(q.fetch())
-	if q.after != nil {
-		sel = sel.Where("id < ?", *q.after)
-	}
-	if err := sel.Scan(ctx); err != nil {
+	sel := s.db.NewSelect().Model(&acts).Where("nft_id = ?", ref.nftID())
+	sel = q.seek(sel, true, []string{"id"}, q.at(func(id int64) []any { return []any{id} }))
+	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
 		return Page[NFTEvent]{}, err
 	}
 	page, err := finish(ctx, s, q, acts, func(a nftActivity) int64 { return a.ID })
@@ -64,8 +62,8 @@ func (s *Store) NFTHistory(ctx context.Context, ref NFTRef, r PageRequest) (Page
 	return Page[NFTEvent]{Items: eventsOf(page.Items), Cursor: page.Cursor, ItemCursors: page.ItemCursors}, nil
 }
 
-// NFTHistories returns the first page of each NFT's history (newest first, r.Limit events)
-// in one query, for a page of NFTs that each show their history.
+// NFTHistories returns the first page of each NFT's history (newest first, r.Limit events),
+// or the last page when r.Backward, in one query, for a page of NFTs that each show their history.
 func (s *Store) NFTHistories(ctx context.Context, refs []NFTRef, r PageRequest) (map[NFTRef]Page[NFTEvent], error) {
 	if r.Cursor != "" {
 		return nil, Errorf(CodeInvalidRequest, "a batched history read starts at the first page")
@@ -84,13 +82,18 @@ func (s *Store) NFTHistories(ctx context.Context, refs []NFTRef, r PageRequest) 
 		ids[i] = ref.nftID()
 		byID[ids[i]] = ref
 	}
-	// The n+1 newest events of every NFT: one more tells whether another page follows.
+	// The n+1 newest events of every NFT (oldest, backward): one more tells whether another
+	// page follows.
+	order := "id DESC"
+	if r.Backward {
+		order = "id ASC"
+	}
 	ranked := s.db.NewSelect().Model((*nftActivity)(nil)).ColumnExpr("*").
-		ColumnExpr("ROW_NUMBER() OVER (PARTITION BY nft_id ORDER BY id DESC) AS rn").
+		ColumnExpr("ROW_NUMBER() OVER (PARTITION BY nft_id ORDER BY "+order+") AS rn").
 		Where("nft_id IN (?)", bun.In(ids))
 	var acts []nftActivity
 	if err := s.db.NewSelect().TableExpr("(?) AS ranked", ranked).ColumnExpr("id, nft_id, collection_id, update_id, kind, from_party, to_party, price, currency, at").
-		Where("rn <= ?", n+1).OrderExpr("nft_id, id DESC").Scan(ctx, &acts); err != nil {
+		Where("rn <= ?", n+1).OrderExpr("nft_id, "+order).Scan(ctx, &acts); err != nil {
 		return nil, err
 	}
 	grouped := make(map[string][]nftActivity, len(refs))
@@ -98,7 +101,7 @@ func (s *Store) NFTHistories(ctx context.Context, refs []NFTRef, r PageRequest) 
 		grouped[a.NFTID] = append(grouped[a.NFTID], a)
 	}
 	for _, id := range ids {
-		q := &pageQuery[int64]{list: "nft-history:" + id, limit: n, itemCursors: r.ItemCursors}
+		q := &pageQuery[int64]{list: "nft-history:" + id, limit: n, backward: r.Backward, itemCursors: r.ItemCursors}
 		page, err := finish(ctx, s, q, grouped[id], func(a nftActivity) int64 { return a.ID })
 		if err != nil {
 			return nil, err

@@ -6,7 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"strings"
+
+	"github.com/uptrace/bun"
 )
 
 const (
@@ -14,18 +17,25 @@ const (
 	MaxPageSize     = 100
 )
 
-// PageRequest asks for one page of a list: up to Limit items after the position Cursor names.
+// PageRequest asks for one page of a list: up to Limit items after the position Cursor names,
+// or, Backward, up to Limit items before it.
 type PageRequest struct {
 	Limit  int    // 0 means DefaultPageSize
-	Cursor string // "" means the first page
+	Cursor string // "" means the first page (the last, Backward)
 
-	// ItemCursors asks for the cursor after each item, not only after the page (a GraphQL
-	// connection gives every edge one).
+	// Backward asks for the items just before Cursor (the list's last items when Cursor is
+	// ""), still in list order. Any cursor of the list serves either way: it names an item's
+	// keyset position, and the read walks the same index the other way.
+	Backward bool
+
+	// ItemCursors asks for each item's cursor, not only the page's (a GraphQL connection
+	// gives every edge one).
 	ItemCursors bool
 }
 
-// Page is one page of a list; Cursor is "" on the last page. ItemCursors, when asked for,
-// holds the cursor that resumes after each item.
+// Page is one page of a list, in list order. Cursor continues the read in its direction: after
+// the last item (before the first, Backward), "" when the list ends there. ItemCursors, when
+// asked for, holds each item's cursor.
 type Page[T any] struct {
 	Items       []T
 	Cursor      string
@@ -50,12 +60,13 @@ type cursorBody struct {
 	Key  json.RawMessage `json:"k"`
 }
 
-// pageQuery is a keyset query's plan: its size and, on a later page, the position to start
-// after (decoded into the caller's key type).
+// pageQuery is a keyset query's plan: its size, its direction and, past the first page, the
+// cursor's position (decoded into the caller's key type) to read on from.
 type pageQuery[K any] struct {
 	list        string
 	limit       int
-	after       *K
+	from        *K
+	backward    bool
 	itemCursors bool
 }
 
@@ -65,7 +76,7 @@ func startPage[K any](ctx context.Context, s *Store, list string, r PageRequest)
 	if err != nil {
 		return nil, err
 	}
-	q := &pageQuery[K]{list: list, limit: n, itemCursors: r.ItemCursors}
+	q := &pageQuery[K]{list: list, limit: n, backward: r.Backward, itemCursors: r.ItemCursors}
 	if r.Cursor == "" {
 		return q, nil
 	}
@@ -88,8 +99,8 @@ func startPage[K any](ctx context.Context, s *Store, list string, r PageRequest)
 	if err := json.Unmarshal(body, &c); err != nil || c.List != list {
 		return nil, bad
 	}
-	q.after = new(K)
-	if err := json.Unmarshal(c.Key, q.after); err != nil {
+	q.from = new(K)
+	if err := json.Unmarshal(c.Key, q.from); err != nil {
 		return nil, bad
 	}
 	return q, nil
@@ -98,12 +109,62 @@ func startPage[K any](ctx context.Context, s *Store, list string, r PageRequest)
 // fetch is the number of rows to read: one more than the page, to learn whether another follows.
 func (q *pageQuery[K]) fetch() int64 { return int64(q.limit) + 1 }
 
-// finish cuts rows to the page and, when more follow, issues the cursor after its last item
-// (and, when asked, after each item).
+// at is the cursor's position as the values of the list's keyset columns, nil on the first page.
+func (q *pageQuery[K]) at(values func(K) []any) []any {
+	if q.from == nil {
+		return nil
+	}
+	return values(*q.from)
+}
+
+// seek orders sel by the keyset columns cols (descending when the list runs desc) in the
+// read's direction and, from a cursor (at, nil for none), keeps the rows past it. A backward
+// read runs the other way over the same index; finish puts its rows back in list order.
+func (q *pageQuery[K]) seek(sel *bun.SelectQuery, desc bool, cols []string, at []any) *bun.SelectQuery {
+	if q.backward {
+		desc = !desc
+	}
+	dir, cmp := " ASC", " > "
+	if desc {
+		dir, cmp = " DESC", " < "
+	}
+	idents := make([]any, len(cols))
+	for i, c := range cols {
+		idents[i] = bun.Ident(c)
+		sel = sel.OrderExpr("?"+dir, idents[i])
+	}
+	if at != nil {
+		marks := "(" + strings.Repeat("?, ", len(cols)-1) + "?)"
+		sel = sel.Where(marks+cmp+marks, append(idents, at...)...)
+	}
+	return sel
+}
+
+// past reports whether item lies past the cursor in the read's direction, compare ordering
+// keys as the list does; every item does on a first page. It is seek's test, for rows a
+// list merges in Go.
+func (q *pageQuery[K]) past(compare func(a, b K) int, item K) bool {
+	if q.from == nil {
+		return true
+	}
+	if q.backward {
+		return compare(item, *q.from) < 0
+	}
+	return compare(item, *q.from) > 0
+}
+
+// finish cuts rows (read in the query's direction) to the page, puts them in list order and,
+// when more follow in that direction, issues the cursor that continues the read (and, when
+// asked, each item's).
 func finish[T, K any](ctx context.Context, s *Store, q *pageQuery[K], rows []T, key func(T) K) (Page[T], error) {
 	more := len(rows) > q.limit
 	if more {
 		rows = rows[:q.limit]
+	}
+	last := len(rows) - 1
+	if q.backward {
+		slices.Reverse(rows)
+		last = 0
 	}
 	page := Page[T]{Items: rows}
 	if !more && !q.itemCursors || len(rows) == 0 {
@@ -133,7 +194,7 @@ func finish[T, K any](ctx context.Context, s *Store, q *pageQuery[K], rows []T, 
 		}
 	}
 	if more {
-		if page.Cursor, err = cursor(rows[len(rows)-1]); err != nil {
+		if page.Cursor, err = cursor(rows[last]); err != nil {
 			return Page[T]{}, err
 		}
 	}

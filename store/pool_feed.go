@@ -11,14 +11,18 @@ func (s *Store) PoolsPage(ctx context.Context, r PageRequest) (Page[Pool], error
 		return Page[Pool]{}, err
 	}
 	var ps []Pool
-	sel := s.db.NewSelect().Model(&ps).Where("consumed_update IS NULL").Order("pool_id").Limit(q.fetch())
-	if q.after != nil {
-		sel = sel.Where("pool_id > ?", *q.after)
-	}
-	if err := sel.Scan(ctx); err != nil {
+	sel := s.db.NewSelect().Model(&ps).Where("consumed_update IS NULL")
+	sel = q.seek(sel, false, []string{"pool_id"}, q.at(func(id string) []any { return []any{id} }))
+	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
 		return Page[Pool]{}, err
 	}
 	return finish(ctx, s, q, ps, func(p Pool) string { return p.PoolID })
+}
+
+// PoolCount counts the active pools: a handful, so counting is cheap.
+func (s *Store) PoolCount(ctx context.Context) (int, error) {
+	n, err := s.db.NewSelect().Model((*Pool)(nil)).Where("consumed_update IS NULL").Count(ctx)
+	return int(n), err
 }
 
 // PoolLPQuotes pages through a pool's open LP quotes, newest first.

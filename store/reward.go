@@ -86,10 +86,8 @@ func (s *Store) RewardHistory(ctx context.Context, partyID string, r PageRequest
 	}
 	var rows []Update
 	sel := s.db.NewSelect().Model(&rows).Where("act_as = ?", partyID).Where("reward IS NOT NULL")
-	if q.after != nil {
-		sel = sel.Where("ledger_offset < ?", *q.after)
-	}
-	if err := sel.OrderExpr("ledger_offset DESC").Limit(q.fetch()).Scan(ctx); err != nil {
+	sel = q.seek(sel, true, []string{"ledger_offset"}, q.at(func(o int64) []any { return []any{o} }))
+	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
 		return Page[RewardEntry]{}, err
 	}
 	entries := make([]RewardEntry, len(rows))

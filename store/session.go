@@ -352,10 +352,8 @@ func (s *Store) Sessions(ctx context.Context, partyID string, r PageRequest) (Pa
 	}
 	var rows []Session
 	sel := s.db.NewSelect().Model(&rows).Where("party_id = ?", partyID)
-	if q.after != nil {
-		sel = sel.Where("(created_at, sid) < (?, ?)", q.after.CreatedAt, q.after.SID)
-	}
-	if err := sel.OrderExpr("created_at DESC, sid DESC").Limit(q.fetch()).Scan(ctx); err != nil {
+	sel = q.seek(sel, true, []string{"created_at", "sid"}, q.at(func(k sessionKey) []any { return []any{k.CreatedAt, k.SID} }))
+	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
 		return Page[Session]{}, err
 	}
 	return finish(ctx, s, q, rows, func(x Session) sessionKey { return sessionKey{x.CreatedAt.UnixMicro(), x.SID} })

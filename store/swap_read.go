@@ -187,10 +187,8 @@ func (s *Store) openLPQuotes(ctx context.Context, list, column, value string, r 
 	}
 	var rows []LPQuote
 	q := s.db.NewSelect().Model(&rows).Where("? = ?", bun.Ident(column), value).Where("consumed_update IS NULL")
-	if k := pq.after; k != nil {
-		q = q.Where("(posted_at < ? OR (posted_at = ? AND quote_id < ?))", k.At, k.At, k.ID)
-	}
-	if err := q.OrderExpr("posted_at DESC, quote_id DESC").Limit(pq.fetch()).Scan(ctx); err != nil {
+	q = pq.seek(q, true, []string{"posted_at", "quote_id"}, pq.at(func(k quoteKey) []any { return []any{k.At, k.ID} }))
+	if err := q.Limit(pq.fetch()).Scan(ctx); err != nil {
 		return Page[LPQuote]{}, err
 	}
 	return finish(ctx, s, pq, rows, func(q LPQuote) quoteKey { return quoteKey{q.PostedAt.UnixMicro(), q.QuoteID} })
@@ -222,10 +220,8 @@ func (s *Store) ActiveIntents(ctx context.Context, taker string, r PageRequest) 
 	}
 	var rows []IntentView
 	q := s.db.NewSelect().Model(&rows).Where("taker = ?", taker).Where("status = ?", IntentPending)
-	if k := pq.after; k != nil {
-		q = q.Where("(created_at < ? OR (created_at = ? AND intent_cid < ?))", k.At, k.At, k.CID)
-	}
-	if err := q.OrderExpr("created_at DESC, intent_cid DESC").Limit(pq.fetch()).Scan(ctx); err != nil {
+	q = pq.seek(q, true, []string{"created_at", "intent_cid"}, pq.at(func(k intentKey) []any { return []any{k.At, k.CID} }))
+	if err := q.Limit(pq.fetch()).Scan(ctx); err != nil {
 		return Page[IntentView]{}, err
 	}
 	return finish(ctx, s, pq, rows, func(v IntentView) intentKey { return intentKey{v.CreatedAt.UnixMicro(), v.IntentCID} })
@@ -256,10 +252,8 @@ func (s *Store) SwapHistory(ctx context.Context, f SwapHistoryFilter, r PageRequ
 	if f.PoolID != "" {
 		q = q.Where("pool_id = ?", f.PoolID)
 	}
-	if k := pq.after; k != nil {
-		q = q.Where("(closed_at < ? OR (closed_at = ? AND intent_cid < ?))", k.At, k.At, k.CID)
-	}
-	if err := q.OrderExpr("closed_at DESC, intent_cid DESC").Limit(pq.fetch()).Scan(ctx); err != nil {
+	q = pq.seek(q, true, []string{"closed_at", "intent_cid"}, pq.at(func(k intentKey) []any { return []any{k.At, k.CID} }))
+	if err := q.Limit(pq.fetch()).Scan(ctx); err != nil {
 		return Page[IntentView]{}, err
 	}
 	return finish(ctx, s, pq, rows, func(v IntentView) intentKey { return intentKey{v.ClosedAt.UnixMicro(), v.IntentCID} })

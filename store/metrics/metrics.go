@@ -1,5 +1,5 @@
 // Package metrics is marketd's Prometheus instrumentation: HTTP requests by route pattern,
-// sign-in and session events, prepares and executes by kind and outcome, ledger commits, rate
+// GraphQL operations by type and outcome, sign-in and session events, prepares and executes by kind and outcome, ledger commits, rate
 // limiting, the database pool and the Go runtime. Labels are route patterns and kinds, never
 // raw paths or party ids, so their number is bounded by the code.
 package metrics
@@ -22,6 +22,8 @@ type Metrics struct {
 	reg           *prometheus.Registry
 	requests      *prometheus.CounterVec
 	duration      *prometheus.HistogramVec
+	gqlOps        *prometheus.CounterVec
+	gqlSeconds    *prometheus.HistogramVec
 	signIns       prometheus.Counter
 	rotations     prometheus.Counter
 	revocations   prometheus.Counter
@@ -42,6 +44,13 @@ func New(s *store.Store, limiter ratelimit.Limiter) *Metrics {
 		Name: "marketd_http_request_duration_seconds", Help: "HTTP request latency by route pattern and method.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 	}, []string{"route", "method"})
+	m.gqlOps = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "marketd_graphql_operations_total", Help: "GraphQL operations by type (query, subscription, or invalid when none parsed) and outcome (ok or the first error's code).",
+	}, []string{"type", "outcome"})
+	m.gqlSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "marketd_graphql_operation_duration_seconds", Help: "GraphQL operation latency, request to response, by type (subscriptions, which last as long as their client, are not timed).",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"type"})
 	m.signIns = prometheus.NewCounter(prometheus.CounterOpts{Name: "marketd_signins_total", Help: "Successful sign-ins (verify)."})
 	m.rotations = prometheus.NewCounter(prometheus.CounterOpts{Name: "marketd_token_rotations_total", Help: "Session cookies rotated to a new token."})
 	m.revocations = prometheus.NewCounter(prometheus.CounterOpts{Name: "marketd_session_revocations_total", Help: "Sessions ended by logout."})
@@ -69,7 +78,7 @@ func New(s *store.Store, limiter ratelimit.Limiter) *Metrics {
 		}
 		return 0
 	})
-	m.reg.MustRegister(m.requests, m.duration, m.signIns, m.rotations, m.revocations, m.prepares,
+	m.reg.MustRegister(m.requests, m.duration, m.gqlOps, m.gqlSeconds, m.signIns, m.rotations, m.revocations, m.prepares,
 		m.executes, m.commits, m.commitSeconds, m.rateLimited, fallback,
 		collectors.NewDBStatsCollector(s.SQLDB(), "marketd"),
 		collectors.NewGoCollector(),
@@ -102,6 +111,19 @@ func (m *Metrics) Request(route, method string, status int, took time.Duration) 
 	}
 	m.requests.WithLabelValues(route, method, itoa(status)).Inc()
 	m.duration.WithLabelValues(route, method).Observe(took.Seconds())
+}
+
+// GraphQLOperation records one GraphQL operation of type typ (query, subscription, or invalid
+// when the request held none that parsed) ending in outcome (ok or an error code), which took
+// took to answer. A subscription is counted once, not timed: it lasts as long as its client.
+func (m *Metrics) GraphQLOperation(typ, outcome string, took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.gqlOps.WithLabelValues(typ, outcome).Inc()
+	if typ != "subscription" {
+		m.gqlSeconds.WithLabelValues(typ).Observe(took.Seconds())
+	}
 }
 
 // Prepared records a prepare of kind ending in err.
