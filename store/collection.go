@@ -472,7 +472,7 @@ type collectionKey struct {
 // Collections lists collections: newest first, by volume (largest first) or by floor price
 // (lowest first, collections with nothing listed last). Each carries its phases.
 func (s *Store) Collections(ctx context.Context, sort CollectionSort, r PageRequest) (Page[Collection], error) {
-	k := collectionPageKey{sort: sort, limit: r.Limit, cursor: r.Cursor, backward: r.Backward, itemCursors: r.ItemCursors}
+	k := collectionPageKey{sort: sort, req: r}
 	now := s.now()
 	page, ok, seq := s.collectionPages.start(k, now)
 	if ok {

@@ -239,12 +239,10 @@ type nftKey struct {
 
 // nftPageKey names one page of a collection's NFTs.
 type nftPageKey struct {
-	collection  string
-	sort        NFTSort
-	filter      string // NFTFilter.fingerprint
-	limit       int
-	cursor      string
-	itemCursors bool
+	collection string
+	sort       NFTSort
+	filter     string // NFTFilter.fingerprint
+	req        PageRequest
 }
 
 // maxCachedNFTs bounds the NFTs kept in cached pages; past it, the cache starts over.
@@ -258,7 +256,7 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 	if err != nil {
 		return Page[NFTView]{}, err
 	}
-	k := nftPageKey{collection: c.ID, sort: sort, filter: f.fingerprint(), limit: r.Limit, cursor: r.Cursor, itemCursors: r.ItemCursors}
+	k := nftPageKey{collection: c.ID, sort: sort, filter: f.fingerprint(), req: r}
 	now := s.now()
 	page, ok, seq := s.nftPages.start(k, now)
 	if ok {
