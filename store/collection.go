@@ -474,21 +474,15 @@ type collectionKey struct {
 func (s *Store) Collections(ctx context.Context, sort CollectionSort, r PageRequest) (Page[Collection], error) {
 	k := collectionPageKey{sort: sort, req: r}
 	now := s.now()
-	page, ok, seq := s.collectionPages.start(k, now)
-	if ok {
-		return page, nil
-	}
-	read := time.Now()
-	// A listing that expires changes a floor without a write: a page is kept until then.
-	until, err := nextListingExpiry(ctx, s, s.collectionPages, "", seq, now)
-	if err != nil {
-		return Page[Collection]{}, err
-	}
-	page, err = s.readCollections(ctx, sort, r)
-	if err == nil {
-		s.collectionPages.keep(k, "", seq, read, until, len(page.Items), page)
-	}
-	return page, err
+	return s.collectionPages.get(ctx, k, "", now, func(seq uint64) (Page[Collection], time.Time, int, error) {
+		// A listing that expires changes a floor without a write: a page is kept until then.
+		until, err := nextListingExpiry(ctx, s, s.collectionPages, "", seq, now)
+		if err != nil {
+			return Page[Collection]{}, until, 0, err
+		}
+		page, err := s.readCollections(ctx, sort, r)
+		return page, until, len(page.Items), err
+	})
 }
 
 func (s *Store) readCollections(ctx context.Context, sort CollectionSort, r PageRequest) (Page[Collection], error) {

@@ -258,20 +258,14 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 	}
 	k := nftPageKey{collection: c.ID, sort: sort, filter: f.fingerprint(), req: r}
 	now := s.now()
-	page, ok, seq := s.nftPages.start(k, now)
-	if ok {
-		return page, nil
-	}
-	read := time.Now()
-	until, err := nextListingExpiry(ctx, s, s.nftPages, c.ID, seq, now)
-	if err != nil {
-		return Page[NFTView]{}, err
-	}
-	page, err = s.readNFTs(ctx, c, f, sort, r, now)
-	if err == nil {
-		s.nftPages.keep(k, c.ID, seq, read, until, len(page.Items), page)
-	}
-	return page, err
+	return s.nftPages.get(ctx, k, c.ID, now, func(seq uint64) (Page[NFTView], time.Time, int, error) {
+		until, err := nextListingExpiry(ctx, s, s.nftPages, c.ID, seq, now)
+		if err != nil {
+			return Page[NFTView]{}, until, 0, err
+		}
+		page, err := s.readNFTs(ctx, c, f, sort, r, now)
+		return page, until, len(page.Items), err
+	})
 }
 
 // nextListingExpiry returns when the first live listing of the collection (of every

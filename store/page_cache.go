@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -19,6 +20,18 @@ type pageCache[K comparable, P any] struct {
 	items    int                // what the entries hold, against maxItems
 	maxItems int
 	ttl      time.Duration // Config.PageCacheTTL
+	flights  map[K]*pageFlight[P]
+}
+
+// pageFlight is one read of a page under way, which callers asking for the same page while
+// no write to its scope has committed share instead of each reading it.
+type pageFlight[P any] struct {
+	seq     uint64
+	waiters int // callers sharing it, besides the one reading
+	done    chan struct{}
+	page    P
+	until   time.Time
+	err     error
 }
 
 type cachedPage[P any] struct {
@@ -41,22 +54,68 @@ func newPageCache[K comparable, P any](maxItems int, ttl time.Duration) *pageCac
 	return &pageCache[K, P]{maxItems: maxItems, ttl: ttl}
 }
 
+// get returns page k of scope at the store's time now: from memory while it is current, else
+// by read, given the token a page read from now on must bring back to keep. Callers that ask
+// for a page being read share that read, unless a write to the scope committed since it began.
+// read returns the page, when a listing on it expires (zero for none) and its size.
+func (c *pageCache[K, P]) get(ctx context.Context, k K, scope string, now time.Time, read func(seq uint64) (P, time.Time, int, error)) (P, error) {
+	if c.ttl < 0 {
+		p, _, _, err := read(0)
+		return p, err
+	}
+	c.mu.Lock()
+	if e, ok := c.entries[k]; ok && c.current(e.scope, e.seq, e.at, e.until, now) {
+		c.mu.Unlock()
+		return e.page, nil
+	}
+	if f := c.flights[k]; f != nil && c.valid(scope, f.seq) {
+		f.waiters++
+		c.mu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			var zero P
+			return zero, ctx.Err()
+		}
+		if f.err == nil && (f.until.IsZero() || now.Before(f.until)) {
+			return f.page, nil
+		}
+		// The shared read failed (its caller may have gone) or ended before now: read alone.
+		p, _, _, err := read(c.token())
+		return p, err
+	}
+	f := &pageFlight[P]{seq: c.seq, done: make(chan struct{})}
+	if c.flights == nil {
+		c.flights = map[K]*pageFlight[P]{}
+	}
+	c.flights[k] = f
+	c.mu.Unlock()
+
+	at := time.Now()
+	var items int
+	f.page, f.until, items, f.err = read(f.seq)
+	c.mu.Lock()
+	if c.flights[k] == f {
+		delete(c.flights, k)
+	}
+	c.mu.Unlock()
+	close(f.done)
+	if f.err == nil {
+		c.keep(k, scope, f.seq, at, f.until, items, f.page)
+	}
+	return f.page, f.err
+}
+
+// token is what a read beginning now must bring back to keep what it read.
+func (c *pageCache[K, P]) token() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.seq
+}
+
 // valid tells whether a page read at seq is still current for its scope.
 func (c *pageCache[K, P]) valid(scope string, seq uint64) bool {
 	return seq >= c.allSeq && seq >= c.scopeSeq[scope]
-}
-
-// start returns the cached page for k at the store's time now, or the token a page read from
-// now on must bring back to keep.
-func (c *pageCache[K, P]) start(k K, now time.Time) (P, bool, uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[k]
-	if ok && c.current(e.scope, e.seq, e.at, e.until, now) {
-		return e.page, true, c.seq
-	}
-	var zero P
-	return zero, false, c.seq
 }
 
 // current tells whether a page or horizon of scope, read at seq (wall time at), may still

@@ -1,85 +1,223 @@
 package store
 
 import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-func TestPageCache_KeepsOnlyWhatNoWriteOverlapped(t *testing.T) {
+// cacheProbe reads pages through a pageCache and counts the reads that reached the "store".
+type cacheProbe struct {
+	c     *pageCache[string, string]
+	reads atomic.Int64
+}
+
+// get asks for page k of scope at now; a read answers "read k" (until, items as given).
+func (p *cacheProbe) get(t *testing.T, k, scope string, now, until time.Time, items int) string {
+	t.Helper()
+	page, err := p.c.get(context.Background(), k, scope, now, func(uint64) (string, time.Time, int, error) {
+		p.reads.Add(1)
+		return "read " + k, until, items, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page
+}
+
+// hit tells whether page k of scope is served without a read.
+func (p *cacheProbe) hit(t *testing.T, k, scope string, now time.Time) bool {
+	t.Helper()
+	before := p.reads.Load()
+	p.get(t, k, scope, now, time.Time{}, 1)
+	return p.reads.Load() == before
+}
+
+func TestPageCache_KeepsPagesUntilAWriteToTheirScopeOrAnExpiry(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	c := newPageCache[string, string](10, time.Hour)
-	hit := func(k string) (string, bool) {
-		p, ok, _ := c.start(k, now)
-		return p, ok
+	p := &cacheProbe{c: newPageCache[string, string](10, time.Hour)}
+	p.get(t, "a1", "a", now, time.Time{}, 1)
+	p.get(t, "b1", "b", now, time.Time{}, 1)
+	if !p.hit(t, "a1", "a", now) || !p.hit(t, "b1", "b", now) {
+		t.Fatal("a page read once is read again")
 	}
-
-	_, _, seq := c.start("a1", now)
-	c.keep("a1", "a", seq, time.Now(), time.Time{}, 1, "page a1")
-	if p, ok := hit("a1"); !ok || p != "page a1" {
-		t.Fatalf("a kept page is not served: %q %v", p, ok)
-	}
-
-	// A read of scope a that a write to a overlaps is not kept; one to b does not matter.
-	_, _, seq = c.start("a2", now)
-	_, _, seqB := c.start("b1", now)
-	c.invalidate("a")
-	c.keep("a2", "a", seq, time.Now(), time.Time{}, 1, "page a2")
-	c.keep("b1", "b", seqB, time.Now(), time.Time{}, 1, "page b1")
-	if _, ok := hit("a2"); ok {
-		t.Error("a page read across a write to its scope was kept")
-	}
-	if _, ok := hit("a1"); ok {
+	p.c.invalidate("a")
+	if p.hit(t, "a1", "a", now) {
 		t.Error("a page of a scope written since is still served")
 	}
-	if _, ok := hit("b1"); !ok {
+	if !p.hit(t, "b1", "b", now) {
 		t.Error("a write to scope a ended a page of scope b")
 	}
 
 	// A page ends when a listing on it expires, on the store's clock.
-	_, _, seq = c.start("a3", now)
-	c.keep("a3", "a", seq, time.Now(), now.Add(time.Minute), 1, "page a3")
-	if _, ok, _ := c.start("a3", now.Add(59*time.Second)); !ok {
+	p.get(t, "a3", "a", now, now.Add(time.Minute), 1)
+	if !p.hit(t, "a3", "a", now.Add(59*time.Second)) {
 		t.Error("a page ended before its listing expired")
 	}
-	if _, ok, _ := c.start("a3", now.Add(time.Minute)); ok {
+	if p.hit(t, "a3", "a", now.Add(time.Minute)) {
 		t.Error("a page is served once its listing expired")
 	}
 
-	// Full: starting over voids every page, and reads begun before it are not kept.
-	_, _, seq = c.start("a4", now)
-	c.keep("big", "b", seq, time.Now(), time.Time{}, 10, "big page")
-	if _, ok := hit("b1"); ok {
+	// Full: the cache starts over.
+	p.get(t, "big", "b", now, time.Time{}, 10)
+	if p.hit(t, "b1", "b", now) {
 		t.Error("a page survived the cache starting over")
 	}
-	if _, ok := hit("big"); !ok {
-		t.Error("the page that filled the cache is not served")
-	}
-	c.invalidateAll()
-	if _, ok := hit("big"); ok {
+	p.c.invalidateAll()
+	if p.hit(t, "big", "b", now) {
 		t.Error("a page survived invalidateAll")
 	}
-	c.keep("a4", "a", seq, time.Now(), time.Time{}, 1, "page a4")
-	if _, ok := hit("a4"); ok {
-		t.Error("a read begun before invalidateAll was kept")
+}
+
+func TestPageCache_AReadThatAWriteOverlapsIsNotKept(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	c := newPageCache[string, string](10, time.Hour)
+	_, err := c.get(context.Background(), "a1", "a", now, func(uint64) (string, time.Time, int, error) {
+		c.invalidate("a") // a write commits while the page is read
+		return "stale", time.Time{}, 1, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cacheProbe{c: c}
+	if p.hit(t, "a1", "a", now) {
+		t.Error("a page read across a write to its scope was kept")
+	}
+}
+
+func TestPageCache_ConcurrentCallersShareOneReadUnlessAWriteCameBetween(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	c := newPageCache[string, string](10, time.Hour)
+	var reads atomic.Int64
+	release := make(chan struct{})
+	started := make(chan struct{}, 100)
+	read := func(uint64) (string, time.Time, int, error) {
+		n := reads.Add(1)
+		started <- struct{}{}
+		<-release
+		if n == 1 {
+			return "first read", time.Time{}, 1, nil
+		}
+		return "after the write", time.Time{}, 1, nil
+	}
+	var wg sync.WaitGroup
+	got := make([]string, 20)
+	get := func(i int) {
+		defer wg.Done()
+		page, err := c.get(context.Background(), "k", "a", now, read)
+		if err != nil {
+			t.Error(err)
+		}
+		got[i] = page
+	}
+	wg.Add(1)
+	go get(0)
+	<-started // the first read is under way; these join it
+	for i := 1; i < 10; i++ {
+		wg.Add(1)
+		go get(i)
+	}
+	waitForWaiters(t, c, "k", 9)
+	c.invalidate("a") // a write commits: later callers must not share the read begun before it
+	for i := 10; i < 20; i++ {
+		wg.Add(1)
+		go get(i)
+	}
+	<-started // the second read
+	waitForWaiters(t, c, "k", 9)
+	close(release)
+	wg.Wait()
+	if n := reads.Load(); n != 2 {
+		t.Fatalf("%d reads for 20 callers in two groups; want 2", n)
+	}
+	for i, page := range got {
+		want := "first read"
+		if i >= 10 {
+			want = "after the write"
+		}
+		if page != want {
+			t.Errorf("caller %d got %q, want %q", i, page, want)
+		}
+	}
+}
+
+func TestPageCache_AFailedSharedReadIsReadAgainByEachCaller(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	c := newPageCache[string, string](10, time.Hour)
+	release, started := make(chan struct{}), make(chan struct{})
+	var reads atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, err := c.get(context.Background(), "k", "a", now, func(uint64) (string, time.Time, int, error) {
+			reads.Add(1)
+			close(started)
+			<-release
+			return "", time.Time{}, 0, errors.New("the first caller went away")
+		})
+		if err == nil {
+			t.Error("the failed read answered no error")
+		}
+	}()
+	<-started
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		page, err := c.get(context.Background(), "k", "a", now, func(uint64) (string, time.Time, int, error) {
+			reads.Add(1)
+			return "own read", time.Time{}, 1, nil
+		})
+		if err != nil || page != "own read" {
+			t.Errorf("the second caller got %q %v after the shared read failed", page, err)
+		}
+	}()
+	waitForWaiters(t, c, "k", 1)
+	close(release)
+	wg.Wait()
+	if reads.Load() != 2 {
+		t.Errorf("%d reads; want the failed one and the second caller's own", reads.Load())
 	}
 }
 
 func TestPageCache_EndsAtItsTTLAndIsOffBelowZero(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	c := newPageCache[string, string](10, time.Hour)
-	_, _, seq := c.start("k", now)
-	c.keep("k", "", seq, time.Now().Add(-2*time.Hour), time.Time{}, 1, "old")
-	if _, ok, _ := c.start("k", now); ok {
+	c.keep("k", "", 0, time.Now().Add(-2*time.Hour), time.Time{}, 1, "old")
+	p := &cacheProbe{c: c}
+	if p.hit(t, "k", "", now) {
 		t.Error("a page older than the TTL is served")
 	}
-	off := newPageCache[string, string](10, -1)
-	_, _, seq = off.start("k", now)
-	off.keep("k", "", seq, time.Now(), time.Time{}, 1, "page")
-	off.keepHorizon("", seq, time.Now(), time.Time{})
-	if _, ok, _ := off.start("k", now); ok {
+	off := &cacheProbe{c: newPageCache[string, string](10, -1)}
+	off.get(t, "k", "", now, time.Time{}, 1)
+	off.c.keepHorizon("", 0, time.Now(), time.Time{})
+	if off.hit(t, "k", "", now) {
 		t.Error("a cache with a negative TTL serves pages")
 	}
-	if _, ok := off.horizon("", now); ok {
+	if _, ok := off.c.horizon("", now); ok {
 		t.Error("a cache with a negative TTL serves horizons")
+	}
+}
+
+// waitForWaiters waits until n callers share the read of page k under way.
+func waitForWaiters(t *testing.T, c *pageCache[string, string], k string, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		f := c.flights[k]
+		got := 0
+		if f != nil {
+			got = f.waiters
+		}
+		c.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d callers share the read of %s, want %d", got, k, n)
+		}
 	}
 }
