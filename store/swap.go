@@ -504,6 +504,29 @@ type IntentResult struct {
 }
 
 func applySwapIntent(ctx context.Context, tx *Tx, u *Update, e *intentEffects) (any, error) {
+	st, err := tx.stageIntent(ctx, u, e)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.s.ledger.Commit(ctx, tx, u, st.t); err != nil {
+		return nil, err
+	}
+	return st.result, st.record(ctx, tx, u)
+}
+
+// stagedIntent is a submitted intent matched against the book, its ledger transaction not
+// yet committed.
+type stagedIntent struct {
+	t      *Transaction
+	view   *IntentView
+	plan   *fillPlan // nil when the intent waits
+	result IntentResult
+}
+
+// stageIntent matches the intent against the locked pool's book and builds its ledger
+// transaction, whose contracts it names already; the transaction's book takes the fills as
+// done, so the transaction must commit or roll back whole.
+func (tx *Tx) stageIntent(ctx context.Context, u *Update, e *intentEffects) (*stagedIntent, error) {
 	pool, err := tx.lockPool(ctx, e.PoolID)
 	if err != nil {
 		return nil, err
@@ -518,33 +541,33 @@ func applySwapIntent(ctx context.Context, tx *Tx, u *Update, e *intentEffects) (
 	if err != nil {
 		return nil, err
 	}
-	t := &Transaction{}
+	st := &stagedIntent{t: &Transaction{}, view: view, plan: plan}
 	if plan == nil {
 		in := &SwapIntent{Taker: e.Taker, PoolID: e.PoolID, Instrument: e.Sell, Amount: e.Amount, MinReceive: e.MinReceive, Deadline: deadline}
-		t.Create = append(t.Create, in)
-		e.Lock.add(t, e.Taker)
-		if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
-			return nil, err
-		}
+		st.t.Create = append(st.t.Create, in)
+		e.Lock.add(st.t, e.Taker)
+		identify(tx, u, st.t)
 		view.IntentCID = in.CID
-		if err := tx.later(ctx, tx.NewInsert().Model(view)); err != nil {
-			return nil, err
-		}
-		return IntentResult{IntentCID: in.CID, IntentStatus: IntentPending}, nil
+		st.result = IntentResult{IntentCID: in.CID, IntentStatus: IntentPending}
+		return st, nil
 	}
-	e.Lock.add(t, e.Taker)
-	plan.add(t, e.Taker, e.Sell)
+	e.Lock.add(st.t, e.Taker)
+	plan.add(st.t, e.Taker, e.Sell)
 	// It never waited, so no intent contract exists: its id is the one the ledger would
 	// give the update's next contract, which no other contract can have.
-	view.IntentCID = contractID(u.UpdateID, len(t.Create))
-	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
-		return nil, err
-	}
+	view.IntentCID = contractID(u.UpdateID, len(st.t.Create))
+	identify(tx, u, st.t) // the quotes' next versions get their ids, for the next fill to consume
 	tx.settled(pool, e.Sell, plan)
-	if err := tx.recordFill(ctx, u, view, plan, true); err != nil {
-		return nil, err
+	st.result = IntentResult{IntentCID: view.IntentCID, IntentStatus: IntentFilled}
+	return st, nil
+}
+
+// record writes the committed intent's status and fills.
+func (st *stagedIntent) record(ctx context.Context, tx *Tx, u *Update) error {
+	if st.plan == nil {
+		return tx.later(ctx, tx.NewInsert().Model(st.view))
 	}
-	return IntentResult{IntentCID: view.IntentCID, IntentStatus: IntentFilled}, nil
+	return tx.recordFill(ctx, u, st.view, st.plan, true)
 }
 
 // fillPlan is how an intent fills from the pool's LP quotes, best price first.
