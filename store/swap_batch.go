@@ -164,9 +164,6 @@ func (tx *Tx) applyBatch(ctx context.Context, batch []*submitRequest, refused []
 	if err := json.Unmarshal(batch[0].p.Body, &env); err != nil {
 		return err
 	}
-	if _, err := tx.lockPool(ctx, env.Effects.PoolID); err != nil {
-		return err
-	}
 	var hashes [][]byte
 	for i, r := range batch {
 		if !refused[i] {
@@ -183,6 +180,10 @@ func (tx *Tx) applyBatch(ctx context.Context, batch []*submitRequest, refused []
 	prepared := make(map[string]*PreparedTx, len(rows))
 	for i := range rows {
 		prepared[string(rows[i].Hash)] = &rows[i]
+	}
+	// The prepared rows are locked before the pool, as an execute on its own locks them.
+	if _, err := tx.lockPool(ctx, env.Effects.PoolID); err != nil {
+		return err
 	}
 	type staged struct {
 		at      int // in batch
@@ -245,18 +246,19 @@ func (tx *Tx) applyBatch(ctx context.Context, batch []*submitRequest, refused []
 		results[stage[k].at].err, refused[stage[k].at] = err, true
 		return errSubmitRefused
 	}
+	views := make([]*IntentView, len(stage))
+	var fills []Fill
 	for j, st := range stage {
-		if err := st.intent.record(ctx, tx, us[j]); err != nil {
-			return err
-		}
+		v, fs := st.intent.rows(tx, us[j])
+		views[j], fills = v, append(fills, fs...)
 		if err := tx.later(ctx, tx.NewUpdate().Model(st.p).Column("update_id", "result", "executed_at").WherePK()); err != nil {
-			return err
-		}
-		tx.recorded = us[j].Kind
-		if err := tx.appendUpdate(ctx, us[j]); err != nil {
 			return err
 		}
 		results[st.at].receipt = st.receipt
 	}
-	return nil
+	if err := tx.recordIntents(ctx, views, fills); err != nil {
+		return err
+	}
+	tx.recorded = KindSwapIntent
+	return tx.appendUpdates(ctx, us)
 }
