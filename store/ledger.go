@@ -136,13 +136,13 @@ func contractID(updateID string, n int) string {
 // consumedContract is what the ledger reads of a contract as it archives it.
 type consumedContract struct {
 	template   string
-	CID        string     `bun:"cid"`
-	Owner      string     `bun:"owner"`
-	Instrument Instrument `bun:"instrument"`
-	Amount     Amount     `bun:"amount"`
-	Escrow     string     `bun:"escrow"`
-	Asset      string     `bun:"asset"`
-	batch      int        // the index of the consuming transaction in its batch
+	CID        string
+	Owner      string
+	Instrument Instrument
+	Amount     Amount
+	Escrow     string
+	Asset      string
+	batch      int // the index of the consuming transaction in its batch
 }
 
 // embeddedLedger is the Ledger in the store's own tables.
@@ -194,17 +194,14 @@ func (embeddedLedger) CommitBatch(ctx context.Context, tx *Tx, us []*Update, ts 
 			created[c.lifecycle().CID] = c
 		}
 	}
-	// Archive in a fixed order of tables, so concurrent transactions lock rows in one order.
+	cs, err := tx.consume(ctx, us, byTemplate)
+	if err != nil {
+		return 0, err
+	}
 	got := make([]int, len(ts))
-	for _, template := range slices.Sorted(maps.Keys(byTemplate)) {
-		cs, err := tx.consume(ctx, us, template, byTemplate[template])
-		if err != nil {
-			return 0, err
-		}
-		for _, c := range cs {
-			consumed[c.batch] = append(consumed[c.batch], c)
-			got[c.batch]++
-		}
+	for _, c := range cs {
+		consumed[c.batch] = append(consumed[c.batch], c)
+		got[c.batch]++
 	}
 	for i := range ts {
 		if got[i] != wanted[i] {
@@ -448,29 +445,109 @@ func (tx *Tx) insertContracts(ctx context.Context, cs []Contract) error {
 	return nil
 }
 
-// consume archives, in one statement, contracts of template that the batch's updates us
-// consume, each for its update; one already consumed (or never created) is left out of the
-// answer. It returns what the ledger's rules need to know of each.
-func (tx *Tx) consume(ctx context.Context, us []*Update, template string, cs []batchConsume) ([]consumedContract, error) {
+// consume archives the contracts that the batch's updates us consume, each for its update,
+// with one UPDATE per template, in a fixed order of tables so concurrent transactions lock
+// rows in one order; on PostgreSQL the UPDATEs are one statement (data-modifying WITH
+// queries, run in the order the UNION reads them). A contract already consumed (or never
+// created) is left out of the answer. It returns what the ledger's rules need to know of each.
+func (tx *Tx) consume(ctx context.Context, us []*Update, byTemplate map[string][]batchConsume) ([]consumedContract, error) {
+	var (
+		rows    []consumedRow
+		queries []string
+	)
+	for _, template := range slices.Sorted(maps.Keys(byTemplate)) {
+		q := tx.consumeQuery(us, template, byTemplate[template])
+		if tx.s.dialect != Postgres || len(byTemplate) == 1 {
+			var part []consumedRow
+			if err := q.Scan(ctx, &part); err != nil {
+				return nil, err
+			}
+			rows = append(rows, part...)
+			continue
+		}
+		b, err := q.AppendQuery(tx.s.wdb.QueryGen(), nil)
+		if err != nil {
+			return nil, err
+		}
+		queries = append(queries, string(b))
+	}
+	if len(queries) > 0 {
+		var with, union []string
+		for i, q := range queries {
+			with = append(with, fmt.Sprintf("c%d AS (%s)", i, q))
+			union = append(union, fmt.Sprintf("SELECT * FROM c%d", i))
+		}
+		// Executed as written: the text holds no placeholders, only quoted values.
+		sqlRows, err := tx.Tx.Tx.QueryContext(ctx, "WITH "+strings.Join(with, ", ")+" "+strings.Join(union, " UNION ALL "))
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.s.wdb.ScanRows(ctx, sqlRows, &rows); err != nil {
+			return nil, err
+		}
+	}
+	batchOf := map[string]int{}
+	for i, u := range us {
+		batchOf[u.UpdateID] = i
+	}
+	out := make([]consumedContract, len(rows))
+	for i, r := range rows {
+		out[i] = consumedContract{template: r.Template, CID: r.CID, Owner: r.Owner, batch: batchOf[r.ConsumedUpdate]}
+		if r.Instrument != nil {
+			out[i].Instrument = *r.Instrument
+		}
+		if r.Amount != nil {
+			out[i].Amount = *r.Amount
+		}
+		if r.Escrow != nil {
+			out[i].Escrow = *r.Escrow
+		}
+		if r.Asset != nil {
+			out[i].Asset = *r.Asset
+		}
+	}
+	return out, nil
+}
+
+// consumedRow is what archiving a contract answers, in the same columns for every template.
+type consumedRow struct {
+	Template       string      `bun:"template"`
+	CID            string      `bun:"cid"`
+	Owner          string      `bun:"owner"`
+	ConsumedUpdate string      `bun:"consumed_update"`
+	Instrument     *Instrument `bun:"instrument"`
+	Amount         *Amount     `bun:"amount"`
+	Escrow         *string     `bun:"escrow"`
+	Asset          *string     `bun:"asset"`
+}
+
+// consumeQuery archives the contracts cs of template, each for its update of us, and
+// returns them as consumedRow.
+func (tx *Tx) consumeQuery(us []*Update, template string, cs []batchConsume) *bun.UpdateQuery {
 	spec := templates[template]
-	cols := []string{"cid", spec.owner + " AS owner", "consumed_update"}
+	col := func(name, as string) string {
+		switch {
+		case name != "":
+			return name + " AS " + as
+		case as == "amount": // typed, as the UNION of templates needs
+			return "CAST(NULL AS NUMERIC) AS amount"
+		}
+		return "NULL AS " + as
+	}
+	instrument, amount := "", ""
 	if spec.valued {
-		cols = append(cols, "instrument", "amount")
+		instrument, amount = "instrument", "amount"
 	}
-	if spec.escrow != "" {
-		cols = append(cols, spec.escrow+" AS escrow")
-	}
-	if spec.asset != "" {
-		cols = append(cols, spec.asset+" AS asset")
-	}
+	cols := []string{"'" + template + "' AS template", "cid", col(spec.owner, "owner"), "consumed_update",
+		col(instrument, "instrument"), col(amount, "amount"), col(spec.escrow, "escrow"), col(spec.asset, "asset")}
 	cids := make([]string, len(cs))
-	byUpdate := map[string]int{}
+	updates := map[string]bool{}
 	for i, c := range cs {
 		cids[i] = c.cid
-		byUpdate[us[c.batch].UpdateID] = c.batch
+		updates[us[c.batch].UpdateID] = true
 	}
 	q := tx.NewUpdate().Table(template)
-	if len(byUpdate) == 1 {
+	if len(updates) == 1 {
 		q = q.Set("consumed_update = ?", us[cs[0].batch].UpdateID)
 	} else {
 		set, args := []byte("consumed_update = CASE cid"), make([]any, 0, 2*len(cs))
@@ -480,23 +557,8 @@ func (tx *Tx) consume(ctx context.Context, us []*Update, template string, cs []b
 		}
 		q = q.Set(string(append(set, " END"...)), args...)
 	}
-	var rows []struct {
-		consumedContract
-		ConsumedUpdate string `bun:"consumed_update"`
-	}
-	err := q.Set("consumed_at = ?", At(tx.now)).
+	return q.Set("consumed_at = ?", At(tx.now)).
 		Where("cid IN (?)", bun.In(cids)).
 		Where("consumed_update IS NULL").
-		Returning(strings.Join(cols, ", ")).
-		Scan(ctx, &rows)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]consumedContract, len(rows))
-	for i, r := range rows {
-		out[i] = r.consumedContract
-		out[i].template = template
-		out[i].batch = byUpdate[r.ConsumedUpdate]
-	}
-	return out, nil
+		Returning(strings.Join(cols, ", "))
 }
