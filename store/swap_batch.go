@@ -16,7 +16,7 @@ import (
 // queue up, and the next batch applies them all in one database transaction that takes the
 // pool's lock once: each submit its own ledger update, matched in memory against the book
 // as the batch's earlier fills left it, and the ledger archives what the whole batch
-// consumes with one statement per template (holdings, LP quotes). A submit that cannot
+// consumes (holdings, LP quotes) with one statement (Ledger.CommitBatch). A submit that cannot
 // apply before the ledger (not found, expired, deadline passed) is answered alone; one the
 // ledger refuses (a holding spent meanwhile) rolls the attempt back and is answered alone,
 // and the batch is applied again without it. The caller whose submit finds no batch running
