@@ -25,6 +25,11 @@ type Ledger interface {
 	// A credit to a party that neither signs nor has an offer settled by t obeys that party's
 	// receive-preapproval (USDCx, NFTs). Commit assigns the ids of the contracts t creates.
 	Commit(ctx context.Context, tx *Tx, u *Update, t *Transaction) error
+	// CommitBatch applies ts[i] as part of us[i], in order, as Commit would one after the
+	// other; a transaction may consume what an earlier one of the batch creates. When one of
+	// them would fail it answers its index and error, and the caller must roll back whatever
+	// the call did; else it answers -1 and nil.
+	CommitBatch(ctx context.Context, tx *Tx, us []*Update, ts []*Transaction) (int, error)
 }
 
 // Transaction is what one committed update does to the ledger.
@@ -131,36 +136,126 @@ func contractID(updateID string, n int) string {
 // consumedContract is what the ledger reads of a contract as it archives it.
 type consumedContract struct {
 	template   string
-	CID        string     `bun:"cid"`
-	Owner      string     `bun:"owner"`
-	Instrument Instrument `bun:"instrument"`
-	Amount     Amount     `bun:"amount"`
-	Escrow     string     `bun:"escrow"`
-	Asset      string     `bun:"asset"`
+	CID        string
+	Owner      string
+	Instrument Instrument
+	Amount     Amount
+	Escrow     string
+	Asset      string
+	batch      int // the index of the consuming transaction in its batch
 }
 
 // embeddedLedger is the Ledger in the store's own tables.
 type embeddedLedger struct{}
 
-func (embeddedLedger) Commit(ctx context.Context, tx *Tx, u *Update, t *Transaction) error {
+func (l embeddedLedger) Commit(ctx context.Context, tx *Tx, u *Update, t *Transaction) error {
+	_, err := l.CommitBatch(ctx, tx, []*Update{u}, []*Transaction{t})
+	return err
+}
+
+// identify gives the contracts t creates their ids (a function of the update's id and their
+// place in t, so a caller may name them before the commit) and their creation.
+func identify(tx *Tx, u *Update, t *Transaction) {
+	for i, c := range t.Create {
+		l := c.lifecycle()
+		l.CID, l.CreatedUpdate, l.CreatedAt = contractID(u.UpdateID, i), u.UpdateID, At(tx.now)
+	}
+}
+
+// CommitBatch archives what the whole batch consumes with one statement per template; what an
+// earlier transaction of the batch created is archived in memory, before it is written.
+func (embeddedLedger) CommitBatch(ctx context.Context, tx *Tx, us []*Update, ts []*Transaction) (int, error) {
+	created := map[string]Contract{} // by id: what the batch created and has not consumed yet
+	byTemplate := map[string][]batchConsume{}
+	consumed := make([][]consumedContract, len(ts))
+	wanted := make([]int, len(ts)) // how many contracts each transaction archives in the store
+	for i, t := range ts {
+		identify(tx, us[i], t)
+		seen := map[string]bool{}
+		for _, ref := range t.Consume {
+			if _, ok := templates[ref.Template]; !ok {
+				return i, fmt.Errorf("ledger: unknown template %q", ref.Template)
+			}
+			if seen[ref.CID] {
+				return i, fmt.Errorf("ledger: transaction consumes a contract twice")
+			}
+			seen[ref.CID] = true
+			if c, ok := created[ref.CID]; ok && c.template() == ref.Template {
+				delete(created, ref.CID)
+				l := c.lifecycle()
+				l.ConsumedUpdate, l.ConsumedAt = &us[i].UpdateID, AtPtr(tx.now)
+				consumed[i] = append(consumed[i], consumedOf(c))
+				continue
+			}
+			byTemplate[ref.Template] = append(byTemplate[ref.Template], batchConsume{ref.CID, i})
+			wanted[i]++
+		}
+		for _, c := range t.Create {
+			created[c.lifecycle().CID] = c
+		}
+	}
+	cs, err := tx.consume(ctx, us, byTemplate)
+	if err != nil {
+		return 0, err
+	}
+	got := make([]int, len(ts))
+	for _, c := range cs {
+		consumed[c.batch] = append(consumed[c.batch], c)
+		got[c.batch]++
+	}
+	for i := range ts {
+		if got[i] != wanted[i] {
+			return i, Errorf(CodeStale, "%d of the %d contracts this transaction consumes were consumed since it was prepared; prepare it again", wanted[i]-got[i], len(ts[i].Consume))
+		}
+	}
+	var events []updateEvent
+	var creates []Contract
+	for i, t := range ts {
+		evs, err := tx.check(ctx, us[i], t, consumed[i])
+		if err != nil {
+			return i, err
+		}
+		events = append(events, evs...)
+		creates = append(creates, t.Create...)
+	}
+	if err := tx.insertContracts(ctx, creates); err != nil {
+		return 0, err
+	}
+	if len(events) > 0 {
+		return -1, tx.later(ctx, tx.NewInsert().Model(&events))
+	}
+	return -1, nil
+}
+
+// batchConsume is a contract a transaction of a batch archives: its id and the transaction's index.
+type batchConsume struct {
+	cid   string
+	batch int
+}
+
+// consumedOf is what the ledger knows of a contract it archives before writing it.
+func consumedOf(c Contract) consumedContract {
+	cc := consumedContract{template: c.template(), CID: c.lifecycle().CID, Owner: c.owner()}
+	if v, ok := c.(valuedContract); ok {
+		cc.Instrument, cc.Amount = v.value()
+	}
+	if e, ok := c.(escrowContract); ok {
+		cc.Escrow = e.escrowed()
+	}
+	if a, ok := c.(assetContract); ok {
+		cc.Asset = a.asset()
+	}
+	return cc
+}
+
+// check applies the ledger's rules to t, whose consumed contracts are archived, and returns
+// the update's events.
+func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []consumedContract) ([]updateEvent, error) {
 	signer := u.ActAs
 	byTemplate := map[string][]string{}
-	for _, ref := range t.Consume {
-		if _, ok := templates[ref.Template]; !ok {
-			return fmt.Errorf("ledger: unknown template %q", ref.Template)
-		}
-		byTemplate[ref.Template] = append(byTemplate[ref.Template], ref.CID)
+	for _, c := range consumed {
+		byTemplate[c.template] = append(byTemplate[c.template], c.CID)
 	}
-	// Archive in a fixed order of tables, so concurrent transactions lock rows in one order.
-	var consumed []consumedContract
-	for _, template := range slices.Sorted(maps.Keys(byTemplate)) {
-		cs, err := tx.consume(ctx, u, template, byTemplate[template])
-		if err != nil {
-			return err
-		}
-		consumed = append(consumed, cs...)
-	}
-
 	// A settled offer is its owner's consent to what the transaction credits it, and
 	// releases the contract it held.
 	consent := map[string]bool{signer: true}
@@ -178,7 +273,7 @@ func (embeddedLedger) Commit(ctx context.Context, tx *Tx, u *Update, t *Transact
 	for _, c := range consumed {
 		spec := templates[c.template]
 		if c.Owner != signer && !spec.offer && !released[c.CID] {
-			return Errorf(CodePartyMismatch, "%s %s belongs to %s, not to the signer %s", noun(c.template), c.CID, c.Owner, signer)
+			return nil, Errorf(CodePartyMismatch, "%s %s belongs to %s, not to the signer %s", noun(c.template), c.CID, c.Owner, signer)
 		}
 		if spec.valued {
 			spent[c.Instrument] = spent[c.Instrument].Add(c.Amount)
@@ -188,7 +283,7 @@ func (embeddedLedger) Commit(ctx context.Context, tx *Tx, u *Update, t *Transact
 		}
 	}
 	if err := tx.checkNotEscrowed(ctx, byTemplate); err != nil {
-		return err
+		return nil, err
 	}
 
 	var events []updateEvent
@@ -197,27 +292,25 @@ func (embeddedLedger) Commit(ctx context.Context, tx *Tx, u *Update, t *Transact
 	}
 	credited := map[Instrument]Amount{}
 	assetsOut := map[string]int{}
-	for i, c := range t.Create {
+	for _, c := range t.Create {
 		spec, ok := templates[c.template()]
 		if !ok {
-			return fmt.Errorf("ledger: unknown template %q", c.template())
+			return nil, fmt.Errorf("ledger: unknown template %q", c.template())
 		}
-		l := c.lifecycle()
-		l.CID, l.CreatedUpdate, l.CreatedAt = contractID(u.UpdateID, i), u.UpdateID, At(tx.now)
 		if owner := c.owner(); !consent[owner] {
 			if spec.receive == nil {
-				return fmt.Errorf("ledger: a %s cannot be created for %s, who neither signs nor consents", noun(c.template()), owner)
+				return nil, fmt.Errorf("ledger: a %s cannot be created for %s, who neither signs nor consents", noun(c.template()), owner)
 			}
 			if kind := spec.receive(c); kind != "" {
 				if err := tx.requirePreapproval(ctx, owner, kind); err != nil {
-					return err
+					return nil, err
 				}
 			}
 		}
 		if v, ok := c.(valuedContract); ok {
 			inst, amount := v.value()
 			if err := checkAmountBounds(amount); err != nil {
-				return err
+				return nil, err
 			}
 			credited[inst] = credited[inst].Add(amount)
 		}
@@ -226,28 +319,19 @@ func (embeddedLedger) Commit(ctx context.Context, tx *Tx, u *Update, t *Transact
 		}
 		if e, ok := c.(escrowContract); ok {
 			if err := tx.checkEscrowable(ctx, spec, e.escrowed(), c.owner()); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		events = append(events, updateEvent{UpdateID: u.UpdateID, Seq: len(events), Event: "created", Template: c.template(), CID: l.CID})
+		events = append(events, updateEvent{UpdateID: u.UpdateID, Seq: len(events), Event: "created", Template: c.template(), CID: c.lifecycle().CID})
 	}
 	if !t.Mint {
 		for _, inst := range Instruments {
 			if !spent[inst].Equal(credited[inst]) {
-				return fmt.Errorf("ledger: %s not conserved: spends %s, credits %s", inst, spent[inst], credited[inst])
+				return nil, fmt.Errorf("ledger: %s not conserved: spends %s, credits %s", inst, spent[inst], credited[inst])
 			}
 		}
 	}
-	if err := tx.checkAssets(ctx, t, assetsIn, assetsOut); err != nil {
-		return err
-	}
-	if err := tx.insertContracts(ctx, t.Create); err != nil {
-		return err
-	}
-	if len(events) > 0 {
-		return tx.later(ctx, tx.NewInsert().Model(&events))
-	}
-	return nil
+	return events, tx.checkAssets(ctx, t, assetsIn, assetsOut)
 }
 
 // noun is a template's name for messages: "holding", "preapproval".
@@ -361,43 +445,120 @@ func (tx *Tx) insertContracts(ctx context.Context, cs []Contract) error {
 	return nil
 }
 
-// consume archives the contracts cids of template for update u, all or none: a contract
-// already consumed (or never created) makes the whole transaction stale. It returns what the
-// ledger's rules need to know of each.
-func (tx *Tx) consume(ctx context.Context, u *Update, template string, cids []string) ([]consumedContract, error) {
-	if len(cids) == 0 {
-		return nil, nil
+// consume archives the contracts that the batch's updates us consume, each for its update,
+// with one UPDATE per template, in a fixed order of tables so concurrent transactions lock
+// rows in one order; on PostgreSQL the UPDATEs are one statement (data-modifying WITH
+// queries, run in the order the UNION reads them). A contract already consumed (or never
+// created) is left out of the answer. It returns what the ledger's rules need to know of each.
+func (tx *Tx) consume(ctx context.Context, us []*Update, byTemplate map[string][]batchConsume) ([]consumedContract, error) {
+	var (
+		rows    []consumedRow
+		queries []string
+	)
+	for _, template := range slices.Sorted(maps.Keys(byTemplate)) {
+		q := tx.consumeQuery(us, template, byTemplate[template])
+		if tx.s.dialect != Postgres || len(byTemplate) == 1 {
+			var part []consumedRow
+			if err := q.Scan(ctx, &part); err != nil {
+				return nil, err
+			}
+			rows = append(rows, part...)
+			continue
+		}
+		b, err := q.AppendQuery(tx.s.wdb.QueryGen(), nil)
+		if err != nil {
+			return nil, err
+		}
+		queries = append(queries, string(b))
 	}
-	if len(slices.Compact(slices.Sorted(slices.Values(cids)))) != len(cids) {
-		return nil, fmt.Errorf("ledger: transaction consumes a contract twice")
+	if len(queries) > 0 {
+		var with, union []string
+		for i, q := range queries {
+			with = append(with, fmt.Sprintf("c%d AS (%s)", i, q))
+			union = append(union, fmt.Sprintf("SELECT * FROM c%d", i))
+		}
+		// Executed as written: the text holds no placeholders, only quoted values.
+		sqlRows, err := tx.Tx.Tx.QueryContext(ctx, "WITH "+strings.Join(with, ", ")+" "+strings.Join(union, " UNION ALL "))
+		if err != nil {
+			return nil, err
+		}
+		if err := tx.s.wdb.ScanRows(ctx, sqlRows, &rows); err != nil {
+			return nil, err
+		}
 	}
-	spec := templates[template]
-	cols := []string{"cid", spec.owner + " AS owner"}
-	if spec.valued {
-		cols = append(cols, "instrument", "amount")
+	batchOf := map[string]int{}
+	for i, u := range us {
+		batchOf[u.UpdateID] = i
 	}
-	if spec.escrow != "" {
-		cols = append(cols, spec.escrow+" AS escrow")
-	}
-	if spec.asset != "" {
-		cols = append(cols, spec.asset+" AS asset")
-	}
-	var out []consumedContract
-	err := tx.NewUpdate().Table(template).
-		Set("consumed_update = ?", u.UpdateID).
-		Set("consumed_at = ?", At(tx.now)).
-		Where("cid IN (?)", bun.In(cids)).
-		Where("consumed_update IS NULL").
-		Returning(strings.Join(cols, ", ")).
-		Scan(ctx, &out)
-	if err != nil {
-		return nil, err
-	}
-	if len(out) != len(cids) {
-		return nil, Errorf(CodeStale, "%d of the %d contracts this transaction consumes were consumed since it was prepared (%s); prepare it again", len(cids)-len(out), len(cids), noun(template))
-	}
-	for i := range out {
-		out[i].template = template
+	out := make([]consumedContract, len(rows))
+	for i, r := range rows {
+		out[i] = consumedContract{template: r.Template, CID: r.CID, Owner: r.Owner, batch: batchOf[r.ConsumedUpdate]}
+		if r.Instrument != nil {
+			out[i].Instrument = *r.Instrument
+		}
+		if r.Amount != nil {
+			out[i].Amount = *r.Amount
+		}
+		if r.Escrow != nil {
+			out[i].Escrow = *r.Escrow
+		}
+		if r.Asset != nil {
+			out[i].Asset = *r.Asset
+		}
 	}
 	return out, nil
+}
+
+// consumedRow is what archiving a contract answers, in the same columns for every template.
+type consumedRow struct {
+	Template       string      `bun:"template"`
+	CID            string      `bun:"cid"`
+	Owner          string      `bun:"owner"`
+	ConsumedUpdate string      `bun:"consumed_update"`
+	Instrument     *Instrument `bun:"instrument"`
+	Amount         *Amount     `bun:"amount"`
+	Escrow         *string     `bun:"escrow"`
+	Asset          *string     `bun:"asset"`
+}
+
+// consumeQuery archives the contracts cs of template, each for its update of us, and
+// returns them as consumedRow.
+func (tx *Tx) consumeQuery(us []*Update, template string, cs []batchConsume) *bun.UpdateQuery {
+	spec := templates[template]
+	col := func(name, as string) string {
+		switch {
+		case name != "":
+			return name + " AS " + as
+		case as == "amount": // typed, as the UNION of templates needs
+			return "CAST(NULL AS NUMERIC) AS amount"
+		}
+		return "NULL AS " + as
+	}
+	instrument, amount := "", ""
+	if spec.valued {
+		instrument, amount = "instrument", "amount"
+	}
+	cols := []string{"'" + template + "' AS template", "cid", col(spec.owner, "owner"), "consumed_update",
+		col(instrument, "instrument"), col(amount, "amount"), col(spec.escrow, "escrow"), col(spec.asset, "asset")}
+	cids := make([]string, len(cs))
+	updates := map[string]bool{}
+	for i, c := range cs {
+		cids[i] = c.cid
+		updates[us[c.batch].UpdateID] = true
+	}
+	q := tx.NewUpdate().Table(template)
+	if len(updates) == 1 {
+		q = q.Set("consumed_update = ?", us[cs[0].batch].UpdateID)
+	} else {
+		set, args := []byte("consumed_update = CASE cid"), make([]any, 0, 2*len(cs))
+		for _, c := range cs {
+			set = append(set, " WHEN ? THEN ?"...)
+			args = append(args, c.cid, us[c.batch].UpdateID)
+		}
+		q = q.Set(string(append(set, " END"...)), args...)
+	}
+	return q.Set("consumed_at = ?", At(tx.now)).
+		Where("cid IN (?)", bun.In(cids)).
+		Where("consumed_update IS NULL").
+		Returning(strings.Join(cols, ", "))
 }

@@ -504,6 +504,30 @@ type IntentResult struct {
 }
 
 func applySwapIntent(ctx context.Context, tx *Tx, u *Update, e *intentEffects) (any, error) {
+	st, err := tx.stageIntent(ctx, u, e)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.s.ledger.Commit(ctx, tx, u, st.t); err != nil {
+		return nil, err
+	}
+	v, fills := st.rows(tx, u)
+	return st.result, tx.recordIntents(ctx, []*IntentView{v}, fills)
+}
+
+// stagedIntent is a submitted intent matched against the book, its ledger transaction not
+// yet committed.
+type stagedIntent struct {
+	t      *Transaction
+	view   *IntentView
+	plan   *fillPlan // nil when the intent waits
+	result IntentResult
+}
+
+// stageIntent matches the intent against the locked pool's book and builds its ledger
+// transaction, whose contracts it names already; the transaction's book takes the fills as
+// done, so the transaction must commit or roll back whole.
+func (tx *Tx) stageIntent(ctx context.Context, u *Update, e *intentEffects) (*stagedIntent, error) {
 	pool, err := tx.lockPool(ctx, e.PoolID)
 	if err != nil {
 		return nil, err
@@ -518,33 +542,33 @@ func applySwapIntent(ctx context.Context, tx *Tx, u *Update, e *intentEffects) (
 	if err != nil {
 		return nil, err
 	}
-	t := &Transaction{}
+	st := &stagedIntent{t: &Transaction{}, view: view, plan: plan}
 	if plan == nil {
 		in := &SwapIntent{Taker: e.Taker, PoolID: e.PoolID, Instrument: e.Sell, Amount: e.Amount, MinReceive: e.MinReceive, Deadline: deadline}
-		t.Create = append(t.Create, in)
-		e.Lock.add(t, e.Taker)
-		if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
-			return nil, err
-		}
+		st.t.Create = append(st.t.Create, in)
+		e.Lock.add(st.t, e.Taker)
+		identify(tx, u, st.t)
 		view.IntentCID = in.CID
-		if err := tx.later(ctx, tx.NewInsert().Model(view)); err != nil {
-			return nil, err
-		}
-		return IntentResult{IntentCID: in.CID, IntentStatus: IntentPending}, nil
+		st.result = IntentResult{IntentCID: in.CID, IntentStatus: IntentPending}
+		return st, nil
 	}
-	e.Lock.add(t, e.Taker)
-	plan.add(t, e.Taker, e.Sell)
+	e.Lock.add(st.t, e.Taker)
+	plan.add(st.t, e.Taker, e.Sell)
 	// It never waited, so no intent contract exists: its id is the one the ledger would
 	// give the update's next contract, which no other contract can have.
-	view.IntentCID = contractID(u.UpdateID, len(t.Create))
-	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
-		return nil, err
-	}
+	view.IntentCID = contractID(u.UpdateID, len(st.t.Create))
+	identify(tx, u, st.t) // the quotes' next versions get their ids, for the next fill to consume
 	tx.settled(pool, e.Sell, plan)
-	if err := tx.recordFill(ctx, u, view, plan, true); err != nil {
-		return nil, err
+	st.result = IntentResult{IntentCID: view.IntentCID, IntentStatus: IntentFilled}
+	return st, nil
+}
+
+// rows returns the committed intent's row and the rows of its fills.
+func (st *stagedIntent) rows(tx *Tx, u *Update) (*IntentView, []Fill) {
+	if st.plan == nil {
+		return st.view, nil
 	}
-	return IntentResult{IntentCID: view.IntentCID, IntentStatus: IntentFilled}, nil
+	return st.view, tx.fillRows(u, st.view, st.plan)
 }
 
 // fillPlan is how an intent fills from the pool's LP quotes, best price first.
@@ -672,7 +696,8 @@ func (tx *Tx) planFill(ctx context.Context, pool *Pool, taker string, sell Instr
 }
 
 // book returns the open quotes of the locked pool that a taker selling sell fills from (the
-// other side's), read once per transaction and kept as the transaction's fills change them.
+// other side's), read once per transaction for both sides and kept as the transaction's fills
+// change them.
 func (tx *Tx) book(ctx context.Context, pool *Pool, sell Instrument) ([]*LPQuote, error) {
 	// Versions created earlier in this transaction must be written before a fill consumes them.
 	if err := tx.flush(ctx); err != nil {
@@ -682,19 +707,24 @@ func (tx *Tx) book(ctx context.Context, pool *Pool, sell Instrument) ([]*LPQuote
 	if b, ok := tx.books[key]; ok {
 		return b, nil
 	}
-	qs, err := bookFor(ctx, tx, pool, "", sell, tx.now)
-	if err != nil {
+	var qs []LPQuote
+	if err := tx.NewSelect().Model(&qs).Where("pool_id = ?", pool.PoolID).Where("consumed_update IS NULL").
+		Where("expires_at > ?", At(tx.now)).Scan(ctx); err != nil {
 		return nil, err
-	}
-	b := make([]*LPQuote, len(qs))
-	for i := range qs {
-		b[i] = &qs[i]
 	}
 	if tx.books == nil {
 		tx.books = map[string][]*LPQuote{}
 	}
-	tx.books[key] = b
-	return b, nil
+	bids, asks := pool.PoolID+"/"+string(pool.Base), pool.PoolID+"/"+string(pool.Quote) // who sells base fills from bids
+	tx.books[bids], tx.books[asks] = []*LPQuote{}, []*LPQuote{}
+	for i := range qs {
+		k := bids
+		if qs[i].Side == SideAsk {
+			k = asks
+		}
+		tx.books[k] = append(tx.books[k], &qs[i])
+	}
+	return tx.books[key], nil
 }
 
 // settled updates the transaction's book after p's ledger transaction committed: the
@@ -748,19 +778,35 @@ func (p *fillPlan) add(t *Transaction, taker string, sell Instrument) {
 // recordFill writes a filled intent's outcome and fills: a new row when it filled at
 // submit, else the pending row updated.
 func (tx *Tx) recordFill(ctx context.Context, u *Update, v *IntentView, p *fillPlan, fresh bool) error {
-	v.Status, v.Received, v.Fee = IntentFilled, &p.received, &p.fee
-	v.ClosedUpdate, v.ClosedAt = &u.UpdateID, AtPtr(tx.now)
+	fills := tx.fillRows(u, v, p)
 	if fresh {
-		if err := tx.later(ctx, tx.NewInsert().Model(v)); err != nil {
-			return err
-		}
-	} else if err := tx.later(ctx, tx.NewUpdate().Model(v).Column("status", "received", "fee", "closed_update", "closed_at").WherePK()); err != nil {
+		return tx.recordIntents(ctx, []*IntentView{v}, fills)
+	}
+	if err := tx.later(ctx, tx.NewUpdate().Model(v).Column("status", "received", "fee", "closed_update", "closed_at").WherePK()); err != nil {
 		return err
 	}
+	return tx.later(ctx, tx.NewInsert().Model(&fills))
+}
+
+// fillRows marks v filled by p in update u and returns the rows of its fills.
+func (tx *Tx) fillRows(u *Update, v *IntentView, p *fillPlan) []Fill {
+	v.Status, v.Received, v.Fee = IntentFilled, &p.received, &p.fee
+	v.ClosedUpdate, v.ClosedAt = &u.UpdateID, AtPtr(tx.now)
 	fills := make([]Fill, len(p.fills))
 	for i, f := range p.fills {
 		fills[i] = Fill{IntentCID: v.IntentCID, Seq: i, UpdateID: u.UpdateID, PoolID: v.PoolID, QuoteID: f.q.QuoteID, LP: f.q.LP,
 			Price: f.q.Price, AmountIn: f.in, AmountOut: f.out, Fee: f.fee}
+	}
+	return fills
+}
+
+// recordIntents writes new intents' rows and their fills, one statement each.
+func (tx *Tx) recordIntents(ctx context.Context, views []*IntentView, fills []Fill) error {
+	if err := tx.later(ctx, tx.NewInsert().Model(&views)); err != nil {
+		return err
+	}
+	if len(fills) == 0 {
+		return nil
 	}
 	return tx.later(ctx, tx.NewInsert().Model(&fills))
 }

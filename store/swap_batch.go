@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -13,9 +14,13 @@ import (
 // Submits of intents to one pool are serialised by the pool's lock, so each would pay a
 // commit and a lock hand-over of its own. Instead the submits that arrive while a batch runs
 // queue up, and the next batch applies them all in one database transaction that takes the
-// pool's lock once: each submit its own ledger update, isolated by a savepoint, so one that
-// fails (a holding spent meanwhile) changes nothing and fails alone. The caller whose submit
-// finds no batch running starts the goroutine that runs batches until the queue is empty.
+// pool's lock once: each submit its own ledger update, matched in memory against the book
+// as the batch's earlier fills left it, and the ledger archives what the whole batch
+// consumes (holdings, LP quotes) with one statement (Ledger.CommitBatch). A submit that cannot
+// apply before the ledger (not found, expired, deadline passed) is answered alone; one the
+// ledger refuses (a holding spent meanwhile) rolls the attempt back and is answered alone,
+// and the batch is applied again without it. The caller whose submit finds no batch running
+// starts the goroutine that runs batches until the queue is empty.
 
 const maxSubmitBatch = 32
 
@@ -114,59 +119,20 @@ func (s *Store) applySubmits(batch []*submitRequest) {
 		}
 	}()
 	results := make([]submitResult, len(batch))
-	err := s.inTx(ctx, func(tx *Tx) error {
-		var env struct {
-			Effects intentEffects `json:"effects"`
+	refused := make([]bool, len(batch)) // answered alone: the batch applies without them
+	var err error
+	for {
+		err = s.inTx(ctx, func(tx *Tx) error { return tx.applyBatch(ctx, batch, refused, results) })
+		if !errors.Is(err, errSubmitRefused) {
+			break
 		}
-		if err := json.Unmarshal(batch[0].p.Body, &env); err != nil {
-			return err
-		}
-		// Before any savepoint: a row lock taken inside one that is rolled back may be lost.
-		if _, err := tx.lockPool(ctx, env.Effects.PoolID); err != nil {
-			return err
-		}
-		hashes := make([][]byte, len(batch))
-		for i, r := range batch {
-			hashes[i] = r.x.Hash
-		}
-		var rows []PreparedTx
-		if err := tx.forUpdate(tx.NewSelect().Model(&rows).Where("hash IN (?)", bun.In(hashes))).Scan(ctx); err != nil {
-			return err
-		}
-		prepared := make(map[string]*PreparedTx, len(rows))
-		for i := range rows {
-			prepared[string(rows[i].Hash)] = &rows[i]
-		}
-		for i, r := range batch {
-			sp, hooks := fmt.Sprintf("submit_%d", i), len(tx.after)
-			if err := tx.savepoint(ctx, sp); err != nil {
-				return err
-			}
-			p, ok := prepared[string(r.x.Hash)]
-			if !ok {
-				results[i].err = r.x.notFound()
-				continue
-			}
-			receipt, err := tx.executeLocked(ctx, p)
-			if err != nil {
-				if ErrorCode(err) == CodeInternal {
-					return err // the database transaction itself failed
-				}
-				if err := tx.rollbackTo(ctx, sp); err != nil {
-					return err
-				}
-				tx.after = tx.after[:hooks]
-				p.UpdateID, p.Result, p.ExecutedAt = nil, nil, nil
-				results[i].err = err
-				continue
-			}
-			results[i].receipt = receipt
-		}
-		return nil
-	})
+	}
 	if err != nil {
 		// The batch failed as a whole: apply each submit on its own, so each gets its own answer.
 		for i, r := range batch {
+			if refused[i] {
+				continue
+			}
 			results[i] = submitResult{}
 			rerr := s.inTx(ctx, func(tx *Tx) error {
 				var err error
@@ -185,20 +151,114 @@ func (s *Store) applySubmits(batch []*submitRequest) {
 	}
 }
 
-// savepoint marks where rollbackTo returns to. On PostgreSQL it travels with the deferred
-// writes of what came before, in their round trip.
-func (tx *Tx) savepoint(ctx context.Context, name string) error {
-	if tx.s.dialect == Postgres {
-		tx.deferred = append(tx.deferred, "SAVEPOINT "+name+";\n"...)
-		return tx.flush(ctx)
-	}
-	_, err := tx.Tx.Tx.ExecContext(ctx, "SAVEPOINT "+name)
-	return err
-}
+// errSubmitRefused rolls back an attempt at a batch in which the ledger refused a submit.
+var errSubmitRefused = errors.New("a submit of the batch was refused")
 
-// rollbackTo undoes everything since the savepoint, the writes not yet sent included.
-func (tx *Tx) rollbackTo(ctx context.Context, name string) error {
-	tx.deferred, tx.books = nil, nil
-	_, err := tx.Tx.Tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+name)
-	return err
+// applyBatch applies the batch's submits that are not refused, each as its own update, and
+// sets their results. When the ledger refuses one, it answers that one, marks it refused and
+// returns errSubmitRefused: the caller rolls back and tries again without it.
+func (tx *Tx) applyBatch(ctx context.Context, batch []*submitRequest, refused []bool, results []submitResult) error {
+	var env struct {
+		Effects intentEffects `json:"effects"`
+	}
+	if err := json.Unmarshal(batch[0].p.Body, &env); err != nil {
+		return err
+	}
+	var hashes [][]byte
+	for i, r := range batch {
+		if !refused[i] {
+			hashes = append(hashes, r.x.Hash)
+		}
+	}
+	if len(hashes) == 0 {
+		return nil
+	}
+	var rows []PreparedTx
+	if err := tx.forUpdate(tx.NewSelect().Model(&rows).Where("hash IN (?)", bun.In(hashes))).Scan(ctx); err != nil {
+		return err
+	}
+	prepared := make(map[string]*PreparedTx, len(rows))
+	for i := range rows {
+		prepared[string(rows[i].Hash)] = &rows[i]
+	}
+	// The prepared rows are locked before the pool, as an execute on its own locks them.
+	if _, err := tx.lockPool(ctx, env.Effects.PoolID); err != nil {
+		return err
+	}
+	type staged struct {
+		at      int // in batch
+		p       *PreparedTx
+		intent  *stagedIntent
+		receipt Receipt
+	}
+	var (
+		us    []*Update
+		ts    []*Transaction
+		stage []staged
+	)
+	for i, r := range batch {
+		if refused[i] {
+			continue
+		}
+		results[i] = submitResult{}
+		p, ok := prepared[string(r.x.Hash)]
+		switch {
+		case !ok:
+			results[i].err = r.x.notFound()
+			continue
+		case p.Result != nil: // executed before, or earlier in this batch
+			results[i].receipt = p.Result
+			continue
+		case !tx.now.Before(p.ExpiresAt.Time):
+			results[i].err = Errorf(CodePreparedExpired, "the prepared transaction expired at %s; prepare it again", p.ExpiresAt.UTC().Format(time.RFC3339))
+			continue
+		}
+		var env struct {
+			Effects intentEffects `json:"effects"`
+		}
+		if err := json.Unmarshal(p.Body, &env); err != nil {
+			return fmt.Errorf("prepared body: %w", err)
+		}
+		u := &Update{UpdateID: newUpdateID(), Kind: p.Kind, ActAs: p.ActAs}
+		st, err := tx.stageIntent(ctx, u, &env.Effects)
+		if err != nil {
+			if ErrorCode(err) == CodeInternal {
+				return err
+			}
+			results[i].err = err
+			continue
+		}
+		receipt, err := committedReceipt(u.UpdateID, st.result)
+		if err != nil {
+			return err
+		}
+		p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.now)
+		us, ts = append(us, u), append(ts, st.t)
+		stage = append(stage, staged{at: i, p: p, intent: st, receipt: receipt})
+	}
+	if len(stage) == 0 {
+		return nil
+	}
+	if k, err := tx.s.ledger.CommitBatch(ctx, tx, us, ts); err != nil {
+		if k < 0 || ErrorCode(err) == CodeInternal {
+			return err
+		}
+		results[stage[k].at].err, refused[stage[k].at] = err, true
+		return errSubmitRefused
+	}
+	views := make([]*IntentView, len(stage))
+	var fills []Fill
+	for j, st := range stage {
+		v, fs := st.intent.rows(tx, us[j])
+		views[j], fills = v, append(fills, fs...)
+		if err := tx.later(ctx, tx.NewUpdate().Model(st.p).Column("update_id", "result", "executed_at").WherePK()); err != nil {
+			return err
+		}
+		results[st.at].receipt = st.receipt
+	}
+	if err := tx.recordIntents(ctx, views, fills); err != nil {
+		return err
+	}
+	tx.recorded = KindSwapIntent
+	return tx.appendUpdates(ctx, us)
 }

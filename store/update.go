@@ -23,13 +23,20 @@ type Update struct {
 // transaction. The store assigns the offset as the transaction commits (in commit order: see
 // the foundation migration), so nothing here waits for other writers.
 func (tx *Tx) appendUpdate(ctx context.Context, u *Update) error {
-	if u.Reward != nil {
-		if err := tx.creditReward(ctx, u.ActAs, *u.Reward); err != nil {
-			return err
+	return tx.appendUpdates(ctx, []*Update{u})
+}
+
+// appendUpdates is appendUpdate of several updates, in their order, with one statement.
+func (tx *Tx) appendUpdates(ctx context.Context, us []*Update) error {
+	for _, u := range us {
+		if u.Reward != nil {
+			if err := tx.creditReward(ctx, u.ActAs, *u.Reward); err != nil {
+				return err
+			}
 		}
+		u.RecordedAt = At(tx.now)
 	}
-	u.RecordedAt = At(tx.now)
-	return tx.later(ctx, tx.NewInsert().Model(u))
+	return tx.later(ctx, tx.NewInsert().Model(&us))
 }
 
 // UpdateEvent is one contract an update consumed or created, in the update's order.
