@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -45,6 +47,7 @@ func newBenchAPI(b *testing.B, be storetest.Backend) *benchAPI {
 // benchAPIOn serves s the way newBenchAPI does.
 func benchAPIOn(b *testing.B, s *store.Store) *benchAPI {
 	b.Helper()
+	serveGC(b)
 	srv, err := New(s, Config{
 		PublicURL: s.Config().PublicURL, Dev: true, RateRead: 1 << 30, RatePrepare: 1 << 30,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
@@ -224,4 +227,14 @@ func BenchmarkCCTransfer(b *testing.B) {
 		})
 		perSecond(b, "pairs/s")
 	})
+}
+
+// serveGC runs the benchmark under the garbage collector's target of `marketd serve`
+// (cmd/marketd/gc.go: 400, unless GOGC is set), which the bare handler of the same run shares.
+func serveGC(b *testing.B) {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	old := debug.SetGCPercent(400)
+	b.Cleanup(func() { debug.SetGCPercent(old) })
 }

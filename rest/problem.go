@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"sync"
 
 	"marketd/store"
 )
@@ -83,8 +85,14 @@ func writeProblem(w http.ResponseWriter, status int, code store.Code, detail str
 
 // writeJSON answers v as JSON with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := responseBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledResponse {
+			responseBuffers.Put(buf)
+		}
+	}()
+	buf.Reset()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		slog.Error("encode response", "error", err)
@@ -94,14 +102,28 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeRaw(w, status, buf.Bytes())
 }
 
-// writeRaw answers JSON bytes as they are.
+// responseBuffers recycles the buffers responses are encoded into (a page of NFTs is about
+// 15 KB): fewer allocations per request, so less garbage collection under load.
+var responseBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledResponse is the largest buffer kept for reuse.
+const maxPooledResponse = 1 << 20
+
+// writeRaw answers JSON bytes as they are, ending in a newline, with their length (so the
+// body is written whole, not in chunks).
 func writeRaw(w http.ResponseWriter, status int, b []byte) {
+	nl := len(b) == 0 || b[len(b)-1] != '\n'
+	n := len(b)
+	if nl {
+		n++
+	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(n))
 	w.WriteHeader(status)
 	w.Write(b)
-	if len(b) == 0 || b[len(b)-1] != '\n' {
+	if nl {
 		w.Write([]byte{'\n'})
 	}
 }
