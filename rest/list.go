@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 
@@ -32,6 +33,25 @@ type listResponse[V any] struct {
 
 // writeList answers a page, each item rendered by view.
 func writeList[T, V any](w http.ResponseWriter, page store.Page[T], view func(T) V) {
+	writeJSON(w, http.StatusOK, listOf(page, view))
+}
+
+// writeSharedList answers a page as writeList does, rendered once for every caller the store
+// serves the same page from memory to; view must not depend on the request or the time.
+func writeSharedList[T, V any](w http.ResponseWriter, page store.Page[T], view func(T) V) error {
+	b, err := page.Render("rest", func() ([]byte, error) {
+		var buf bytes.Buffer
+		err := encodeJSON(&buf, listOf(page, view))
+		return buf.Bytes(), err
+	})
+	if err != nil {
+		return err
+	}
+	writeRaw(w, http.StatusOK, b)
+	return nil
+}
+
+func listOf[T, V any](page store.Page[T], view func(T) V) listResponse[V] {
 	out := listResponse[V]{Items: make([]V, 0, len(page.Items))}
 	for _, it := range page.Items {
 		out.Items = append(out.Items, view(it))
@@ -39,5 +59,5 @@ func writeList[T, V any](w http.ResponseWriter, page store.Page[T], view func(T)
 	if page.Cursor != "" {
 		out.Cursor = &page.Cursor
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out
 }

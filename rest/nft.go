@@ -204,8 +204,7 @@ func (srv *Server) collectionNFTs(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	writeList(w, page, viewNFT)
-	return nil
+	return writeSharedList(w, page, viewNFT)
 }
 
 func (srv *Server) nftDetail(w http.ResponseWriter, r *http.Request) error {

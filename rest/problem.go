@@ -92,14 +92,20 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		}
 	}()
 	buf.Reset()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := encodeJSON(buf, v); err != nil {
 		slog.Error("encode response", "error", err)
 		writeProblem(w, http.StatusInternalServerError, store.CodeInternal, "internal error")
 		return
 	}
 	writeRaw(w, status, buf.Bytes())
+}
+
+// encodeJSON writes v as every response body is written: newline-terminated, <, > and &
+// as they are.
+func encodeJSON(buf *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 // responseBuffers recycles the buffers responses are encoded into (a page of NFTs is about

@@ -264,6 +264,7 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 			return Page[NFTView]{}, until, 0, err
 		}
 		page, err := s.readNFTs(ctx, c, f, sort, r, now)
+		page.shared()
 		return page, until, len(page.Items), err
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/uptrace/bun"
 )
@@ -40,6 +41,44 @@ type Page[T any] struct {
 	Items       []T
 	Cursor      string
 	ItemCursors []string
+
+	renderings *renderings // a page kept in memory: shared by every caller it is served to
+}
+
+// renderings keeps what front doors made of one page kept in memory, by name.
+type renderings struct {
+	mu sync.Mutex
+	by map[string][]byte
+}
+
+// shared marks p as a page served from memory to many callers, whose renderings are kept.
+func (p *Page[T]) shared() { p.renderings = new(renderings) }
+
+// Render returns render's result for the page. A page served from memory is the same for
+// every caller until it ends, so it is rendered once under each name and the bytes are shared:
+// they must not be changed. A page read for one caller is rendered each time.
+func (p Page[T]) Render(name string, render func() ([]byte, error)) ([]byte, error) {
+	r := p.renderings
+	if r == nil {
+		return render()
+	}
+	r.mu.Lock()
+	b, ok := r.by[name]
+	r.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	b, err := render()
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if r.by == nil {
+		r.by = map[string][]byte{}
+	}
+	r.by[name] = b
+	r.mu.Unlock()
+	return b, nil
 }
 
 // size returns the page size, or invalid_request when it is out of range.
