@@ -144,17 +144,24 @@ func (srv *Server) swapQuote(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (srv *Server) swapPools(w http.ResponseWriter, r *http.Request) error {
-	ps, err := srv.store.Pools(r.Context())
+	pr, err := pageRequest(r)
 	if err != nil {
 		return err
 	}
-	out := listResponse[poolView]{Items: make([]poolView, 0, len(ps))}
-	for i := range ps {
-		v, err := srv.viewPool(r, &ps[i])
+	page, err := srv.store.PoolsPage(r.Context(), pr)
+	if err != nil {
+		return err
+	}
+	out := listResponse[poolView]{Items: make([]poolView, 0, len(page.Items))}
+	for i := range page.Items {
+		v, err := srv.viewPool(r, &page.Items[i])
 		if err != nil {
 			return err
 		}
 		out.Items = append(out.Items, v)
+	}
+	if page.Cursor != "" {
+		out.Cursor = &page.Cursor
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -267,4 +268,50 @@ func TestSwap_BadInputsGetTheirDocumentedProblemAndChangeNothing(t *testing.T) {
 			t.Errorf("an oracle price of USDCx in USDCx: %v, want invalid_request", err)
 		}
 	})
+}
+
+func TestSwapPools_ArePagedByLimitAndCursor(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		m := newSwapMarket(t, b)
+		ctx := context.Background()
+		want := []string{m.pool}
+		for _, fee := range []int{5, 100} {
+			p, err := m.store.CreatePool(ctx, store.CC, store.USDCx, fee)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, p.PoolID)
+		}
+		var got []string
+		path := "/api/swap/pools?limit=2"
+		for pages := 0; ; pages++ {
+			if pages > 3 {
+				t.Fatal("the pools do not end")
+			}
+			page := m.do("GET", path, nil).ok(t).obj(t)
+			items := page["items"].([]any)
+			if len(items) > 2 {
+				t.Fatalf("limit 2 gave %d pools", len(items))
+			}
+			for _, it := range items {
+				got = append(got, it.(map[string]any)["poolId"].(string))
+			}
+			cursor, _ := page["cursor"].(string)
+			if cursor == "" {
+				break
+			}
+			path = "/api/swap/pools?limit=2&cursor=" + url.QueryEscape(cursor)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(sortedCopy(want)) {
+			t.Errorf("paged pools %v, want every pool once, by id: %v", got, sortedCopy(want))
+		}
+		m.do("GET", "/api/swap/pools?limit=101", nil).wantProblem(t, 400, store.CodeInvalidRequest)
+		m.do("GET", "/api/swap/pools?cursor=nope", nil).wantProblem(t, 400, store.CodeInvalidCursor)
+	})
+}
+
+func sortedCopy(xs []string) []string {
+	out := append([]string(nil), xs...)
+	slices.Sort(out)
+	return out
 }
