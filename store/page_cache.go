@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -93,18 +94,23 @@ func (c *pageCache[K, P]) get(ctx context.Context, k K, scope string, now time.T
 
 	at := time.Now()
 	var items int
+	f.err = errPageReadPanicked // until read returns: a panic must not leave the others waiting
+	defer func() {
+		c.mu.Lock()
+		if c.flights[k] == f {
+			delete(c.flights, k)
+		}
+		c.mu.Unlock()
+		close(f.done)
+	}()
 	f.page, f.until, items, f.err = read(f.seq)
-	c.mu.Lock()
-	if c.flights[k] == f {
-		delete(c.flights, k)
-	}
-	c.mu.Unlock()
-	close(f.done)
 	if f.err == nil {
 		c.keep(k, scope, f.seq, at, f.until, items, f.page)
 	}
 	return f.page, f.err
 }
+
+var errPageReadPanicked = errors.New("the shared read of a page panicked")
 
 // token is what a read beginning now must bring back to keep what it read.
 func (c *pageCache[K, P]) token() uint64 {

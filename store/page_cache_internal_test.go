@@ -221,3 +221,43 @@ func waitForWaiters(t *testing.T, c *pageCache[string, string], k string, n int)
 		}
 	}
 }
+
+func TestPageCache_AReadThatPanicsLeavesNoCallerWaiting(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	c := newPageCache[string, string](10, time.Hour)
+	release, started := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic did not reach the caller whose read it was")
+			}
+		}()
+		c.get(context.Background(), "k", "a", now, func(uint64) (string, time.Time, int, error) {
+			close(started)
+			<-release
+			panic("a bug in the read")
+		})
+	}()
+	<-started
+	done := make(chan string)
+	go func() {
+		page, _ := c.get(context.Background(), "k", "a", now, func(uint64) (string, time.Time, int, error) {
+			return "own read", time.Time{}, 1, nil
+		})
+		done <- page
+	}()
+	waitForWaiters(t, c, "k", 1)
+	close(release)
+	select {
+	case page := <-done:
+		if page != "own read" {
+			t.Errorf("the caller sharing a read that panicked got %q", page)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the caller sharing a read that panicked is still waiting")
+	}
+	wg.Wait()
+}
