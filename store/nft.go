@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -241,7 +242,7 @@ type nftKey struct {
 type nftPageKey struct {
 	collection string
 	sort       NFTSort
-	filter     string // NFTFilter.fingerprint
+	filter     string // NFTFilter.key
 	req        PageRequest
 }
 
@@ -256,7 +257,7 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 	if err != nil {
 		return Page[NFTView]{}, err
 	}
-	k := nftPageKey{collection: c.ID, sort: sort, filter: f.fingerprint(), req: r}
+	k := nftPageKey{collection: c.ID, sort: sort, filter: f.key(), req: r}
 	now := s.now()
 	return s.nftPages.get(ctx, k, c.ID, now, func(seq uint64) (Page[NFTView], time.Time, int, error) {
 		until, err := nextListingExpiry(ctx, s, s.nftPages, c.ID, seq, now)
@@ -433,6 +434,24 @@ func (s *Store) readNFTs(ctx context.Context, c collectionIdentity, f NFTFilter,
 		out.Items[i] = page.Items[i].view(now.Time)
 	}
 	return out, nil
+}
+
+// key writes the filter out unambiguously (every part quoted), for the page cache: filters
+// that differ, even by a value that holds the separators fingerprint uses, have different keys.
+func (f NFTFilter) key() string {
+	var b []byte
+	for _, typ := range sortedKeys(f.Traits) {
+		b = strconv.AppendQuote(b, typ)
+		for _, v := range f.Traits[typ] {
+			b = strconv.AppendQuote(append(b, ' '), v)
+		}
+		b = append(b, ';')
+	}
+	b = strconv.AppendBool(b, f.Listed)
+	for _, v := range []string{f.MinPrice, f.MaxPrice, f.Owner} {
+		b = strconv.AppendQuote(append(b, ' '), v)
+	}
+	return string(b)
 }
 
 // fingerprint names the filter inside a cursor, so a cursor is only read by the same query.
