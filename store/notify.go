@@ -53,7 +53,7 @@ func (s *Store) listen(ctx context.Context, cfg *pgx.ConnConfig, ready chan<- st
 		if ctx.Err() != nil {
 			return
 		}
-		s.log.Warn("session listener lost its connection; retrying", "error", err.Error(), "in", backoff.String())
+		s.log.Warn("the notification listener lost its connection; retrying", "error", err.Error(), "in", backoff.String())
 		select {
 		case <-ctx.Done():
 			return
