@@ -2,6 +2,9 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,7 +25,7 @@ func (tx *Tx) notifySessionChanged(ctx context.Context, sid string) error {
 	if tx.s.dialect != Postgres {
 		return nil // SQLite serves one process
 	}
-	_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, ?)", sessionChannel, sid)
+	_, err := tx.ExecContext(ctx, "SELECT pg_notify(?, ?)", sessionChannel, tx.s.payload(sid))
 	return err
 }
 
@@ -33,7 +36,7 @@ func (tx *Tx) notifyCollections(ctx context.Context) error {
 		return nil // SQLite serves one process
 	}
 	for _, id := range tx.touched {
-		if err := tx.later(ctx, tx.NewRaw("SELECT pg_notify(?, ?)", collectionChannel, id)); err != nil {
+		if err := tx.later(ctx, tx.NewRaw("SELECT pg_notify(?, ?)", collectionChannel, tx.s.payload(id))); err != nil {
 			return err
 		}
 	}
@@ -81,14 +84,43 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, ready chan<
 		if err != nil {
 			return err
 		}
+		id, ok := s.fromOthers(n.Payload)
+		if !ok {
+			continue
+		}
 		switch n.Channel {
 		case sessionChannel:
-			s.sessions.forget(n.Payload)
+			s.sessions.forget(id)
 		case collectionChannel:
 			s.collectionPages.invalidate("")
-			s.nftPages.invalidate(n.Payload)
+			s.nftPages.invalidate(id)
 		}
 	}
+}
+
+// A notification's payload is "origin store id": the instance that sent it, the store it
+// wrote to (its schema: the channels are the database's, which other stores' instances may
+// share) and the session or collection id.
+func (s *Store) payload(id string) string { return s.origin + " " + s.schema + " " + id }
+
+// fromOthers returns the id a notification carries when it matters here: it comes from another
+// instance of this store. Its sender dropped what it kept as its write committed; instances of
+// other stores keep nothing of this one.
+func (s *Store) fromOthers(payload string) (string, bool) {
+	origin, rest, ok1 := strings.Cut(payload, " ")
+	i := strings.LastIndexByte(rest, ' ')
+	if !ok1 || i < 0 {
+		return payload, true // from an instance that does not name itself: take it
+	}
+	schema, id := rest[:i], rest[i+1:]
+	return id, origin != s.origin && schema == s.schema
+}
+
+// newOrigin names an instance in its notifications.
+func newOrigin() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // forgetCached drops every cached session and page.

@@ -96,6 +96,8 @@ type Store struct {
 
 	stopListener context.CancelFunc // the PostgreSQL listener (notify.go)
 	listenerDone chan struct{}
+	origin       string // this instance's name in its notifications (notify.go)
+	schema       string // the PostgreSQL schema the store lives in, also named in them
 
 	sessions *sessionCache
 	tokens   *tokenCache
@@ -127,7 +129,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("public URL %q: want http(s)://host[:port]", cfg.PublicURL)
 	}
-	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, domain: u.Host}
+	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, domain: u.Host, origin: newOrigin()}
 	s.keys.loading = make(chan struct{}, 1)
 	s.sessions = newSessionCache()
 	s.tokens = newTokenCache()
@@ -167,6 +169,10 @@ func (s *Store) openPostgres(ctx context.Context, dsn string) error {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	s.pool = pool
+	if err := pool.QueryRow(ctx, "SELECT COALESCE(current_schema(), '')").Scan(&s.schema); err != nil {
+		pool.Close()
+		return fmt.Errorf("postgres: %w", err)
+	}
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopListener, s.listenerDone = stop, make(chan struct{})
 	ready := make(chan struct{})
