@@ -61,14 +61,18 @@ func newPageCache[K comparable, P any](maxItems int, ttl time.Duration) *pageCac
 // read returns the page, when a listing on it expires (zero for none) and its size.
 func (c *pageCache[K, P]) get(ctx context.Context, k K, scope string, now time.Time, read func(seq uint64) (P, time.Time, int, error)) (P, error) {
 	if c.ttl < 0 {
+		Spoil(ctx)
 		p, _, _, err := read(0)
 		return p, err
 	}
 	c.mu.Lock()
 	if e, ok := c.entries[k]; ok && c.current(e.scope, e.seq, e.at, e.until, now) {
 		c.mu.Unlock()
+		noteCachedRead(ctx, readDep{cache: c, scope: e.scope, seq: e.seq, at: e.at, until: e.until})
 		return e.page, nil
 	}
+	// Not from memory: whoever tracks these reads cannot tell when this page changes.
+	Spoil(ctx)
 	if f := c.flights[k]; f != nil && c.valid(scope, f.seq) {
 		f.waiters++
 		c.mu.Unlock()
@@ -128,6 +132,13 @@ func (c *pageCache[K, P]) valid(scope string, seq uint64) bool {
 // be served at the store's time now.
 func (c *pageCache[K, P]) current(scope string, seq uint64, at, until, now time.Time) bool {
 	return c.valid(scope, seq) && time.Since(at) < c.ttl && (until.IsZero() || now.Before(until))
+}
+
+// stillCurrent is current under the cache's lock, for a page served earlier (Reads.Current).
+func (c *pageCache[K, P]) stillCurrent(scope string, seq uint64, at, until, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.current(scope, seq, at, until, now)
 }
 
 // horizon returns when the next listing of scope expires, as kept, if it still holds at now.

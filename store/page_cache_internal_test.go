@@ -275,3 +275,52 @@ func TestNFTFilterKey_TellsApartFiltersTheFingerprintRunsTogether(t *testing.T) 
 		}
 	}
 }
+
+// Reads tracked through the cache: a page served from memory is a dependency that ends with
+// its scope's next write; a page read, or shared from another caller's read under way (which
+// runs no statement of this caller's), spoils them.
+func TestPageCache_TrackedReadsKeepOnlyWhatMemoryServed(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	c := newPageCache[string, string](10, time.Hour)
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	read := func(uint64) (string, time.Time, int, error) {
+		started <- struct{}{}
+		<-release
+		return "page", time.Time{}, 1, nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.get(context.Background(), "k", "a", now, read)
+	}()
+	<-started
+	ctx, shared := TrackReads(context.Background())
+	joined := make(chan struct{})
+	go func() {
+		defer close(joined)
+		c.get(ctx, "k", "a", now, read)
+	}()
+	waitForWaiters(t, c, "k", 1)
+	close(release)
+	<-done
+	<-joined
+	if shared.Keepable() {
+		t.Fatal("reads that shared another caller's read are keepable")
+	}
+
+	ctx, hit := TrackReads(context.Background())
+	if page, err := c.get(ctx, "k", "a", now, read); err != nil || page != "page" {
+		t.Fatalf("hit: %q %v", page, err)
+	}
+	if !hit.Keepable() || len(hit.deps) != 1 || !hit.deps[0].cache.stillCurrent("a", hit.deps[0].seq, hit.deps[0].at, hit.deps[0].until, now) {
+		t.Fatalf("a page served from memory: keepable %v, deps %+v", hit.Keepable(), hit.deps)
+	}
+	c.invalidate("b")
+	if !hit.deps[0].cache.stillCurrent("a", hit.deps[0].seq, hit.deps[0].at, hit.deps[0].until, now) {
+		t.Fatal("a write to another scope ended the dependency")
+	}
+	c.invalidate("a")
+	if hit.deps[0].cache.stillCurrent("a", hit.deps[0].seq, hit.deps[0].at, hit.deps[0].until, now) {
+		t.Fatal("the dependency outlives a write to its scope")
+	}
+}

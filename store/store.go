@@ -147,6 +147,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.AddQueryHook(spoilOnQuery{}) // reads.go
 	return s, nil
 }
 
