@@ -24,6 +24,7 @@ type Metrics struct {
 	duration      *prometheus.HistogramVec
 	gqlOps        *prometheus.CounterVec
 	gqlSeconds    *prometheus.HistogramVec
+	gqlReused     prometheus.Counter
 	signIns       prometheus.Counter
 	rotations     prometheus.Counter
 	revocations   prometheus.Counter
@@ -51,6 +52,9 @@ func New(s *store.Store, limiter ratelimit.Limiter) *Metrics {
 		Name: "marketd_graphql_operation_duration_seconds", Help: "GraphQL operation latency, request to response, by type (subscriptions, which last as long as their client, are not timed).",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 	}, []string{"type"})
+	m.gqlReused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "marketd_graphql_reused_answers_total", Help: "GraphQL query answers served again from memory, every cached page they were built from still current (also counted in marketd_graphql_operations_total).",
+	})
 	m.signIns = prometheus.NewCounter(prometheus.CounterOpts{Name: "marketd_signins_total", Help: "Successful sign-ins (verify)."})
 	m.rotations = prometheus.NewCounter(prometheus.CounterOpts{Name: "marketd_token_rotations_total", Help: "Session cookies rotated to a new token."})
 	m.revocations = prometheus.NewCounter(prometheus.CounterOpts{Name: "marketd_session_revocations_total", Help: "Sessions ended by logout."})
@@ -78,7 +82,7 @@ func New(s *store.Store, limiter ratelimit.Limiter) *Metrics {
 		}
 		return 0
 	})
-	m.reg.MustRegister(m.requests, m.duration, m.gqlOps, m.gqlSeconds, m.signIns, m.rotations, m.revocations, m.prepares,
+	m.reg.MustRegister(m.requests, m.duration, m.gqlOps, m.gqlSeconds, m.gqlReused, m.signIns, m.rotations, m.revocations, m.prepares,
 		m.executes, m.commits, m.commitSeconds, m.rateLimited, fallback,
 		collectors.NewDBStatsCollector(s.SQLDB(), "marketd"),
 		collectors.NewGoCollector(),
@@ -124,6 +128,16 @@ func (m *Metrics) GraphQLOperation(typ, outcome string, took time.Duration) {
 	if typ != "subscription" {
 		m.gqlSeconds.WithLabelValues(typ).Observe(took.Seconds())
 	}
+}
+
+// GraphQLAnswerReused records a query answered again from memory, which took took; it counts
+// as an operation too.
+func (m *Metrics) GraphQLAnswerReused(took time.Duration) {
+	if m == nil {
+		return
+	}
+	m.gqlReused.Inc()
+	m.GraphQLOperation("query", "ok", took)
 }
 
 // Prepared records a prepare of kind ending in err.

@@ -1,0 +1,201 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"marketd/store"
+	"marketd/store/metrics"
+)
+
+// responseCache keeps the answers of queries built only from the store's page caches (the
+// collections list, a collection's NFT pages) and serves them again, byte for byte, while
+// every page they were built from is current: no write to its collection has committed, none
+// of its listings has expired, and the page cache's TTL has not passed. The dashboards polling
+// the same few queries then cost what REST's cached pages cost, without gqlgen's work per
+// field. An answer that read anything else (a statement on the database, the caller, the
+// clock, a resolver not known to read only cached pages) or that holds an error is not kept.
+type responseCache struct {
+	store   *store.Store
+	metrics *metrics.Metrics
+
+	mu      sync.Mutex
+	entries map[string]*cachedResponse
+	bytes   int
+}
+
+type cachedResponse struct {
+	body        []byte
+	contentType string
+	reads       *store.Reads
+}
+
+const (
+	maxKeyBytes      = 16 << 10 // a request larger than this is not looked up or kept
+	maxResponseBytes = 1 << 20  // nor an answer larger than this
+	maxCachedBytes   = 64 << 20 // past this, the cache starts over
+)
+
+// reusableResolvers are the resolvers that read only through the store's page caches (whose
+// other reads, a cache miss included, spoil the record themselves) or not at all. Any other
+// resolver spoils the answer: it may read the caller, the clock or the oracle.
+var reusableResolvers = map[string]bool{
+	"Query.collections": true, // Store.Collections: a cached page
+	"Collection.phases": true, // the collection's own field
+	"Collection.nfts":   true, // Store.NFTs: a cached page
+	"NFT.collection":    true, // primed from the page's collection, else a statement
+}
+
+// serve answers r from the cache when it can, else runs next and keeps what it answered if
+// that may be reused. Subscriptions (WebSocket upgrades) never come here.
+func (c *responseCache) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	key, ok := cacheKey(r)
+	if !ok {
+		next.ServeHTTP(w, r)
+		return
+	}
+	start := time.Now()
+	if e := c.get(key); e != nil {
+		if e.reads.Current(c.store) {
+			h := w.Header()
+			h.Set("Content-Type", e.contentType)
+			h.Set("Content-Length", strconv.Itoa(len(e.body)))
+			w.Write(e.body)
+			c.metrics.GraphQLAnswerReused(time.Since(start))
+			return
+		}
+	}
+	ctx, reads := store.TrackReads(r.Context())
+	verdict := new(reuseVerdict)
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	next.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, reuseVerdictKey{}, verdict)))
+	if rec.status == http.StatusOK && !rec.overflow && verdict.keep() && reads.Keepable() {
+		c.put(key, &cachedResponse{body: rec.buf.Bytes(), contentType: rec.Header().Get("Content-Type"), reads: reads})
+	}
+}
+
+// cacheKey names what a request asks: its method, URL query, the media types it sends and
+// accepts, and its body, which it reads (and puts back for the handler). False means the
+// request is not one to look up.
+func cacheKey(r *http.Request) (string, bool) {
+	if r.Method != http.MethodPost && r.Method != http.MethodGet {
+		return "", false
+	}
+	var body []byte
+	if r.Method == http.MethodPost {
+		if r.ContentLength > maxKeyBytes {
+			return "", false
+		}
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxKeyBytes+1))
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(b), r.Body))
+		if err != nil || len(b) > maxKeyBytes {
+			return "", false
+		}
+		body = b
+	}
+	var k strings.Builder
+	for _, part := range []string{r.Method, r.URL.RawQuery, r.Header.Get("Content-Type"), r.Header.Get("Accept")} {
+		k.WriteString(strconv.Itoa(len(part)))
+		k.WriteByte(':')
+		k.WriteString(part)
+	}
+	k.Write(body)
+	if k.Len() > maxKeyBytes+1024 {
+		return "", false
+	}
+	return k.String(), true
+}
+
+func (c *responseCache) get(key string) *cachedResponse {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[key]
+}
+
+func (c *responseCache) put(key string, e *cachedResponse) {
+	size := len(key) + len(e.body)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.entries[key]; old != nil {
+		c.bytes -= len(key) + len(old.body)
+	}
+	if c.entries == nil || c.bytes+size > maxCachedBytes {
+		c.entries, c.bytes = map[string]*cachedResponse{}, 0
+	}
+	c.entries[key] = e
+	c.bytes += size
+}
+
+// recorder passes an answer on to the client and keeps a copy, up to maxResponseBytes.
+type recorder struct {
+	http.ResponseWriter
+	status   int
+	buf      bytes.Buffer
+	overflow bool
+}
+
+func (w *recorder) WriteHeader(status int) {
+	w.status = status
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *recorder) Write(p []byte) (int, error) {
+	if !w.overflow {
+		if w.buf.Len()+len(p) > maxResponseBytes {
+			w.overflow, w.buf = true, bytes.Buffer{}
+		} else {
+			w.buf.Write(p)
+		}
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// reuseVerdict is what the operation itself says of reusing its answer: yes when it ran as a
+// query and gave one answer, without an error.
+type reuseVerdict struct{ answers, clean atomic.Int32 }
+
+func (v *reuseVerdict) keep() bool { return v.answers.Load() == 1 && v.clean.Load() == 1 }
+
+type reuseVerdictKey struct{}
+
+// reuseGuard is the extension that spoils an answer's reads when a resolver outside
+// reusableResolvers runs, and gives the verdict on the answer.
+type reuseGuard struct{}
+
+func (reuseGuard) ExtensionName() string                   { return "ReuseGuard" }
+func (reuseGuard) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (reuseGuard) InterceptField(ctx context.Context, next graphql.Resolver) (any, error) {
+	if fc := graphql.GetFieldContext(ctx); fc != nil && (fc.IsResolver || fc.IsMethod) {
+		introspection := strings.HasPrefix(fc.Object, "__") || strings.HasPrefix(fc.Field.Name, "__")
+		if !introspection && !reusableResolvers[fc.Object+"."+fc.Field.Name] {
+			store.Spoil(ctx)
+		}
+	}
+	return next(ctx)
+}
+
+func (reuseGuard) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	v, _ := ctx.Value(reuseVerdictKey{}).(*reuseVerdict)
+	if v == nil || resp == nil || !graphql.HasOperationContext(ctx) {
+		return resp
+	}
+	v.answers.Add(1)
+	if op := graphql.GetOperationContext(ctx).Operation; op != nil && op.Operation == ast.Query && len(resp.Errors) == 0 {
+		v.clean.Add(1)
+	}
+	return resp
+}
+
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,204 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"marketd/store"
+	"marketd/store/metrics"
+	"marketd/store/ratelimit"
+	"marketd/store/storetest"
+)
+
+// reuseMarket is one collection of two minted NFTs behind the GraphQL endpoint, on a store
+// that keeps pages for an hour: only a write or an expiry ends a page, so a test sees exactly
+// when an answer may be served again. Its metrics tell a reused answer from a run one.
+type reuseMarket struct {
+	*testGraph
+	clock   *storetest.Clock
+	metrics *metrics.Metrics
+	seller  *minter
+	col     *store.Collection
+	nfts    []string
+}
+
+func newReuseMarket(t *testing.T, b storetest.Backend, ttl time.Duration) *reuseMarket {
+	t.Helper()
+	ctx := context.Background()
+	clock := storetest.NewClock(storetest.Epoch)
+	cfg := storetest.Config(clock)
+	cfg.PageCacheTTL = ttl
+	s := b.Open(t, cfg)
+	seller := newMinter(t, s, "seller")
+	col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "apes", Name: "Apes", Creator: seller.id, Currency: store.CC, Supply: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := clock.Now()
+	if _, err := s.AddPhase(ctx, store.PhaseSpec{Collection: col.ID, Name: "free", Price: "0", Start: now.Add(-time.Hour), End: now.Add(time.Hour), PerPartyLimit: 2}); err != nil {
+		t.Fatal(err)
+	}
+	m := &reuseMarket{testGraph: &testGraph{t: t, store: s}, clock: clock, seller: seller, col: col}
+	var minted struct {
+		ContractIDs []string `json:"contractIds"`
+	}
+	prep, err := s.PrepareMint(ctx, seller.id, col.ID, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(m.execute(store.KindNFTMint, prep), &minted); err != nil || len(minted.ContractIDs) != 2 {
+		t.Fatalf("mint receipt: %v %+v", err, minted)
+	}
+	m.nfts = minted.ContractIDs
+	m.metrics = metrics.New(s, ratelimit.NewMemory(time.Minute, s.Now))
+	s.AddQueryHook(m.testGraph)
+	m.http = httptest.NewServer(NewHandler(s, Options{Logger: slog.New(slog.DiscardHandler), Metrics: m.metrics}))
+	t.Cleanup(m.http.Close)
+	return m
+}
+
+func (m *reuseMarket) execute(kind string, prep *store.Prepared) store.Receipt {
+	m.t.Helper()
+	r, err := m.store.Execute(context.Background(), store.Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(m.seller.priv, prep.Hash), Caller: m.seller.id})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return r
+}
+
+// list lists the first NFT at price until expires.
+func (m *reuseMarket) list(price string, expires time.Time) {
+	m.t.Helper()
+	prep, err := m.store.PrepareList(context.Background(), m.seller.id, []store.ListingTerms{{ContractID: m.nfts[0], Price: price, ExpiresAt: &expires}})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.execute(store.KindNFTList, prep)
+}
+
+// ask posts q and returns the answer's bytes and whether it was served again from memory.
+func (m *reuseMarket) ask(q string) (string, bool) {
+	m.t.Helper()
+	const reused = "marketd_graphql_reused_answers_total"
+	before := scrape(m.t.(*testing.T), m.metrics)[reused]
+	body, _ := json.Marshal(map[string]any{"query": q})
+	res, err := http.Post(m.http.URL+"/graphql", "application/json", bytes.NewReader(body))
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/json" {
+		m.t.Fatalf("%d %s: %s", res.StatusCode, res.Header.Get("Content-Type"), raw)
+	}
+	after := scrape(m.t.(*testing.T), m.metrics)[reused]
+	return string(raw), after-before == 1
+}
+
+// want asks q and fails unless the answer is want and was (or was not) served again.
+func (m *reuseMarket) want(step, q, want string, reused bool) {
+	m.t.Helper()
+	got, wasReused := m.ask(q)
+	if got != want || wasReused != reused {
+		m.t.Fatalf("%s: got %s (reused %v), want %s (reused %v)", step, got, wasReused, want, reused)
+	}
+}
+
+// settle asks q until its answer, which must be want, is served again: the pages it reads go
+// into the store's cache, then the answer into the endpoint's. (A first read of the service's
+// cursor keys is a write, which ends the pages read beside it: that can take one more ask.)
+func (m *reuseMarket) settle(step, q, want string) {
+	m.t.Helper()
+	for range 4 {
+		got, reused := m.ask(q)
+		if got != want {
+			m.t.Fatalf("%s: got %s, want %s", step, got, want)
+		}
+		if reused {
+			return
+		}
+	}
+	m.t.Fatalf("%s: the answer is never served again", step)
+}
+
+func TestResponseCache_AnAnswerIsServedAgainUntilAWriteOrAnExpiryChangesIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		m := newReuseMarket(t, b, time.Hour)
+		const q = `{ collections(sort: FLOOR, first: 5) { edges { node { slug floorPrice listedCount nfts(sort: PRICE_ASC, first: 1) { edges { node { serial listing { price } } } } } } } }`
+		unlisted := `{"data":{"collections":{"edges":[{"node":{"slug":"apes","floorPrice":null,"listedCount":0,"nfts":{"edges":[{"node":{"serial":1,"listing":null}}]}}}]}}}`
+		listed := `{"data":{"collections":{"edges":[{"node":{"slug":"apes","floorPrice":"3","listedCount":1,"nfts":{"edges":[{"node":{"serial":1,"listing":{"price":"3"}}}]}}}]}}}`
+
+		m.settle("before any listing", q, unlisted)
+		m.want("asked again", q, unlisted, true)
+
+		m.list("3", m.clock.Now().Add(time.Minute))
+		m.want("after a listing", q, listed, false)
+		m.settle("after a listing", q, listed)
+		m.want("after a listing, asked again", q, listed, true)
+
+		m.clock.Advance(time.Minute - time.Second)
+		m.want("a second before the listing expires", q, listed, true)
+		m.clock.Advance(time.Second)
+		m.want("once the listing has expired", q, unlisted, false)
+	})
+}
+
+func TestResponseCache_NeverKeepsWhatReadsTheClockTheDatabaseOrFails(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		m := newReuseMarket(t, b, time.Hour)
+		m.settle("the pages, into the cache", `{ collections(first: 5) { edges { node { slug } } } }`, `{"data":{"collections":{"edges":[{"node":{"slug":"apes"}}]}}}`)
+		// A phase's active is the clock's: its answer changes with no write.
+		const phases = `{ collections(first: 5) { edges { node { phases { name active } } } } }`
+		active := `{"data":{"collections":{"edges":[{"node":{"phases":[{"name":"free","active":true}]}}]}}}`
+		for i := range 3 {
+			m.want(fmt.Sprintf("phases, asked %d times", i+1), phases, active, false)
+		}
+		m.clock.Advance(2 * time.Hour)
+		m.want("phases once the phase has ended", phases, `{"data":{"collections":{"edges":[{"node":{"phases":[{"name":"free","active":false}]}}]}}}`, false)
+
+		// A collection by id is a statement, not a cached page.
+		byID := `{ collection(id: "` + m.col.ID + `") { slug } }`
+		m.want("by id", byID, `{"data":{"collection":{"slug":"apes"}}}`, false)
+		m.want("by id again", byID, `{"data":{"collection":{"slug":"apes"}}}`, false)
+
+		// A count is a statement too, even beside a cached page.
+		counted := `{ collections(first: 5) { totalCount edges { node { slug } } } }`
+		for i := range 3 {
+			m.want(fmt.Sprintf("counted, asked %d times", i+1), counted, `{"data":{"collections":{"totalCount":1,"edges":[{"node":{"slug":"apes"}}]}}}`, false)
+		}
+
+		// An answer holding an error is not kept, even when all it read was cached pages.
+		refused := `{ collections(first: 5) { edges { node { slug } } } big: collections(first: 101) { edges { cursor } } }`
+		for range 3 {
+			if got, reused := m.ask(refused); reused || !bytes.Contains([]byte(got), []byte(`"code":"invalid_request"`)) {
+				t.Fatalf("a refused query: %s (reused %v)", got, reused)
+			}
+		}
+		// Nor one that asked for the caller.
+		failing := `{ collections(first: 5) { edges { node { slug } } } wallet(partyId: "` + m.seller.id + `") { partyId } }`
+		for range 2 {
+			if got, reused := m.ask(failing); reused || !bytes.Contains([]byte(got), []byte(`"code":"unauthenticated"`)) {
+				t.Fatalf("a failing query: %s (reused %v)", got, reused)
+			}
+		}
+	})
+}
+
+func TestResponseCache_OffWithThePageCache(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		m := newReuseMarket(t, b, -1)
+		const q = `{ collections(first: 5) { edges { node { slug } } } }`
+		for range 3 {
+			m.want("asked", q, `{"data":{"collections":{"edges":[{"node":{"slug":"apes"}}]}}}`, false)
+		}
+	})
+}
