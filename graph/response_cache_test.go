@@ -10,6 +10,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,14 +78,30 @@ func (m *reuseMarket) execute(kind string, prep *store.Prepared) store.Receipt {
 	return r
 }
 
-// list lists the first NFT at price until expires.
-func (m *reuseMarket) list(price string, expires time.Time) {
+// list lists the first NFT at price until expires (nil: until cancelled) and returns the
+// listing's cid.
+func (m *reuseMarket) list(price string, expires *time.Time) string {
 	m.t.Helper()
-	prep, err := m.store.PrepareList(context.Background(), m.seller.id, []store.ListingTerms{{ContractID: m.nfts[0], Price: price, ExpiresAt: &expires}})
+	prep, err := m.store.PrepareList(context.Background(), m.seller.id, []store.ListingTerms{{ContractID: m.nfts[0], Price: price, ExpiresAt: expires}})
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	m.execute(store.KindNFTList, prep)
+	var listed struct {
+		CIDs []string `json:"cids"`
+	}
+	if err := json.Unmarshal(m.execute(store.KindNFTList, prep), &listed); err != nil || len(listed.CIDs) != 1 {
+		m.t.Fatalf("list receipt: %v %+v", err, listed)
+	}
+	return listed.CIDs[0]
+}
+
+func (m *reuseMarket) cancel(cid string) {
+	m.t.Helper()
+	prep, err := m.store.PrepareCancel(context.Background(), m.seller.id, []string{cid})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.execute(store.KindNFTCancel, prep)
 }
 
 // ask posts q and returns the answer's bytes and whether it was served again from memory.
@@ -140,7 +159,8 @@ func TestResponseCache_AnAnswerIsServedAgainUntilAWriteOrAnExpiryChangesIt(t *te
 		m.settle("before any listing", q, unlisted)
 		m.want("asked again", q, unlisted, true)
 
-		m.list("3", m.clock.Now().Add(time.Minute))
+		expires := m.clock.Now().Add(time.Minute)
+		m.list("3", &expires)
 		m.want("after a listing", q, listed, false)
 		m.settle("after a listing", q, listed)
 		m.want("after a listing, asked again", q, listed, true)
@@ -199,6 +219,72 @@ func TestResponseCache_OffWithThePageCache(t *testing.T) {
 		const q = `{ collections(first: 5) { edges { node { slug } } } }`
 		for range 3 {
 			m.want("asked", q, `{"data":{"collections":{"edges":[{"node":{"slug":"apes"}}]}}}`, false)
+		}
+	})
+}
+
+// Readers hammer one query while a writer lists and cancels: the answer right after each
+// write shows it, however many answers the readers had kept just before.
+func TestResponseCache_EachWriteShowsInTheNextAnswerWhileOthersReadAtOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		m := newReuseMarket(t, b, time.Hour)
+		const q = `{ collections(sort: FLOOR, first: 5) { edges { node { floorPrice nfts(sort: PRICE_ASC, first: 1) { edges { node { listing { price } } } } } } } }`
+		answer := func(price string) string {
+			if price == "" {
+				return `{"data":{"collections":{"edges":[{"node":{"floorPrice":null,"nfts":{"edges":[{"node":{"listing":null}}]}}}]}}}`
+			}
+			return `{"data":{"collections":{"edges":[{"node":{"floorPrice":"` + price + `","nfts":{"edges":[{"node":{"listing":{"price":"` + price + `"}}}]}}}]}}}`
+		}
+		post := func() (string, error) {
+			res, err := http.Post(m.http.URL+"/graphql", "application/json", bytes.NewReader([]byte(`{"query":"`+strings.ReplaceAll(q, `"`, `\"`)+`"}`)))
+			if err != nil {
+				return "", err
+			}
+			defer res.Body.Close()
+			raw, err := io.ReadAll(res.Body)
+			return string(raw), err
+		}
+		stop := make(chan struct{})
+		var readers sync.WaitGroup
+		for range 8 {
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if got, err := post(); err != nil || !strings.HasPrefix(got, `{"data":{"collections":`) {
+						t.Errorf("a reader got %s, %v", got, err)
+						return
+					}
+				}
+			}()
+		}
+		stopReaders := sync.OnceFunc(func() { close(stop); readers.Wait() })
+		defer stopReaders() // before the server closes, should the writer fail
+		const reused = "marketd_graphql_reused_answers_total"
+		before := scrape(t, m.metrics)[reused]
+		for i := 1; i <= 15; i++ {
+			price := strconv.Itoa(i)
+			cid := m.list(price, nil)
+			if got, err := post(); err != nil || got != answer(price) {
+				t.Fatalf("right after listing at %s: %s, %v", price, got, err)
+			}
+			time.Sleep(20 * time.Millisecond) // the readers keep the answer again
+			m.cancel(cid)
+			if got, err := post(); err != nil || got != answer("") {
+				t.Fatalf("right after cancelling the listing at %s: %s, %v", price, got, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		stopReaders()
+		if n := scrape(t, m.metrics)[reused] - before; n == 0 {
+			t.Fatal("no answer was served again: the test did not exercise kept answers")
+		} else {
+			t.Logf("%v answers served again", n)
 		}
 	})
 }
