@@ -275,6 +275,9 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 // changes only by writes. It is kept in cache c, with the pages of that scope, read since
 // seq.
 func nextListingExpiry[K comparable, P any](ctx context.Context, s *Store, c *pageCache[K, P], collectionID string, seq uint64, now time.Time) (time.Time, error) {
+	if c.ttl < 0 {
+		return time.Time{}, nil // the cache is off: nothing is kept until then
+	}
 	if until, ok := c.horizon(collectionID, now); ok {
 		return until, nil
 	}
