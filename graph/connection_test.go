@@ -299,7 +299,7 @@ func TestConnection_TotalCountIsTheRealCountWhereOffered(t *testing.T) {
 
 func TestConnection_LastHistoriesOfAPageAreOneQuery(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
-		g := newTestGraph(t, b, 300)
+		g := newUncachedTestGraph(t, b, 300)
 		id := g.collectionID("ledger-apes")
 		q := `query($id: ID!, $first: Int!) { collection(id: $id) { nfts(first: $first, filter: {listed: true}) {
 			edges { node { contractId history(last: 1) { edges { cursor node { kind updateId } } pageInfo { hasPreviousPage } } } } } } }`

@@ -19,7 +19,7 @@ import (
 )
 
 // responseCache keeps the answers of queries built only from the store's page caches (the
-// collections list, a collection's NFT pages) and serves them again, byte for byte, while
+// collections list, a collection, its NFT pages) and serves them again, byte for byte, while
 // every page they were built from is current: no write to its collection has committed, none
 // of its listings has expired, and the page cache's TTL has not passed. The dashboards polling
 // the same few queries then cost what REST's cached pages cost, without gqlgen's work per
@@ -51,6 +51,7 @@ const (
 // resolver spoils the answer: it may read the caller, the clock or the oracle.
 var reusableResolvers = map[string]bool{
 	"Query.collections": true, // Store.Collections: a cached page
+	"Query.collection":  true, // Store.CollectionByID or BySlug: a cached page of one
 	"Collection.phases": true, // the collection's own field
 	"Collection.nfts":   true, // Store.NFTs: a cached page
 	"NFT.collection":    true, // primed from the page's collection, else a statement

@@ -156,19 +156,28 @@ func TestResponseCache_AnAnswerIsServedAgainUntilAWriteOrAnExpiryChangesIt(t *te
 		unlisted := `{"data":{"collections":{"edges":[{"node":{"slug":"apes","floorPrice":null,"listedCount":0,"nfts":{"edges":[{"node":{"serial":1,"listing":null}}]}}}]}}}`
 		listed := `{"data":{"collections":{"edges":[{"node":{"slug":"apes","floorPrice":"3","listedCount":1,"nfts":{"edges":[{"node":{"serial":1,"listing":{"price":"3"}}}]}}}]}}}`
 
+		const one = `{ collection(slug: "apes") { floorPrice listedCount nfts(sort: PRICE_ASC, first: 1) { edges { node { serial listing { price } } } } } }`
+		oneUnlisted := `{"data":{"collection":{"floorPrice":null,"listedCount":0,"nfts":{"edges":[{"node":{"serial":1,"listing":null}}]}}}}`
+		oneListed := `{"data":{"collection":{"floorPrice":"3","listedCount":1,"nfts":{"edges":[{"node":{"serial":1,"listing":{"price":"3"}}}]}}}}`
+
 		m.settle("before any listing", q, unlisted)
 		m.want("asked again", q, unlisted, true)
+		m.settle("one collection, before any listing", one, oneUnlisted)
 
 		expires := m.clock.Now().Add(time.Minute)
 		m.list("3", &expires)
 		m.want("after a listing", q, listed, false)
+		m.want("one collection, after a listing", one, oneListed, false)
 		m.settle("after a listing", q, listed)
 		m.want("after a listing, asked again", q, listed, true)
+		m.settle("one collection, after a listing", one, oneListed)
 
 		m.clock.Advance(time.Minute - time.Second)
 		m.want("a second before the listing expires", q, listed, true)
+		m.want("one collection, a second before the listing expires", one, oneListed, true)
 		m.clock.Advance(time.Second)
 		m.want("once the listing has expired", q, unlisted, false)
+		m.want("one collection, once the listing has expired", one, oneUnlisted, false)
 	})
 }
 
@@ -185,10 +194,11 @@ func TestResponseCache_NeverKeepsWhatReadsTheClockTheDatabaseOrFails(t *testing.
 		m.clock.Advance(2 * time.Hour)
 		m.want("phases once the phase has ended", phases, `{"data":{"collections":{"edges":[{"node":{"phases":[{"name":"free","active":false}]}}]}}}`, false)
 
-		// A collection by id is a statement, not a cached page.
-		byID := `{ collection(id: "` + m.col.ID + `") { slug } }`
-		m.want("by id", byID, `{"data":{"collection":{"slug":"apes"}}}`, false)
-		m.want("by id again", byID, `{"data":{"collection":{"slug":"apes"}}}`, false)
+		// An NFT by its contract id is a statement, not a cached page.
+		byID := `{ nft(contractId: "` + m.nfts[0] + `") { serial } }`
+		for i := range 3 {
+			m.want(fmt.Sprintf("an NFT, asked %d times", i+1), byID, `{"data":{"nft":{"serial":1}}}`, false)
+		}
 
 		// A count is a statement too, even beside a cached page.
 		counted := `{ collections(first: 5) { totalCount edges { node { slug } } } }`

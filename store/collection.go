@@ -363,14 +363,36 @@ func (s *Store) collectionIdentityOf(ctx context.Context, ref string) (collectio
 	return id, nil
 }
 
-// CollectionByID returns a collection with its phases, or not_found.
+// CollectionByID returns a collection with its phases, or not_found. Like a page of the
+// collections list, it is kept in memory until a write commits, a listing expires or the
+// page cache's TTL passes.
 func (s *Store) CollectionByID(ctx context.Context, id string) (*Collection, error) {
-	return s.collectionWhere(ctx, "collection_id = ?", id)
+	return s.cachedCollection(ctx, "id:"+id, "collection_id = ?", id)
 }
 
-// CollectionBySlug returns a collection with its phases, or not_found.
+// CollectionBySlug returns a collection with its phases, or not_found, kept as CollectionByID.
 func (s *Store) CollectionBySlug(ctx context.Context, slug string) (*Collection, error) {
-	return s.collectionWhere(ctx, "slug = ?", slug)
+	return s.cachedCollection(ctx, "slug:"+slug, "slug = ?", slug)
+}
+
+func (s *Store) cachedCollection(ctx context.Context, one, where, v string) (*Collection, error) {
+	now := s.now()
+	page, err := s.collectionPages.get(ctx, collectionPageKey{one: one}, "", now, func(seq uint64) (Page[Collection], time.Time, int, error) {
+		until, err := nextListingExpiry(ctx, s, s.collectionPages, "", seq, now)
+		if err != nil {
+			return Page[Collection]{}, until, 0, err
+		}
+		c, err := s.collectionWhere(ctx, where, v)
+		if err != nil {
+			return Page[Collection]{}, until, 0, err
+		}
+		return Page[Collection]{Items: []Collection{*c}}, until, 1, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	c := page.Items[0] // a copy: the cached page is shared
+	return &c, nil
 }
 
 func (s *Store) collectionWhere(ctx context.Context, where, v string) (*Collection, error) {

@@ -107,16 +107,47 @@ func (m *cachedMarket) wantPrices(t *testing.T, s *store.Store, when string, lis
 	}
 }
 
+// wantFloor checks the collection's floor ("-" for none) as s shows it by id, by slug and in
+// the collections list, each read twice (the second from memory).
+func (m *cachedMarket) wantFloor(t *testing.T, s *store.Store, when, floor string) {
+	t.Helper()
+	ctx := context.Background()
+	show := func(c *store.Collection, err error) string {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.FloorPrice == nil {
+			return "-"
+		}
+		return c.FloorPrice.String()
+	}
+	for range 2 {
+		byID := show(s.CollectionByID(ctx, m.col.ID))
+		bySlug := show(s.CollectionBySlug(ctx, m.col.Slug))
+		page, err := s.Collections(ctx, store.SortFloor, store.PageRequest{})
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("collections %+v %v", page, err)
+		}
+		inList := show(&page.Items[0], nil)
+		if byID != floor || bySlug != floor || inList != floor {
+			t.Errorf("%s: floor %s by id, %s by slug, %s in the list; want %s", when, byID, bySlug, inList, floor)
+		}
+	}
+}
+
 func TestNFTPages_AWriteShowsInTheNextRead(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		m := openCachedMarket(t, b)
 		m.wantPrices(t, m.s, "before any listing", `[]`, `["-","-"]`)
 		m.wantPrices(t, m.s, "read again", `[]`, `["-","-"]`)
+		m.wantFloor(t, m.s, "before any listing", "-")
 		cid := m.list(t, m.s, "3", nil)
 		m.wantPrices(t, m.s, "after the listing", `["3"]`, `["3","-"]`)
+		m.wantFloor(t, m.s, "after the listing", "3")
 		prep, err := m.s.PrepareCancel(context.Background(), m.seller.id, []string{cid})
 		m.exec(t, m.s, store.KindNFTCancel, prep, err)
 		m.wantPrices(t, m.s, "after the cancel", `[]`, `["-","-"]`)
+		m.wantFloor(t, m.s, "after the cancel", "-")
 	})
 }
 
@@ -128,8 +159,10 @@ func TestNFTPages_AnExpiringListingEndsThePagesThatShowIt(t *testing.T) {
 		m.wantPrices(t, m.s, "before expiry", `["3"]`, `["3","-"]`)
 		m.clock.Advance(59 * time.Second)
 		m.wantPrices(t, m.s, "a second before expiry", `["3"]`, `["3","-"]`)
+		m.wantFloor(t, m.s, "a second before expiry", "3")
 		m.clock.Advance(time.Second) // expired; no sweeper has run and nothing was written
 		m.wantPrices(t, m.s, "at expiry", `[]`, `["-","-"]`)
+		m.wantFloor(t, m.s, "at expiry", "-")
 	})
 }
 
@@ -157,6 +190,7 @@ func TestNFTPages_AWriteThroughAnotherInstanceShowsWithoutWaitingForTheTTL(t *te
 				return page.Items[0].FloorPrice
 			}
 			m.wantPrices(t, other, "before the listing", `[]`, `["-","-"]`)
+			m.wantFloor(t, other, "before the listing", "-")
 			if f := floor(); f != nil {
 				t.Fatalf("floor %v before any listing", f)
 			}
@@ -164,7 +198,11 @@ func TestNFTPages_AWriteThroughAnotherInstanceShowsWithoutWaitingForTheTTL(t *te
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				l, _ := m.listedPrices(t, other)
-				if len(l) == 1 && floor() != nil {
+				c, err := other.CollectionBySlug(ctx, m.col.Slug)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(l) == 1 && floor() != nil && c.FloorPrice != nil {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -173,6 +211,7 @@ func TestNFTPages_AWriteThroughAnotherInstanceShowsWithoutWaitingForTheTTL(t *te
 				time.Sleep(5 * time.Millisecond)
 			}
 			m.wantPrices(t, other, "after the listing", `["3"]`, `["3","-"]`)
+			m.wantFloor(t, other, "after the listing", "3")
 		})
 	}
 }

@@ -331,7 +331,7 @@ func (s *Store) PrepareMint(ctx context.Context, minter, collectionID string, qu
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.CollectionByID(ctx, ref.ID)
+	c, err := s.collectionWhere(ctx, "collection_id = ?", ref.ID) // as stored now, not as cached
 	if err != nil {
 		return nil, err
 	}
