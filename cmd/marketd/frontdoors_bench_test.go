@@ -64,6 +64,13 @@ func BenchmarkFrontDoors(b *testing.B) {
 	executed := httptest.NewServer(frontDoors(api, graph.NewHandler(s, graph.Options{Logger: quiet, RunEveryQuery: true}), nil))
 	defer executed.Close()
 	b.Run("graphql-collections-executed", func(b *testing.B) { benchRequests(b, "POST", executed.URL+"/graphql", query) })
+	// A dashboard's view of one collection: its stats and its cheapest 20 NFTs.
+	one := []byte(`{"query":"{ collection(slug: \"ledger-apes\") { floorPrice volume listedCount nfts(first: 20, sort: PRICE_ASC) { edges { node { serial name owner listing { price expiresAt } } } } } }"}`)
+	b.Run("graphql-collection-nfts", func(b *testing.B) { benchRequests(b, "POST", hs.URL+"/graphql", one) })
+	b.Run("graphql-collection-nfts-executed", func(b *testing.B) { benchRequests(b, "POST", executed.URL+"/graphql", one) })
+	b.Run("rest-collection+nfts", func(b *testing.B) { // two REST calls for the same data
+		benchRequests(b, "GET", hs.URL+"/api/nft/slug/ledger-apes", nil, hs.URL+"/api/nft/collection/ledger-apes/nfts?sort=price_asc&limit=20")
+	})
 	b.Run("rest-collections", func(b *testing.B) { benchRequests(b, "GET", hs.URL+"/api/nft/collections?limit=20", nil) })
 	b.Run("bare", func(b *testing.B) { benchRequests(b, "POST", bare.URL, query) })
 
