@@ -71,11 +71,10 @@ func (c *pageCache[K, P]) get(ctx context.Context, k K, scope string, now time.T
 		noteCachedRead(ctx, readDep{cache: c, scope: e.scope, seq: e.seq, at: e.at, until: e.until})
 		return e.page, nil
 	}
-	// Not from memory: whoever tracks these reads cannot tell when this page changes.
-	Spoil(ctx)
 	if f := c.flights[k]; f != nil && c.valid(scope, f.seq) {
 		f.waiters++
 		c.mu.Unlock()
+		Spoil(ctx) // not from memory: whoever tracks these reads cannot tell when it changes
 		select {
 		case <-f.done:
 		case <-ctx.Done():
@@ -95,6 +94,7 @@ func (c *pageCache[K, P]) get(ctx context.Context, k K, scope string, now time.T
 	}
 	c.flights[k] = f
 	c.mu.Unlock()
+	Spoil(ctx)
 
 	at := time.Now()
 	var items int

@@ -74,12 +74,13 @@ func (r *Reads) Keepable() bool {
 // has expired, and the page cache's TTL has not passed. A spoiled record is never current.
 func (r *Reads) Current(s *Store) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.spoiled {
+	spoiled, deps := r.spoiled, r.deps
+	r.mu.Unlock()
+	if spoiled {
 		return false
 	}
 	now := s.now()
-	for _, d := range r.deps {
+	for _, d := range deps {
 		if !d.cache.stillCurrent(d.scope, d.seq, d.at, d.until, now) {
 			return false
 		}
