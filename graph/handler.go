@@ -101,10 +101,8 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 			rc := http.NewResponseController(w)
 			rc.SetReadDeadline(time.Time{})
 			rc.SetWriteDeadline(time.Time{})
-			serve.ServeHTTP(w, r)
-			return
 		}
-		if cfg.RunEveryQuery {
+		if upgrade || cfg.RunEveryQuery {
 			serve.ServeHTTP(w, r)
 			return
 		}

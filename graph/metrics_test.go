@@ -18,7 +18,7 @@ import (
 )
 
 // scrape reads the registry's samples as "name{labels}" -> value.
-func scrape(t *testing.T, m *metrics.Metrics) map[string]float64 {
+func scrape(t testing.TB, m *metrics.Metrics) map[string]float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))

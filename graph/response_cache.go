@@ -161,6 +161,8 @@ func (w *recorder) Write(p []byte) (int, error) {
 	return w.ResponseWriter.Write(p)
 }
 
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // reuseVerdict is what the operation itself says of reusing its answer: yes when it ran as a
 // query and gave one answer, without an error.
 type reuseVerdict struct{ answers, clean atomic.Int32 }
@@ -198,5 +200,3 @@ func (reuseGuard) InterceptResponse(ctx context.Context, next graphql.ResponseHa
 	}
 	return resp
 }
-
-func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }

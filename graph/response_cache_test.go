@@ -3,7 +3,6 @@ package graph
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -58,7 +57,7 @@ func newReuseMarket(t *testing.T, b storetest.Backend, ttl time.Duration) *reuse
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(m.execute(store.KindNFTMint, prep), &minted); err != nil || len(minted.ContractIDs) != 2 {
+	if err := json.Unmarshal(m.seller.execute(store.KindNFTMint, prep), &minted); err != nil || len(minted.ContractIDs) != 2 {
 		t.Fatalf("mint receipt: %v %+v", err, minted)
 	}
 	m.nfts = minted.ContractIDs
@@ -67,15 +66,6 @@ func newReuseMarket(t *testing.T, b storetest.Backend, ttl time.Duration) *reuse
 	m.http = httptest.NewServer(NewHandler(s, Options{Logger: slog.New(slog.DiscardHandler), Metrics: m.metrics}))
 	t.Cleanup(m.http.Close)
 	return m
-}
-
-func (m *reuseMarket) execute(kind string, prep *store.Prepared) store.Receipt {
-	m.t.Helper()
-	r, err := m.store.Execute(context.Background(), store.Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(m.seller.priv, prep.Hash), Caller: m.seller.id})
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	return r
 }
 
 // list lists the first NFT at price until expires (nil: until cancelled) and returns the
@@ -89,7 +79,7 @@ func (m *reuseMarket) list(price string, expires *time.Time) string {
 	var listed struct {
 		CIDs []string `json:"cids"`
 	}
-	if err := json.Unmarshal(m.execute(store.KindNFTList, prep), &listed); err != nil || len(listed.CIDs) != 1 {
+	if err := json.Unmarshal(m.seller.execute(store.KindNFTList, prep), &listed); err != nil || len(listed.CIDs) != 1 {
 		m.t.Fatalf("list receipt: %v %+v", err, listed)
 	}
 	return listed.CIDs[0]
@@ -101,14 +91,14 @@ func (m *reuseMarket) cancel(cid string) {
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	m.execute(store.KindNFTCancel, prep)
+	m.seller.execute(store.KindNFTCancel, prep)
 }
 
 // ask posts q and returns the answer's bytes and whether it was served again from memory.
 func (m *reuseMarket) ask(q string) (string, bool) {
 	m.t.Helper()
 	const reused = "marketd_graphql_reused_answers_total"
-	before := scrape(m.t.(*testing.T), m.metrics)[reused]
+	before := scrape(m.t, m.metrics)[reused]
 	body, _ := json.Marshal(map[string]any{"query": q})
 	res, err := http.Post(m.http.URL+"/graphql", "application/json", bytes.NewReader(body))
 	if err != nil {
@@ -119,7 +109,7 @@ func (m *reuseMarket) ask(q string) (string, bool) {
 	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/json" {
 		m.t.Fatalf("%d %s: %s", res.StatusCode, res.Header.Get("Content-Type"), raw)
 	}
-	after := scrape(m.t.(*testing.T), m.metrics)[reused]
+	after := scrape(m.t, m.metrics)[reused]
 	return string(raw), after-before == 1
 }
 

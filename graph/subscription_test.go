@@ -45,11 +45,13 @@ func newMinter(t testing.TB, s *store.Store, hint string) *minter {
 	return m
 }
 
-func (m *minter) execute(kind string, prep *store.Prepared) {
+func (m *minter) execute(kind string, prep *store.Prepared) store.Receipt {
 	m.t.Helper()
-	if _, err := m.s.Execute(context.Background(), store.Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(m.priv, prep.Hash), Caller: m.id}); err != nil {
+	r, err := m.s.Execute(context.Background(), store.Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(m.priv, prep.Hash), Caller: m.id})
+	if err != nil {
 		m.t.Fatal(err)
 	}
+	return r
 }
 
 // mint mints n NFTs of the collection, one transaction each.
