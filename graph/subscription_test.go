@@ -160,6 +160,7 @@ func TestSubscription_CollectionActivityInOrderAndResumesFromItsPosition(t *test
 			if _, err := s.Migrate(context.Background()); err != nil {
 				t.Fatal(err)
 			}
+			s.StartNFTIndex()
 			return s
 		}
 		writer, reader := open(), open()

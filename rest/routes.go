@@ -48,7 +48,8 @@ func (srv *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 }
 
 // readyz answers 200 while this instance should get traffic: not shutting down, the store
-// answers, its migrations are current; it says which rate-limit backend answers.
+// answers, its migrations are current, its NFT index is built; it says which rate-limit
+// backend answers.
 func (srv *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	if srv.draining.Load() {
 		return store.Errorf(store.CodeUnavailable, "shutting down: finishing the requests in flight")
@@ -65,8 +66,11 @@ func (srv *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	if len(pending) > 0 {
 		return store.Errorf(store.CodeUnavailable, "migrations not applied: %s; run marketd migrate up", strings.Join(pending, ", "))
 	}
+	if err := srv.store.NFTIndexReady(); err != nil {
+		return err
+	}
 	lim := ratelimit.StatusOf(srv.limiter)
-	body := map[string]any{"status": "ready", "store": "ok", "migrations": "current",
+	body := map[string]any{"status": "ready", "store": "ok", "migrations": "current", "nftIndex": "ready",
 		"limiter": map[string]any{"backend": lim.Backend, "fallback": lim.Fallback}}
 	if lim.Fallback {
 		body["limiter"].(map[string]any)["error"] = lim.Error

@@ -54,6 +54,7 @@ func openLedger(t *testing.T, b storetest.Backend) (*store.Store, *storetest.Clo
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	s.StartNFTIndex()
 	driver, dsn := "pgx", cfg.DB
 	if b.Dialect == store.SQLite {
 		driver, dsn = "sqlite", "file:"+strings.TrimPrefix(cfg.DB, "sqlite://")+"?_pragma=query_only(1)"

@@ -278,6 +278,12 @@ func nextListingExpiry[K comparable, P any](ctx context.Context, s *Store, c *pa
 	if c.ttl < 0 {
 		return time.Time{}, nil // the cache is off: nothing is kept until then
 	}
+	if collectionID != "" && s.nftIndex.ready.Load() {
+		if ci := s.nftIndex.collection(collectionID, false); ci != nil {
+			return ci.nextExpiry(now), nil
+		}
+		return time.Time{}, nil
+	}
 	if until, ok := c.horizon(collectionID, now); ok {
 		return until, nil
 	}
@@ -302,32 +308,80 @@ func (s *Store) readNextListingExpiry(ctx context.Context, collectionID string, 
 	return next[0].ExpiresAt.Time, nil
 }
 
-// readNFTs reads one page of NFTs from the store, as they are at now.
+// readNFTs reads one page of NFTs as they are at now: from the NFT index once it is built,
+// else by SQL.
 func (s *Store) readNFTs(ctx context.Context, c collectionIdentity, f NFTFilter, sort NFTSort, r PageRequest, at time.Time) (Page[NFTView], error) {
-	collectionID := c.ID
-	var minPrice, maxPrice *Amount
+	nq, q, err := s.startNFTPage(ctx, c, f, sort, r)
+	if err != nil {
+		return Page[NFTView]{}, err
+	}
+	if !s.nftIndex.ready.Load() {
+		return s.queryNFTs(ctx, c.ID, nq, q, at)
+	}
+	var rows []*indexedNFT
+	if ci := s.nftIndex.collection(c.ID, false); ci != nil {
+		rows = ci.page(nq, q, at, int(s.nftIndex.sortUnder.Load()))
+	}
+	page, err := finish(ctx, s, q, rows, func(n *indexedNFT) nftKey {
+		switch {
+		case sort == SortSerial:
+			return nftKey{S: n.view.Serial}
+		case !n.listedAt(at):
+			return nftKey{K: noKey, S: n.view.Serial}
+		case sort == SortPriceAsc:
+			return nftKey{K: n.listing.asc, S: n.view.Serial}
+		}
+		return nftKey{K: n.listing.desc, S: n.view.Serial}
+	})
+	if err != nil {
+		return Page[NFTView]{}, err
+	}
+	out := Page[NFTView]{Items: make([]NFTView, len(page.Items)), Cursor: page.Cursor, ItemCursors: page.ItemCursors}
+	for i, n := range page.Items {
+		out.Items[i] = n.viewAt(at)
+	}
+	return out, nil
+}
+
+// startNFTPage checks a request for a page of a collection's NFTs and decodes its cursor.
+func (s *Store) startNFTPage(ctx context.Context, c collectionIdentity, f NFTFilter, sort NFTSort, r PageRequest) (*nftQuery, *pageQuery[nftKey], error) {
+	nq := &nftQuery{filter: f, sort: sort}
 	for _, p := range []struct {
 		name, v string
 		dst     **Amount
-	}{{"minPrice", f.MinPrice, &minPrice}, {"maxPrice", f.MaxPrice, &maxPrice}} {
+	}{{"minPrice", f.MinPrice, &nq.minPrice}, {"maxPrice", f.MaxPrice, &nq.maxPrice}} {
 		if p.v == "" {
 			continue
 		}
 		a, err := parseDecimal(p.v, c.Currency.Decimals())
 		if err != nil {
-			return Page[NFTView]{}, Errorf(CodeInvalidRequest, "%s: %s", p.name, ErrorMessage(err))
+			return nil, nil, Errorf(CodeInvalidRequest, "%s: %s", p.name, ErrorMessage(err))
 		}
 		*p.dst = &a
 	}
+	if nq.minPrice != nil {
+		nq.minKey = ascKey(*nq.minPrice)
+	}
+	if nq.maxPrice != nil {
+		nq.maxKey = ascKey(*nq.maxPrice)
+	}
+	nq.onlyListed = f.Listed || nq.minPrice != nil || nq.maxPrice != nil
 	if f.Owner != "" {
 		if err := checkPartyID("owner", f.Owner); err != nil {
-			return Page[NFTView]{}, err
+			return nil, nil, err
 		}
 	}
-	q, err := startPage[nftKey](ctx, s, "nfts:"+collectionID+":"+string(sort)+":"+f.fingerprint(), r)
+	q, err := startPage[nftKey](ctx, s, "nfts:"+c.ID+":"+string(sort)+":"+f.fingerprint(), r)
 	if err != nil {
-		return Page[NFTView]{}, err
+		return nil, nil, err
 	}
+	return nq, q, nil
+}
+
+// queryNFTs reads one page of NFTs by SQL, as they are at now: the reference the NFT index
+// answers exactly as.
+func (s *Store) queryNFTs(ctx context.Context, collectionID string, nq *nftQuery, q *pageQuery[nftKey], at time.Time) (Page[NFTView], error) {
+	f, sort, minPrice, maxPrice, onlyListed := nq.filter, nq.sort, nq.minPrice, nq.maxPrice, nq.onlyListed
 	now := At(at)
 	// filtered is the query of the collection's NFTs that match f, in no order yet.
 	filtered := func() *bun.SelectQuery {
@@ -348,7 +402,6 @@ func (s *Store) readNFTs(ctx context.Context, c collectionIdentity, f NFTFilter,
 	unlisted := func(sel *bun.SelectQuery) *bun.SelectQuery {
 		return sel.Where("(price_asc_key = ? OR list_expires <= ?)", noKey, now)
 	}
-	onlyListed := f.Listed || minPrice != nil || maxPrice != nil
 	var rows []nftItem
 	var key func(it nftItem) nftKey
 	col := map[NFTSort]string{SortPriceAsc: "price_asc_key", SortPriceDesc: "price_desc_key"}[sort]

@@ -182,6 +182,7 @@ func TestNFTPages_AWriteThroughAnotherInstanceShowsWithoutWaitingForTheTTL(t *te
 				t.Fatal(err)
 			}
 			defer other.Close()
+			other.StartNFTIndex()
 			floor := func() *store.Amount {
 				page, err := other.Collections(ctx, store.SortFloor, store.PageRequest{})
 				if err != nil || len(page.Items) != 1 {

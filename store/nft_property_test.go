@@ -41,6 +41,22 @@ type nftWorld struct {
 
 const nftTraderFunds = "1000"
 
+// worldTraits are the trait types and values of the world's NFTs: every NFT has a Hat and
+// Eyes, one in five an Aura.
+var worldTraits = map[string][]string{"Hat": {"Cap", "Crown", "Beanie", "Halo"}, "Eyes": {"Bored", "Laser", "Sleepy"}, "Aura": {"Glow"}}
+
+func worldItems(slug string, n int) []store.ItemSpec {
+	items := make([]store.ItemSpec, n)
+	for k := range items {
+		traits := []store.Trait{{Type: "Hat", Value: worldTraits["Hat"][k*7%4]}, {Type: "Eyes", Value: worldTraits["Eyes"][k%3]}}
+		if k%5 == 0 {
+			traits = append(traits, store.Trait{Type: "Aura", Value: "Glow"})
+		}
+		items[k] = store.ItemSpec{Name: fmt.Sprintf("%s #%d", slug, k+1), Image: "https://img.example/" + slug + ".png", Traits: traits}
+	}
+	return items
+}
+
 func newNFTWorld(t *testing.T, b storetest.Backend, traders int) *nftWorld {
 	ctx := context.Background()
 	s, clock, raw := openLedger(t, b)
@@ -69,7 +85,8 @@ func newNFTWorld(t *testing.T, b storetest.Backend, traders int) *nftWorld {
 		royalty int
 		price   string
 	}{{"cc-apes", store.CC, 300, "0.5"}, {"usd-owls", store.USDCx, 700, "1.25"}} {
-		col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: c.slug, Name: c.slug, Creator: w.creator.id, Currency: c.cur, RoyaltyBps: c.royalty, Supply: 60})
+		col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: c.slug, Name: c.slug, Creator: w.creator.id, Currency: c.cur, RoyaltyBps: c.royalty, Supply: 60,
+			Items: worldItems(c.slug, 60)})
 		if err != nil {
 			t.Fatal(err)
 		}

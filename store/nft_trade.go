@@ -194,6 +194,7 @@ func (tx *Tx) nftEvents(ctx context.Context, u *Update, events []nftActivity) er
 	}
 	for i := range events {
 		events[i].UpdateID, events[i].At = u.UpdateID, At(tx.now)
+		tx.nfts = append(tx.nfts, events[i].NFTID)
 	}
 	return tx.later(ctx, tx.NewInsert().Model(&events))
 }

@@ -94,6 +94,7 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, ready chan<
 		case collectionChannel:
 			s.collectionPages.invalidate("")
 			s.nftPages.invalidate(id)
+			s.nftIndex.kick() // it ends the collection's pages again once it has the change
 		}
 	}
 }

@@ -111,6 +111,7 @@ func TestReads_EndWithAWriteThroughAnotherInstance(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer other.Close()
+			other.StartNFTIndex()
 			m.trackedRead(t, other)
 			reads := m.trackedRead(t, other)
 			if !reads.Keepable() || !reads.Current(other) {

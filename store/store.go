@@ -58,6 +58,11 @@ type Config struct {
 	// at once, and a page ends when a listing on it expires; the bound covers a notification
 	// that never came. 0 means a second; below 0 turns the page caches off.
 	PageCacheTTL time.Duration
+
+	// NFTIndexOff serves every page of NFTs by SQL instead of from the in-memory NFT index
+	// (nft_index.go): the reference path, for comparisons. The index is on by default once
+	// StartNFTIndex is called.
+	NFTIndexOff bool
 }
 
 // DefaultConfig returns the settings of CONTRACT.md section 1.
@@ -105,6 +110,7 @@ type Store struct {
 	collectionPages *pageCache[collectionPageKey, Page[Collection]]
 	nftPages        *pageCache[nftPageKey, Page[NFTView]]
 	collectionIDs   sync.Map // id or slug -> collectionIdentity
+	nftIndex        *nftIndex
 
 	commitObserver atomic.Pointer[CommitObserver] // observe.go
 	submits        sync.Map                       // pool id -> *submitQueue (swap_batch.go)
@@ -136,6 +142,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.collectionPages = newPageCache[collectionPageKey, Page[Collection]](maxCachedCollections, cfg.PageCacheTTL)
 	s.nftPages = newPageCache[nftPageKey, Page[NFTView]](maxCachedNFTs, cfg.PageCacheTTL)
 	s.ledger = embeddedLedger{}
+	s.nftIndex = newNFTIndex(s)
 	switch {
 	case strings.HasPrefix(cfg.DB, "postgres://"), strings.HasPrefix(cfg.DB, "postgresql://"):
 		err = s.openPostgres(ctx, cfg.DB)
@@ -242,6 +249,7 @@ func (s *Store) openSQLite(path string) error {
 
 // Close releases the store's connections.
 func (s *Store) Close() error {
+	s.nftIndex.close()
 	if s.stopListener != nil {
 		s.stopListener()
 		<-s.listenerDone
@@ -282,6 +290,7 @@ type Tx struct {
 	after    []func()
 	recorded string                // the kind of the ledger update this transaction appended, if any
 	touched  []string              // the collections whose NFTs or listings this transaction writes
+	nfts     []string              // the NFTs whose read model it writes (by their history events)
 	pools    map[string]*Pool      // the swap pools this transaction has locked
 	books    map[string][]*LPQuote // their open quotes by pool and side, as this transaction left them
 }
@@ -294,10 +303,10 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	start := time.Now()
 	var after []func()
 	var recorded string
-	var touched []string
+	var touched, nfts []string
 	err := s.wdb.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now()}
-		defer func() { touched = tx.touched }()
+		defer func() { touched, nfts = tx.touched, tx.nfts }()
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -307,8 +316,13 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 		return tx.flush(ctx)
 	})
-	// Whatever committed (or may have, when the commit's answer was lost) may have moved a
-	// collection's statistics, and changed the NFT pages of the collections it touched.
+	// The NFT index reads what committed (or may have, when the commit's answer was lost)
+	// before the write answers; the pages it changed end after that.
+	if len(nfts) > 0 {
+		s.nftIndex.sync(context.WithoutCancel(ctx), nfts)
+	}
+	// Whatever committed may have moved a collection's statistics, and changed the NFT pages
+	// of the collections it touched.
 	s.collectionPages.invalidate("")
 	for _, id := range touched {
 		s.nftPages.invalidate(id)

@@ -125,6 +125,7 @@ func serve(args []string) error {
 	if len(applied) > 0 {
 		log.Info("migrations applied", "migrations", applied)
 	}
+	s.StartNFTIndex() // /readyz fails until it is built
 	limiter, closeLimiter, err := newLimiter(ctx, c, s, log)
 	if err != nil {
 		return err

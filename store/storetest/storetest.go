@@ -71,5 +71,11 @@ func (b Backend) Open(t testing.TB, cfg store.Config) *store.Store {
 	if _, err := s.Migrate(context.Background()); err != nil {
 		t.Fatalf("migrate %s store: %v", b.Name, err)
 	}
+	s.StartNFTIndex()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.AwaitNFTIndex(ctx); err != nil {
+		t.Fatalf("%s store: %v", b.Name, err)
+	}
 	return s
 }

@@ -1,0 +1,1 @@
+DROP INDEX nft_activity_update;

@@ -1,0 +1,33 @@
+package store
+
+import "context"
+
+// IndexedNFTs reads a page of a collection's NFTs from the NFT index, past the page cache,
+// once the index is built.
+func (s *Store) IndexedNFTs(ctx context.Context, collectionID string, f NFTFilter, sort NFTSort, r PageRequest) (Page[NFTView], error) {
+	if err := s.AwaitNFTIndex(ctx); err != nil {
+		return Page[NFTView]{}, err
+	}
+	c, err := s.collectionIdentityOf(ctx, collectionID)
+	if err != nil {
+		return Page[NFTView]{}, err
+	}
+	return s.readNFTs(ctx, c, f, sort, r, s.now())
+}
+
+// ReferenceNFTs reads the same page by SQL: the reference the index answers as.
+func (s *Store) ReferenceNFTs(ctx context.Context, collectionID string, f NFTFilter, sort NFTSort, r PageRequest) (Page[NFTView], error) {
+	c, err := s.collectionIdentityOf(ctx, collectionID)
+	if err != nil {
+		return Page[NFTView]{}, err
+	}
+	nq, q, err := s.startNFTPage(ctx, c, f, sort, r)
+	if err != nil {
+		return Page[NFTView]{}, err
+	}
+	return s.queryNFTs(ctx, c.ID, nq, q, s.now())
+}
+
+// SortNFTRunsUnder sets the size up to which the NFT index sorts a price run's candidates
+// instead of walking the price order (-1: always walk), so tests take both ways.
+func (s *Store) SortNFTRunsUnder(n int) { s.nftIndex.sortUnder.Store(int64(n)) }

@@ -1,0 +1,826 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2"
+	"github.com/google/btree"
+	"github.com/uptrace/bun"
+)
+
+// The NFT index answers a page of a collection's NFTs from memory, at a cost that follows the
+// page rather than how many NFTs the collection holds or how many a filter skips. Per
+// collection it keeps a compressed bitmap of serials for every trait value, every owner, the
+// live NFTs and the listed ones, and the listed NFTs ordered by each price sort. A page
+// intersects the filter's bitmaps, then walks the sort order from the cursor until it is full.
+//
+// It is derived state. Each instance builds it at start from nft_items (the read model the
+// SQL path reads) and keeps it current from the update log, in commit order: every change to
+// nft_items commits with a history event (nft_activity) of the same update, so the NFTs an
+// update changed are the ones its events name, and the index reads them again. Reads of the
+// store under the index's follow lock are serial, so each NFT only ever moves forward. A write
+// on this instance reads its NFTs again before it answers (a write shows in the very next read
+// here); other instances follow on its notification, or within followEvery without one.
+// Listings expire on the store's clock at read time, exactly as the SQL path has them.
+//
+// Answers and cursors are exactly those of the SQL path (readNFTs), which stays as the
+// reference the tests compare against, and serves reads until the index is built.
+type nftIndex struct {
+	s *Store
+
+	follow    sync.Mutex // one catch-up at a time; it guards offset and served
+	offset    int64      // the last update offset applied
+	requested atomic.Uint64
+	served    uint64
+
+	colls atomic.Pointer[map[string]*collectionIndex] // copied on write: collections are few
+	ready atomic.Bool
+	state atomic.Pointer[string] // why the index is not ready, for /readyz
+	kicks chan struct{}
+
+	stop context.CancelFunc
+	done chan struct{}
+
+	builtIn time.Duration // how long the build took
+
+	sortUnder atomic.Int64 // smallRun, or what a test sets
+}
+
+// followEvery bounds how long a change committed by another process takes to reach the index
+// when no notification announced it (SQLite, or a lost notification).
+const followEvery = 250 * time.Millisecond
+
+// followBatch is how many updates one round of a catch-up reads.
+const followBatch = 5000
+
+func newNFTIndex(s *Store) *nftIndex {
+	x := &nftIndex{s: s, kicks: make(chan struct{}, 1)}
+	x.sortUnder.Store(smallRun)
+	x.colls.Store(&map[string]*collectionIndex{})
+	state := "not started"
+	x.state.Store(&state)
+	return x
+}
+
+// StartNFTIndex builds the NFT index in the background and keeps it current until Close.
+// Until it is built, NFT pages are read by SQL and NFTIndexReady says why it is not. It does
+// nothing when Config.NFTIndexOff is set, or when the index was started already.
+func (s *Store) StartNFTIndex() {
+	x := s.nftIndex
+	if s.cfg.NFTIndexOff || x.done != nil {
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	x.stop, x.done = stop, make(chan struct{})
+	go x.run(ctx)
+}
+
+// NFTIndexReady returns nil once the NFT index serves reads (or when it is off), else an
+// unavailable error saying what it is doing.
+func (s *Store) NFTIndexReady() error {
+	if s.cfg.NFTIndexOff || s.nftIndex.ready.Load() {
+		return nil
+	}
+	return Errorf(CodeUnavailable, "the NFT index is %s", *s.nftIndex.state.Load())
+}
+
+// AwaitNFTIndex waits until the NFT index serves reads (at once when it is off), or ctx ends.
+func (s *Store) AwaitNFTIndex(ctx context.Context) error {
+	for s.NFTIndexReady() != nil {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", s.NFTIndexReady(), ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// NFTIndexStats describes the NFT index, for operators and benchmarks.
+type NFTIndexStats struct {
+	Ready       bool
+	NFTs        int
+	Listed      int
+	BitmapBytes uint64 // what the bitmaps hold, by roaring's own count
+	Offset      int64  // the last update applied
+	BuiltIn     time.Duration
+}
+
+// NFTIndexStats reports the NFT index's size.
+func (s *Store) NFTIndexStats() NFTIndexStats {
+	x := s.nftIndex
+	st := NFTIndexStats{Ready: x.ready.Load()}
+	x.follow.Lock()
+	st.Offset, st.BuiltIn = x.offset, x.builtIn
+	x.follow.Unlock()
+	for _, c := range *x.colls.Load() {
+		c.mu.RLock()
+		st.NFTs += int(c.all.GetCardinality())
+		st.Listed += int(c.listed.GetCardinality())
+		st.BitmapBytes += c.all.GetSizeInBytes() + c.listed.GetSizeInBytes()
+		for _, vs := range c.traits {
+			for _, b := range vs {
+				st.BitmapBytes += b.GetSizeInBytes()
+			}
+		}
+		for _, b := range c.owners {
+			st.BitmapBytes += b.GetSizeInBytes()
+		}
+		c.mu.RUnlock()
+	}
+	return st
+}
+
+func (x *nftIndex) setState(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	x.state.Store(&s)
+}
+
+// close stops the follower and waits for it.
+func (x *nftIndex) close() {
+	if x.stop != nil {
+		x.stop()
+		<-x.done
+	}
+}
+
+// kick asks the follower for a catch-up now: another instance committed a change.
+func (x *nftIndex) kick() {
+	select {
+	case x.kicks <- struct{}{}:
+	default:
+	}
+}
+
+// run builds the index, then follows the log until ctx ends. A failed build is tried again.
+func (x *nftIndex) run(ctx context.Context) {
+	defer close(x.done)
+	backoff := 100 * time.Millisecond
+	for {
+		err := x.build(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		x.setState("not built: %v; retrying", err)
+		x.s.log.Warn("building the NFT index failed; retrying", "error", err.Error(), "in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+	t := time.NewTicker(followEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-x.kicks:
+		case <-t.C:
+		}
+		if err := x.catchUp(ctx); err != nil && ctx.Err() == nil {
+			x.s.log.Warn("the NFT index could not follow the update log; retrying", "error", err.Error())
+		}
+	}
+}
+
+// build loads every live NFT. It notes the log's end first: whatever commits during the load
+// is read again by the catch-ups that follow from there.
+func (x *nftIndex) build(ctx context.Context) error {
+	start := time.Now()
+	x.follow.Lock()
+	defer x.follow.Unlock()
+	x.setState("being built")
+	end, err := x.logEnd(ctx)
+	if err != nil {
+		return err
+	}
+	colls := map[string]*collectionIndex{}
+	const batch = 10_000
+	after, n := "", 0
+	for {
+		var rows []nftItem
+		sel := x.s.db.NewSelect().Model(&rows).OrderExpr("nft_id").Limit(batch)
+		if after != "" {
+			sel = sel.Where("nft_id > ?", after)
+		}
+		if err := sel.Scan(ctx); err != nil {
+			return err
+		}
+		for i := range rows {
+			it := &rows[i]
+			c := colls[it.CollectionID]
+			if c == nil {
+				c = newCollectionIndex(it.CollectionID)
+				colls[it.CollectionID] = c
+			}
+			c.put(it)
+		}
+		n += len(rows)
+		x.setState("being built: %d NFTs loaded", n)
+		if len(rows) < batch {
+			break
+		}
+		after = rows[len(rows)-1].NFTID
+	}
+	for _, c := range colls {
+		c.optimize()
+	}
+	x.colls.Store(&colls)
+	x.offset = end
+	if err := x.catchUpLocked(ctx); err != nil {
+		return err
+	}
+	x.builtIn = time.Since(start)
+	x.ready.Store(true)
+	x.setState("ready")
+	x.s.log.Info("NFT index built", "nfts", n, "collections", len(colls), "took", x.builtIn.String())
+	return nil
+}
+
+// logEnd is the offset of the last committed update.
+func (x *nftIndex) logEnd(ctx context.Context) (int64, error) {
+	var end int64
+	err := x.s.db.NewSelect().Model((*Update)(nil)).ColumnExpr("COALESCE(MAX(ledger_offset), 0)").Scan(ctx, &end)
+	return end, err
+}
+
+// catchUp applies every update committed since the last one applied.
+func (x *nftIndex) catchUp(ctx context.Context) error {
+	x.follow.Lock()
+	defer x.follow.Unlock()
+	if !x.ready.Load() {
+		return nil // the build follows the log itself
+	}
+	return x.catchUpLocked(ctx)
+}
+
+func (x *nftIndex) catchUpLocked(ctx context.Context) error {
+	for {
+		end, err := x.logEnd(ctx)
+		if err != nil || end <= x.offset {
+			return err
+		}
+		to := min(end, x.offset+followBatch)
+		var changed []struct {
+			NFTID string `bun:"nft_id"`
+		}
+		err = x.s.db.NewSelect().TableExpr("nft_activity AS a").ColumnExpr("DISTINCT a.nft_id").
+			Join("JOIN updates AS u ON u.update_id = a.update_id").
+			Where("u.ledger_offset > ?", x.offset).Where("u.ledger_offset <= ?", to).Scan(ctx, &changed)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(changed))
+		for i, c := range changed {
+			ids[i] = c.NFTID
+		}
+		if err := x.reread(ctx, ids); err != nil {
+			return err
+		}
+		x.offset = to
+	}
+}
+
+// sync brings this instance's writes into the index before the write answers: it reads the
+// NFTs a committed transaction changed again (already committed, so any read from now on
+// sees them).
+func (x *nftIndex) sync(ctx context.Context, nftIDs []string) {
+	if len(nftIDs) == 0 || x.done == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	x.follow.Lock()
+	defer x.follow.Unlock()
+	if !x.ready.Load() {
+		return // not built yet: the build, which takes this lock, will read the change
+	}
+	if err := x.reread(ctx, nftIDs); err != nil {
+		// The follower reads them again from the log within followEvery.
+		x.s.log.Warn("the NFT index could not read a committed change; the follower will", "error", err.Error())
+		x.kick()
+	}
+}
+
+// reread reads the NFTs named again and puts them in the index as they are now, or takes out
+// those no longer live. It runs under the follow lock, so reads of the same NFT never
+// overtake each other. The pages of the collections it changed end after it, so no page read
+// before it is kept.
+func (x *nftIndex) reread(ctx context.Context, nftIDs []string) error {
+	touched := map[string]bool{}
+	for chunk := range slices.Chunk(nftIDs, 1000) {
+		var rows []nftItem
+		if err := x.s.db.NewSelect().Model(&rows).Where("nft_id IN (?)", bun.In(chunk)).Scan(ctx); err != nil {
+			return err
+		}
+		live := make(map[string]*nftItem, len(rows))
+		for i := range rows {
+			live[rows[i].NFTID] = &rows[i]
+		}
+		for _, id := range chunk {
+			collectionID, serial, ok := splitNFTID(id)
+			if !ok {
+				continue
+			}
+			touched[collectionID] = true
+			c := x.collection(collectionID, live[id] != nil)
+			if c == nil {
+				continue
+			}
+			c.mu.Lock()
+			if it := live[id]; it != nil {
+				c.put(it)
+			} else {
+				c.remove(serial)
+			}
+			c.mu.Unlock()
+		}
+	}
+	for id := range touched {
+		x.s.nftPages.invalidate(id)
+	}
+	return nil
+}
+
+// collection returns the index of a collection, made when create is set and it has none.
+func (x *nftIndex) collection(id string, create bool) *collectionIndex {
+	colls := *x.colls.Load()
+	if c := colls[id]; c != nil || !create {
+		return c
+	}
+	next := make(map[string]*collectionIndex, len(colls)+1)
+	for k, v := range colls {
+		next[k] = v
+	}
+	c := newCollectionIndex(id)
+	next[id] = c
+	x.colls.Store(&next) // only catch-ups write, under the follow lock
+	return c
+}
+
+// splitNFTID returns the collection and serial an NFT id (collection#serial) names.
+func splitNFTID(id string) (string, uint32, bool) {
+	i := strings.LastIndexByte(id, '#')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseUint(id[i+1:], 10, 32)
+	return id[:i], uint32(n), err == nil
+}
+
+// collectionIndex is the index of one collection's live NFTs.
+type collectionIndex struct {
+	mu sync.RWMutex
+	id string
+
+	items    []*indexedNFT // by serial
+	all      *roaring.Bitmap
+	traits   map[string]map[string]*roaring.Bitmap // type -> value -> serials
+	owners   map[string]*roaring.Bitmap
+	listed   *roaring.Bitmap // with a listing, expired or not
+	byAsc    *btree.BTreeG[priceEntry]
+	byDesc   *btree.BTreeG[priceEntry]
+	expiring *btree.BTreeG[expiryEntry] // listings with an expiry
+	interned map[string]string          // trait texts and owners, kept once
+}
+
+// indexedNFT is one live NFT as the index keeps it: its view without a listing, and the
+// listing.
+type indexedNFT struct {
+	view    NFTView
+	listing *indexedListing
+}
+
+type indexedListing struct {
+	cid       string
+	price     Amount
+	currency  Instrument
+	expiresAt *Timestamp
+	asc, desc string // the price's sort keys
+}
+
+// priceEntry is a listed NFT's place in one price order: its key, then its serial.
+type priceEntry struct {
+	key    string
+	serial uint32
+}
+
+func (a priceEntry) less(b priceEntry) bool {
+	if c := strings.Compare(a.key, b.key); c != 0 {
+		return c < 0
+	}
+	return a.serial < b.serial
+}
+
+type expiryEntry struct {
+	at     int64 // Unix microseconds
+	serial uint32
+}
+
+func (a expiryEntry) less(b expiryEntry) bool {
+	return a.at < b.at || a.at == b.at && a.serial < b.serial
+}
+
+func newCollectionIndex(id string) *collectionIndex {
+	return &collectionIndex{
+		id:       id,
+		all:      roaring.New(),
+		traits:   map[string]map[string]*roaring.Bitmap{},
+		owners:   map[string]*roaring.Bitmap{},
+		listed:   roaring.New(),
+		byAsc:    btree.NewG(32, priceEntry.less),
+		byDesc:   btree.NewG(32, priceEntry.less),
+		expiring: btree.NewG(32, expiryEntry.less),
+		interned: map[string]string{},
+	}
+}
+
+func (c *collectionIndex) intern(s string) string {
+	if v, ok := c.interned[s]; ok {
+		return v
+	}
+	c.interned[s] = s
+	return s
+}
+
+// put sets the NFT it describes to it, replacing what the index had for its serial.
+func (c *collectionIndex) put(it *nftItem) {
+	serial := uint32(it.Serial)
+	c.remove(serial)
+	n := &indexedNFT{view: it.view(time.Time{})}
+	n.view.Listing = nil
+	n.view.CollectionID = c.id
+	n.view.Owner = c.intern(it.Owner)
+	for i, t := range n.view.Traits {
+		n.view.Traits[i] = Trait{Type: c.intern(t.Type), Value: c.intern(t.Value)}
+	}
+	for int(serial) >= len(c.items) {
+		c.items = append(c.items, nil)
+	}
+	c.items[serial] = n
+	c.all.Add(serial)
+	for _, t := range n.view.Traits {
+		vs := c.traits[t.Type]
+		if vs == nil {
+			vs = map[string]*roaring.Bitmap{}
+			c.traits[t.Type] = vs
+		}
+		b := vs[t.Value]
+		if b == nil {
+			b = roaring.New()
+			vs[t.Value] = b
+		}
+		b.Add(serial)
+	}
+	o := c.owners[n.view.Owner]
+	if o == nil {
+		o = roaring.New()
+		c.owners[n.view.Owner] = o
+	}
+	o.Add(serial)
+	if it.ListingCID != nil {
+		l := &indexedListing{cid: *it.ListingCID, price: *it.ListPrice, currency: *it.ListCurrency, expiresAt: it.ListExpires,
+			asc: it.PriceAscKey, desc: it.PriceDescKey}
+		n.listing = l
+		c.listed.Add(serial)
+		c.byAsc.ReplaceOrInsert(priceEntry{l.asc, serial})
+		c.byDesc.ReplaceOrInsert(priceEntry{l.desc, serial})
+		if l.expiresAt != nil {
+			c.expiring.ReplaceOrInsert(expiryEntry{l.expiresAt.UnixMicro(), serial})
+		}
+	}
+}
+
+// remove takes the NFT of serial out of the index, if it is there.
+func (c *collectionIndex) remove(serial uint32) {
+	if int(serial) >= len(c.items) || c.items[serial] == nil {
+		return
+	}
+	n := c.items[serial]
+	c.items[serial] = nil
+	c.all.Remove(serial)
+	for _, t := range n.view.Traits {
+		if b := c.traits[t.Type][t.Value]; b != nil {
+			b.Remove(serial)
+			if b.IsEmpty() {
+				delete(c.traits[t.Type], t.Value)
+			}
+		}
+	}
+	if o := c.owners[n.view.Owner]; o != nil {
+		o.Remove(serial)
+		if o.IsEmpty() {
+			delete(c.owners, n.view.Owner)
+		}
+	}
+	if l := n.listing; l != nil {
+		c.listed.Remove(serial)
+		c.byAsc.Delete(priceEntry{l.asc, serial})
+		c.byDesc.Delete(priceEntry{l.desc, serial})
+		if l.expiresAt != nil {
+			c.expiring.Delete(expiryEntry{l.expiresAt.UnixMicro(), serial})
+		}
+	}
+}
+
+// optimize compresses runs after a bulk load.
+func (c *collectionIndex) optimize() {
+	c.all.RunOptimize()
+	c.listed.RunOptimize()
+	for _, vs := range c.traits {
+		for _, b := range vs {
+			b.RunOptimize()
+		}
+	}
+}
+
+// nextExpiry is when the first listing expires after now, zero when none will.
+func (c *collectionIndex) nextExpiry(now time.Time) time.Time {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var next time.Time
+	c.expiring.AscendGreaterOrEqual(expiryEntry{at: now.UnixMicro() + 1}, func(e expiryEntry) bool {
+		next = time.UnixMicro(e.at).UTC()
+		return false
+	})
+	return next
+}
+
+// viewAt is the NFT as the API shows it at now.
+func (n *indexedNFT) viewAt(now time.Time) NFTView {
+	v := n.view
+	if l := n.listing; l != nil && (l.expiresAt == nil || now.Before(l.expiresAt.Time)) {
+		v.Listing = &ListingView{CID: l.cid, Seller: v.Owner, Price: l.price, Currency: l.currency, ExpiresAt: l.expiresAt}
+	}
+	return v
+}
+
+// listedAt tells whether the NFT's listing holds at now.
+func (n *indexedNFT) listedAt(now time.Time) bool {
+	return n.listing != nil && (n.listing.expiresAt == nil || now.Before(n.listing.expiresAt.Time))
+}
+
+// nftQuery is a page request on a collection's NFTs, checked and with its prices as sort keys.
+type nftQuery struct {
+	filter     NFTFilter
+	sort       NFTSort
+	onlyListed bool
+	minKey     string // "" for no bound
+	maxKey     string
+	minPrice   *Amount
+	maxPrice   *Amount
+}
+
+// smallRun is the size up to which a price run's candidates are sorted rather than found by
+// walking the price order: walking skips about |listed|/|candidates| entries per item found.
+const smallRun = 2048
+
+// page reads the NFTs of q's page from the index: at most q.fetch() of them, in the read's
+// direction, as readNFTs's queries return them.
+func (c *collectionIndex) page(nq *nftQuery, q *pageQuery[nftKey], now time.Time, sortUnder int) []*indexedNFT {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	match := c.matching(nq.filter)
+	if match.IsEmpty() {
+		return nil
+	}
+	expired := roaring.New()
+	c.expiring.Ascend(func(e expiryEntry) bool {
+		if e.at > now.UnixMicro() {
+			return false
+		}
+		expired.Add(e.serial)
+		return true
+	})
+	listedNow := roaring.AndNot(c.listed, expired)
+	inRange := func(n *indexedNFT) bool {
+		return (nq.minKey == "" || n.listing.asc >= nq.minKey) && (nq.maxKey == "" || n.listing.asc <= nq.maxKey)
+	}
+	fetch := int(q.fetch())
+	var rows []*indexedNFT
+	if nq.sort == SortSerial {
+		set := match
+		if nq.onlyListed {
+			set = roaring.And(match, listedNow)
+		}
+		var from *uint32
+		if q.from != nil {
+			s := uint32(q.from.S)
+			from = &s
+		}
+		c.bySerial(set, from, q.backward, fetch, func(n *indexedNFT) bool {
+			return !nq.onlyListed || inRange(n)
+		}, &rows)
+		return rows
+	}
+	// A price sort reads two runs: the NFTs listed now by price, then (unless the filter
+	// wants listed ones only) the rest by serial. A backward read takes them in reverse.
+	runs := []bool{false} // whether the run is the rest
+	if !nq.onlyListed {
+		runs = append(runs, true)
+	}
+	if q.backward {
+		slices.Reverse(runs)
+	}
+	started := q.from == nil
+	for _, rest := range runs {
+		if len(rows) >= fetch {
+			break
+		}
+		inRun := q.from != nil && (q.from.K == noKey) == rest
+		if !started && !inRun {
+			continue
+		}
+		started = true
+		if rest {
+			var from *uint32
+			if inRun {
+				s := uint32(q.from.S)
+				from = &s
+			}
+			c.bySerial(roaring.AndNot(match, listedNow), from, q.backward, fetch-len(rows), nil, &rows)
+			continue
+		}
+		var from *priceEntry
+		if inRun {
+			from = &priceEntry{q.from.K, uint32(q.from.S)}
+		}
+		c.byPrice(nq, roaring.And(match, listedNow), from, q.backward, fetch-len(rows), sortUnder, &rows)
+	}
+	return rows
+}
+
+// matching is the set of live serials the filter's traits and owner allow.
+func (c *collectionIndex) matching(f NFTFilter) *roaring.Bitmap {
+	sets := []*roaring.Bitmap{c.all}
+	for typ, values := range f.Traits {
+		var any []*roaring.Bitmap
+		for _, v := range values {
+			if b := c.traits[typ][v]; b != nil {
+				any = append(any, b)
+			}
+		}
+		if len(any) == 0 {
+			return roaring.New()
+		}
+		sets = append(sets, roaring.FastOr(any...))
+	}
+	if f.Owner != "" {
+		o := c.owners[f.Owner]
+		if o == nil {
+			return roaring.New()
+		}
+		sets = append(sets, o)
+	}
+	if len(sets) == 1 {
+		return c.all
+	}
+	return roaring.FastAnd(sets...)
+}
+
+// bySerial appends to rows, up to n, the NFTs of set past from (nil: from the start, or the
+// end backward) in serial order, those keep allows (nil: all).
+func (c *collectionIndex) bySerial(set *roaring.Bitmap, from *uint32, backward bool, n int, keep func(*indexedNFT) bool, rows *[]*indexedNFT) {
+	took := 0
+	add := func(serial uint32) bool {
+		it := c.items[serial]
+		if keep == nil || keep(it) {
+			*rows = append(*rows, it)
+			took++
+		}
+		return took < n
+	}
+	if !backward {
+		iter := set.Iterator()
+		if from != nil {
+			if *from == ^uint32(0) {
+				return
+			}
+			iter.AdvanceIfNeeded(*from + 1)
+		}
+		for iter.HasNext() && add(iter.Next()) {
+		}
+		return
+	}
+	// Backward: the rank of the cursor says how many lie before it; select them one by one.
+	before := set.GetCardinality()
+	if from != nil {
+		if *from == 0 {
+			return
+		}
+		before = set.Rank(*from - 1)
+	}
+	for i := int64(before) - 1; i >= 0; i-- {
+		serial, err := set.Select(uint32(i))
+		if err != nil || !add(serial) {
+			return
+		}
+	}
+}
+
+// byPrice appends to rows, up to n, the NFTs of set (listed now) in the query's price order,
+// past from (nil: from the start, or the end backward), within its price bounds.
+func (c *collectionIndex) byPrice(nq *nftQuery, set *roaring.Bitmap, from *priceEntry, backward bool, n, sortUnder int, rows *[]*indexedNFT) {
+	desc := nq.sort == SortPriceDesc
+	key := func(l *indexedListing) string {
+		if desc {
+			return l.desc
+		}
+		return l.asc
+	}
+	// The price bounds as keys of this order: lo <= key <= hi ("" for none).
+	lo, hi := nq.minKey, nq.maxKey
+	if desc {
+		lo, hi = "", ""
+		if nq.maxPrice != nil {
+			lo = descKey(*nq.maxPrice)
+		}
+		if nq.minPrice != nil {
+			hi = descKey(*nq.minPrice)
+		}
+	}
+	past := func(e priceEntry) bool {
+		if from == nil {
+			return true
+		}
+		if backward {
+			return e.less(*from)
+		}
+		return from.less(e)
+	}
+	inBounds := func(k string) bool { return (lo == "" || k >= lo) && (hi == "" || k <= hi) }
+
+	if set.GetCardinality() <= uint64(sortUnder) {
+		var found []priceEntry
+		for iter := set.Iterator(); iter.HasNext(); {
+			serial := iter.Next()
+			e := priceEntry{key(c.items[serial].listing), serial}
+			if inBounds(e.key) && past(e) {
+				found = append(found, e)
+			}
+		}
+		slices.SortFunc(found, func(a, b priceEntry) int {
+			if a.less(b) {
+				return -1
+			}
+			if b.less(a) {
+				return 1
+			}
+			return 0
+		})
+		if backward {
+			slices.Reverse(found)
+		}
+		for _, e := range found[:min(n, len(found))] {
+			*rows = append(*rows, c.items[e.serial])
+		}
+		return
+	}
+	tree := c.byAsc
+	if desc {
+		tree = c.byDesc
+	}
+	took := 0
+	visit := func(e priceEntry) bool {
+		if !inBounds(e.key) {
+			// Past the far bound, nothing more can match.
+			return backward && hi != "" && e.key > hi || !backward && lo != "" && e.key < lo
+		}
+		if !past(e) || !set.Contains(e.serial) {
+			return true
+		}
+		*rows = append(*rows, c.items[e.serial])
+		took++
+		return took < n
+	}
+	if !backward {
+		pivot := priceEntry{lo, 0}
+		if from != nil && cmp.Compare(from.key, lo) >= 0 {
+			pivot = *from
+		}
+		tree.AscendGreaterOrEqual(pivot, visit)
+		return
+	}
+	if hi == "" && from == nil {
+		tree.Descend(visit)
+		return
+	}
+	pivot := priceEntry{hi, ^uint32(0)}
+	if from != nil && (hi == "" || from.less(pivot)) {
+		pivot = *from
+	}
+	tree.DescendLessOrEqual(pivot, visit)
+}
