@@ -29,5 +29,6 @@ func (s *Store) ReferenceNFTs(ctx context.Context, collectionID string, f NFTFil
 }
 
 // SortNFTRunsUnder sets the size up to which the NFT index sorts a price run's candidates
-// instead of walking the price order (-1: always walk), so tests take both ways.
+// instead of walking the price order (-1: always walk, 0: by their costs, as it runs), so
+// tests take both ways.
 func (s *Store) SortNFTRunsUnder(n int) { s.nftIndex.sortUnder.Store(int64(n)) }

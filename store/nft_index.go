@@ -235,9 +235,6 @@ func (x *nftIndex) build(ctx context.Context) error {
 		}
 		after = rows[len(rows)-1].NFTID
 	}
-	for _, c := range colls {
-		c.optimize()
-	}
 	x.colls.Store(&colls)
 	x.offset = end
 	if err := x.catchUpLocked(ctx); err != nil {
@@ -536,17 +533,6 @@ func (c *collectionIndex) remove(serial uint32) {
 	}
 }
 
-// optimize compresses runs after a bulk load.
-func (c *collectionIndex) optimize() {
-	c.all.RunOptimize()
-	c.listed.RunOptimize()
-	for _, vs := range c.traits {
-		for _, b := range vs {
-			b.RunOptimize()
-		}
-	}
-}
-
 // nextExpiry is when the first listing expires after now, zero when none will.
 func (c *collectionIndex) nextExpiry(now time.Time) time.Time {
 	c.mu.RLock()
@@ -584,9 +570,10 @@ type nftQuery struct {
 	maxPrice   *Amount
 }
 
-// smallRun is the size up to which a price run's candidates are sorted rather than found by
-// walking the price order: walking skips about |listed|/|candidates| entries per item found.
-const smallRun = 2048
+// How the index finds a price run's NFTs: it sorts the candidates when they are few, and
+// walks the price order when they are many, skipping about |listed|/|candidates| entries per
+// NFT found. sortUnder 0 chooses by those costs; tests set a threshold (-1: always walk).
+const smallRun = 0
 
 // page reads the NFTs of q's page from the index: at most q.fetch() of them, in the read's
 // direction, as readNFTs's queries return them.
@@ -605,7 +592,10 @@ func (c *collectionIndex) page(nq *nftQuery, q *pageQuery[nftKey], now time.Time
 		expired.Add(e.serial)
 		return true
 	})
-	listedNow := roaring.AndNot(c.listed, expired)
+	listedNow := c.listed
+	if !expired.IsEmpty() {
+		listedNow = roaring.AndNot(c.listed, expired)
+	}
 	inRange := func(n *indexedNFT) bool {
 		return (nq.minKey == "" || n.listing.asc >= nq.minKey) && (nq.maxKey == "" || n.listing.asc <= nq.maxKey)
 	}
@@ -663,9 +653,10 @@ func (c *collectionIndex) page(nq *nftQuery, q *pageQuery[nftKey], now time.Time
 	return rows
 }
 
-// matching is the set of live serials the filter's traits and owner allow.
+// matching is the set of live serials the filter's traits and owner allow. Every bitmap it
+// reads holds live serials only, so the filter's own bitmaps are intersected, smallest first.
 func (c *collectionIndex) matching(f NFTFilter) *roaring.Bitmap {
-	sets := []*roaring.Bitmap{c.all}
+	var sets []*roaring.Bitmap
 	for typ, values := range f.Traits {
 		var any []*roaring.Bitmap
 		for _, v := range values {
@@ -673,10 +664,14 @@ func (c *collectionIndex) matching(f NFTFilter) *roaring.Bitmap {
 				any = append(any, b)
 			}
 		}
-		if len(any) == 0 {
+		switch len(any) {
+		case 0:
 			return roaring.New()
+		case 1:
+			sets = append(sets, any[0])
+		default:
+			sets = append(sets, roaring.FastOr(any...))
 		}
-		sets = append(sets, roaring.FastOr(any...))
 	}
 	if f.Owner != "" {
 		o := c.owners[f.Owner]
@@ -685,10 +680,18 @@ func (c *collectionIndex) matching(f NFTFilter) *roaring.Bitmap {
 		}
 		sets = append(sets, o)
 	}
-	if len(sets) == 1 {
+	switch len(sets) {
+	case 0:
 		return c.all
+	case 1:
+		return sets[0]
 	}
-	return roaring.FastAnd(sets...)
+	slices.SortFunc(sets, func(a, b *roaring.Bitmap) int { return cmp.Compare(a.GetCardinality(), b.GetCardinality()) })
+	out := roaring.And(sets[0], sets[1])
+	for _, b := range sets[2:] {
+		out.And(b)
+	}
+	return out
 }
 
 // bySerial appends to rows, up to n, the NFTs of set past from (nil: from the start, or the
@@ -763,7 +766,13 @@ func (c *collectionIndex) byPrice(nq *nftQuery, set *roaring.Bitmap, from *price
 	}
 	inBounds := func(k string) bool { return (lo == "" || k >= lo) && (hi == "" || k <= hi) }
 
-	if set.GetCardinality() <= uint64(sortUnder) {
+	size := set.GetCardinality()
+	sortIt := uint64(sortUnder) >= size // a threshold a test set
+	if sortUnder == 0 {
+		// Sorting costs about |set|·log|set|; walking about n·|listed|/|set| entries.
+		sortIt = size*size <= uint64(n)*c.listed.GetCardinality()
+	}
+	if sortUnder >= 0 && sortIt {
 		var found []priceEntry
 		for iter := set.Iterator(); iter.HasNext(); {
 			serial := iter.Next()

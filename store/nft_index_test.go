@@ -163,7 +163,7 @@ func TestNFTIndex_AnswersEveryPageAsTheSQLPathDoes(t *testing.T) {
 			}
 			// Both ways the index finds a page by price: sorting the few candidates, or
 			// walking the price order.
-			w.s.SortNFTRunsUnder([]int{-1, 3, 2048}[rng.IntN(3)])
+			w.s.SortNFTRunsUnder([]int{-1, 0, 3, 2048}[rng.IntN(4)])
 			for range 4 {
 				w.checkPages(rng)
 			}

@@ -79,3 +79,16 @@ func (b Backend) Open(t testing.TB, cfg store.Config) *store.Store {
 	}
 	return s
 }
+
+// Reopen opens another instance of a store opened before (cfg is its Config()), closed when
+// the test ends. Its NFT index builds in the background, as marketd serve's does.
+func (b Backend) Reopen(t testing.TB, cfg store.Config) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("reopen %s store: %v", b.Name, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	s.StartNFTIndex()
+	return s
+}

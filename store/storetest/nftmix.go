@@ -1,0 +1,100 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"marketd/store"
+)
+
+// NFTPageRequest is one request for a page of a collection's NFTs.
+type NFTPageRequest struct {
+	Collection store.Collection
+	Filter     store.NFTFilter
+	Sort       store.NFTSort
+	Page       store.PageRequest
+}
+
+// NFTPageMix draws n distinct page requests of the kind a dApp's shoppers send, from the
+// store's own collections and the traits its NFTs carry: per request a collection, 1 to 3
+// trait types with 1 or 2 values each, often listed only, sometimes a price floor, one of the
+// three sorts. The same seed draws the same mix.
+func NFTPageMix(ctx context.Context, s *store.Store, n int, seed uint64) ([]NFTPageRequest, error) {
+	type traitSet struct {
+		col    store.Collection
+		values map[string][]string // type -> values, in the order first seen
+		prices []string            // listing prices seen
+	}
+	var sets []traitSet
+	cols, err := s.Collections(ctx, store.SortNewest, store.PageRequest{Limit: store.MaxPageSize})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cols.Items {
+		ts := traitSet{col: c, values: map[string][]string{}}
+		// The traits of a few hundred NFTs name nearly every value a collection has.
+		r := store.PageRequest{Limit: store.MaxPageSize}
+		for range 5 {
+			page, err := s.NFTs(ctx, c.ID, store.NFTFilter{}, store.SortSerial, r)
+			if err != nil {
+				return nil, err
+			}
+			for _, it := range page.Items {
+				for _, t := range it.Traits {
+					if !slices.Contains(ts.values[t.Type], t.Value) {
+						ts.values[t.Type] = append(ts.values[t.Type], t.Value)
+					}
+				}
+				if it.Listing != nil {
+					ts.prices = append(ts.prices, it.Listing.Price.String())
+				}
+			}
+			if page.Cursor == "" {
+				break
+			}
+			r.Cursor = page.Cursor
+		}
+		if len(ts.values) > 0 {
+			sets = append(sets, ts)
+		}
+	}
+	if len(sets) == 0 {
+		return nil, fmt.Errorf("no collection has NFTs with traits")
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x6d6978))
+	seen := map[string]bool{}
+	var out []NFTPageRequest
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 100*n {
+			return out, fmt.Errorf("only %d distinct requests in %d tries", len(out), tries)
+		}
+		ts := sets[rng.IntN(len(sets))]
+		types := make([]string, 0, len(ts.values))
+		for typ := range ts.values {
+			types = append(types, typ)
+		}
+		slices.Sort(types)
+		rng.Shuffle(len(types), func(a, b int) { types[a], types[b] = types[b], types[a] })
+		f := store.NFTFilter{Traits: map[string][]string{}}
+		for _, typ := range types[:min(len(types), 1+rng.IntN(3))] {
+			values := slices.Clone(ts.values[typ])
+			rng.Shuffle(len(values), func(a, b int) { values[a], values[b] = values[b], values[a] })
+			f.Traits[typ] = values[:min(len(values), 1+rng.IntN(2))]
+		}
+		f.Listed = rng.IntN(2) == 0
+		if len(ts.prices) > 0 && rng.IntN(3) == 0 {
+			f.MinPrice = ts.prices[rng.IntN(len(ts.prices))]
+		}
+		req := NFTPageRequest{Collection: ts.col, Filter: f, Sort: []store.NFTSort{store.SortSerial, store.SortPriceAsc, store.SortPriceDesc}[rng.IntN(3)],
+			Page: store.PageRequest{Limit: store.DefaultPageSize}}
+		key := fmt.Sprintf("%s %v %v %s %s %s", ts.col.ID, f.Traits, f.Listed, f.MinPrice, req.Sort, "")
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, req)
+	}
+	return out, nil
+}
