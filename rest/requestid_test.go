@@ -2,9 +2,11 @@ package rest
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -82,5 +84,37 @@ func TestReadyz_ReportsLimiterAndFailsOnceDraining(t *testing.T) {
 		wantProblemShape(t, a.do("GET", "/readyz", nil), http.StatusServiceUnavailable, store.CodeUnavailable)
 		a.do("GET", "/healthz", nil).ok(t)
 		a.do("GET", "/api/auth/me", nil).wantProblem(t, http.StatusUnauthorized, store.CodeUnauthenticated)
+	})
+}
+
+// An instance is not ready until its NFT index is built: /readyz says so, and answers 200 once
+// the index serves.
+func TestReadyz_FailsUntilTheNFTIndexIsBuilt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		a := newTestAPI(t, b)
+		s, err := store.Open(context.Background(), a.store.Config()) // a second instance, not started
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		srv, err := New(s, Config{PublicURL: s.Config().PublicURL, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv)
+		t.Cleanup(hs.Close)
+		other := &testAPI{t: t, clock: a.clock, store: s, srv: srv, http: hs}
+		r := other.do("GET", "/readyz", nil)
+		wantProblemShape(t, r, http.StatusServiceUnavailable, store.CodeUnavailable)
+		if !strings.Contains(string(r.body), "NFT index") {
+			t.Fatalf("readyz before the index is built: %s", r.body)
+		}
+		s.StartNFTIndex()
+		if err := s.AwaitNFTIndex(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if m := other.do("GET", "/readyz", nil).ok(t).obj(t); m["nftIndex"] != "ready" {
+			t.Fatalf("readyz %v", m)
+		}
 	})
 }

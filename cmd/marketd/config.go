@@ -115,6 +115,14 @@ func settings(c *config) []setting {
 			}
 			return nil
 		}},
+		{"nft-index", "MARKETD_NFT_INDEX", "on", "on: serve NFT pages from the in-memory NFT index (/readyz fails until it is built); off: by SQL queries", func(v string) error {
+			switch v {
+			case "on", "off":
+				c.store.NFTIndexOff = v == "off"
+				return nil
+			}
+			return fmt.Errorf("want on or off")
+		}},
 		{"rate-read", "MARKETD_RATE_READ", "300", "read requests per minute per origin; 0 = unlimited", num(&c.rateRead)},
 		{"rate-prepare", "MARKETD_RATE_PREPARE", "60", "prepare requests per minute per party; 0 = unlimited", num(&c.ratePrepare)},
 		{"trusted-proxies", "MARKETD_TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of proxies whose X-Forwarded-For names the client", func(v string) error {
