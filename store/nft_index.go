@@ -46,8 +46,9 @@ type nftIndex struct {
 	state atomic.Pointer[string] // why the index is not ready, for /readyz
 	kicks chan struct{}
 
-	stop context.CancelFunc
-	done chan struct{}
+	started atomic.Bool
+	stop    context.CancelFunc
+	done    chan struct{}
 
 	builtIn time.Duration // how long the build took
 
@@ -75,7 +76,7 @@ func newNFTIndex(s *Store) *nftIndex {
 // nothing when Config.NFTIndexOff is set, or when the index was started already.
 func (s *Store) StartNFTIndex() {
 	x := s.nftIndex
-	if s.cfg.NFTIndexOff || x.done != nil {
+	if s.cfg.NFTIndexOff || x.started.Swap(true) {
 		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
@@ -146,7 +147,7 @@ func (x *nftIndex) setState(format string, args ...any) {
 
 // close stops the follower and waits for it.
 func (x *nftIndex) close() {
-	if x.stop != nil {
+	if x.started.Load() {
 		x.stop()
 		<-x.done
 	}
@@ -295,7 +296,7 @@ func (x *nftIndex) catchUpLocked(ctx context.Context) error {
 // NFTs a committed transaction changed again (already committed, so any read from now on
 // sees them).
 func (x *nftIndex) sync(ctx context.Context, nftIDs []string) {
-	if len(nftIDs) == 0 || x.done == nil {
+	if len(nftIDs) == 0 || !x.started.Load() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -180,7 +180,8 @@ func (tx *Tx) items(ctx context.Context, nftIDs []string) (map[string]*nftItem, 
 }
 
 // saveItem writes an item's owner, contract and listing (deferred: collectionTx.close sends
-// the deferred writes before it reads the floor back).
+// the deferred writes before it reads the floor back). The same transaction records the
+// NFT's history event (nftEvents): the NFT index finds the NFTs an update changed by them.
 func (tx *Tx) saveItem(ctx context.Context, it *nftItem) error {
 	return tx.later(ctx, tx.NewUpdate().Model(it).
 		Column("owner", "contract_id", "listing_cid", "list_price", "list_currency", "list_expires", "price_asc_key", "price_desc_key").
