@@ -154,6 +154,11 @@ func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 		case gerr.Path == nil:
 			// Errors of the request itself: its body, parsing, validation, the limits.
 			setCode(gerr, string(store.CodeInvalidRequest))
+		case store.ErrorCode(err) == store.CodeUnavailable:
+			// The database cannot be reached: the caller can only retry.
+			log.WarnContext(ctx, "graphql", "err", err)
+			gerr.Message = store.ErrorMessage(err)
+			setCode(gerr, string(store.CodeUnavailable))
 		default:
 			log.ErrorContext(ctx, "graphql", "err", err)
 			gerr.Message = "internal error"

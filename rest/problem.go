@@ -46,22 +46,30 @@ func statusOf(code store.Code) int {
 		return http.StatusUnsupportedMediaType
 	case store.CodeRateLimited:
 		return http.StatusTooManyRequests
-	case store.CodeUnavailable:
+	case store.CodeUnavailable, store.CodeOutcomeUnknown:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError
 }
+
+// retryUnavailable is the Retry-After of a 503, in seconds: an instance notices a database
+// that came back within a second.
+const retryUnavailable = "1"
 
 // writeError answers err as problem+json. Internal errors are logged with the request id and
 // answered without detail: no stack, no SQL.
 func (srv *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := store.ErrorCode(err)
 	status := statusOf(code)
-	if code == store.CodeInternal || code == store.CodeUnavailable {
+	if code == store.CodeInternal || code == store.CodeUnavailable || code == store.CodeOutcomeUnknown {
 		srv.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err.Error())
 	}
-	if status == http.StatusUnauthorized {
+	switch status {
+	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="marketd"`)
+	case http.StatusServiceUnavailable:
+		// A dependency is down or the instance is shutting down: worth trying again soon.
+		w.Header().Set("Retry-After", retryUnavailable)
 	}
 	writeProblem(w, status, code, store.ErrorMessage(err))
 }

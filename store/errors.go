@@ -35,6 +35,10 @@ const (
 	CodePayloadTooLarge      Code = "payload_too_large"
 	CodeUnsupportedMediaType Code = "unsupported_media_type"
 	CodeUnavailable          Code = "unavailable"
+	// CodeOutcomeUnknown: the database connection was lost while a transaction committed, so
+	// whether it applied is not known. Sending the same execute again is safe: it answers the
+	// receipt if the transaction applied, and applies it once if not.
+	CodeOutcomeUnknown Code = "outcome_unknown"
 )
 
 // Error is the one error type of the domain: a code for machines and a message for people.
@@ -59,11 +63,15 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// ErrorCode returns the code of err, CodeInternal for anything that is not an *Error.
+// ErrorCode returns the code of err: unavailable when the database cannot be reached or
+// dropped the connection, CodeInternal for anything else that is not an *Error.
 func ErrorCode(err error) Code {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
+	}
+	if unreachable(err) {
+		return CodeUnavailable
 	}
 	return CodeInternal
 }
@@ -73,6 +81,9 @@ func ErrorMessage(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Message
+	}
+	if unreachable(err) {
+		return msgUnreachable
 	}
 	return "internal error"
 }

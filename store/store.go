@@ -304,6 +304,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var after []func()
 	var recorded string
 	var touched, nfts []string
+	committing := false // fn succeeded: an error from here on comes from COMMIT
 	err := s.wdb.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now()}
 		defer func() { touched, nfts = tx.touched, tx.nfts }()
@@ -314,8 +315,15 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		if err := tx.notifyCollections(ctx); err != nil {
 			return err
 		}
-		return tx.flush(ctx)
+		if err := tx.flush(ctx); err != nil {
+			return err
+		}
+		committing = true
+		return nil
 	})
+	if committing {
+		err = commitFault(ctx, err)
+	}
 	// The NFT index reads what committed (or may have, when the commit's answer was lost)
 	// before the write answers; the pages it changed end after that.
 	if len(nfts) > 0 {

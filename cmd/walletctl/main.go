@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -544,17 +545,59 @@ func (w *wallet) prepareAndExecute(preparePath, executePath string, body []byte,
 	sig := ed25519.Sign(priv, hash)
 	exec, _ := json.Marshal(map[string]string{"preparedTransactionHash": p.PreparedTransactionHash, "signature": base64.StdEncoding.EncodeToString(sig)})
 	var res json.RawMessage
-	if err := w.do("POST", executePath, exec, tok, &res); err != nil {
+	err = w.do("POST", executePath, exec, tok, &res)
+	// An execute applies at most once, so the same one is sent again when the service could
+	// not say whether it applied (outcome_unknown), could not reach its database
+	// (unavailable), or the answer never came.
+	for attempt := 1; attempt <= executeRetries; attempt++ {
+		wait, ok := retryable(err)
+		if !ok {
+			break
+		}
+		fmt.Fprintf(w.log, "execute: %v; sending the same execute again in %s\n", err, wait)
+		time.Sleep(wait)
+		err = w.do("POST", executePath, exec, tok, &res)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
+// executeRetries is how many times an execute is sent again after a fault.
+const executeRetries = 10
+
+// retryable says whether err leaves an execute worth sending again, and after how long.
+func retryable(err error) (time.Duration, bool) {
+	var api *apiError
+	var transport *transportError
+	switch {
+	case errors.As(err, &api) && api.Status == http.StatusServiceUnavailable:
+		return time.Duration(max(api.RetryAfter, 1)) * time.Second, true
+	case errors.As(err, &transport):
+		return time.Second, true
+	}
+	return 0, false
+}
+
+// transportError is a request that got no answer: the service may or may not have acted on it.
+type transportError struct {
+	server string
+	err    error
+}
+
+func (e *transportError) Error() string {
+	return fmt.Sprintf("cannot reach %s: %v (is marketd running? set --server)", e.server, e.err)
+}
+
+func (e *transportError) Unwrap() error { return e.err }
+
 // apiError is a problem+json answer.
 type apiError struct {
-	Status int    `json:"status"`
-	Code   string `json:"code"`
-	Detail string `json:"detail"`
+	Status     int    `json:"status"`
+	Code       string `json:"code"`
+	Detail     string `json:"detail"`
+	RetryAfter int    `json:"-"` // seconds, from Retry-After
 }
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Detail) }
@@ -581,7 +624,7 @@ func (w *wallet) do(method, path string, body []byte, tok string, out any) error
 	}
 	res, err := w.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("cannot reach %s: %v (is marketd running? set --server)", w.server, err)
+		return &transportError{server: w.server, err: err}
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(res.Body, 8<<20))
@@ -595,6 +638,7 @@ func (w *wallet) do(method, path string, body []byte, tok string, out any) error
 		}
 		if ra := res.Header.Get("Retry-After"); ra != "" {
 			e.Detail += " (retry after " + ra + "s)"
+			e.RetryAfter, _ = strconv.Atoi(ra)
 		}
 		return e
 	}

@@ -1,0 +1,78 @@
+package rest
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"marketd/store"
+	"marketd/store/storetest"
+	"marketd/store/storetest/pgproxy"
+)
+
+// While the database cannot be reached, a request that needs it is 503 unavailable with
+// Retry-After and the request id, at once; what needs no database (JWKS, the health probe)
+// keeps answering, /readyz says the store is down, and the service recovers by itself.
+func TestOutage_DatabaseDownIs503WithRetryAfterAndRecovers(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		if b.Dialect != store.Postgres {
+			continue // SQLite is in process: it cannot go away
+		}
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := b.DSN(t)
+			proxy := pgproxy.Start(t, dsn)
+			sc := storetest.Config(storetest.NewClock(storetest.Epoch))
+			sc.DB = proxy.DSN(dsn)
+			s, err := store.Open(ctx, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			if _, err := s.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			s.StartNFTIndex()
+			if err := s.AwaitNFTIndex(ctx); err != nil {
+				t.Fatal(err)
+			}
+			srv, err := New(s, Config{PublicURL: sc.PublicURL, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := httptest.NewServer(srv)
+			t.Cleanup(hs.Close)
+			a := &testAPI{t: t, store: s, srv: srv, http: hs}
+			a.do("GET", "/.well-known/jwks.json", nil).ok(t) // its keys are loaded once
+			a.do("GET", "/api/swap/pools", nil).ok(t)
+
+			proxy.SetDown(true)
+			for _, path := range []string{"/api/swap/pools", "/readyz", "/api/nft/collection/nope/nfts"} {
+				start := time.Now()
+				r := a.do("GET", path, nil)
+				wantProblemShape(t, r, http.StatusServiceUnavailable, store.CodeUnavailable)
+				if r.header.Get("Retry-After") != "1" {
+					t.Errorf("GET %s: Retry-After %q, want 1", path, r.header.Get("Retry-After"))
+				}
+				if took := time.Since(start); took > 2*time.Second {
+					t.Errorf("GET %s took %v to answer 503", path, took)
+				}
+			}
+			a.do("GET", "/.well-known/jwks.json", nil).ok(t)
+			a.do("GET", "/healthz", nil).ok(t)
+
+			proxy.SetDown(false)
+			deadline := time.Now().Add(5 * time.Second)
+			for a.do("GET", "/api/swap/pools", nil).status != http.StatusOK {
+				if time.Now().After(deadline) {
+					t.Fatal("5 s after the database came back, requests still fail")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			a.do("GET", "/readyz", nil).ok(t)
+		})
+	}
+}
