@@ -246,8 +246,10 @@ type nftPageKey struct {
 	req        PageRequest
 }
 
-// maxCachedNFTs bounds the NFTs kept in cached pages; past it, the cache starts over.
-const maxCachedNFTs = 50_000
+// maxCachedNFTs bounds the NFTs kept in cached pages; past it, the cache starts over. A page
+// the cache does not hold costs a read of the NFT index, so it keeps only the pages that are
+// asked for again and again (each NFT with its rendered JSON is about 1 KB).
+const maxCachedNFTs = 10_000
 
 // NFTs lists a collection's live NFTs matching f, in order: by serial, or by listing price
 // with unlisted NFTs last (by serial). A page is kept in memory until a write to the
@@ -325,20 +327,20 @@ func (s *Store) readNFTs(ctx context.Context, c collectionIdentity, f NFTFilter,
 	page, err := finish(ctx, s, q, rows, func(n *indexedNFT) nftKey {
 		switch {
 		case sort == SortSerial:
-			return nftKey{S: n.view.Serial}
+			return nftKey{S: int(n.serial)}
 		case !n.listedAt(at):
-			return nftKey{K: noKey, S: n.view.Serial}
+			return nftKey{K: noKey, S: int(n.serial)}
 		case sort == SortPriceAsc:
-			return nftKey{K: n.listing.asc, S: n.view.Serial}
+			return nftKey{K: n.listing.asc, S: int(n.serial)}
 		}
-		return nftKey{K: n.listing.desc, S: n.view.Serial}
+		return nftKey{K: n.listing.desc, S: int(n.serial)}
 	})
 	if err != nil {
 		return Page[NFTView]{}, err
 	}
 	out := Page[NFTView]{Items: make([]NFTView, len(page.Items)), Cursor: page.Cursor, ItemCursors: page.ItemCursors}
 	for i, n := range page.Items {
-		out.Items[i] = n.viewAt(at)
+		out.Items[i] = n.viewAt(c.ID, at)
 	}
 	return out, nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -392,14 +393,19 @@ type collectionIndex struct {
 	byAsc    *btree.BTreeG[priceEntry]
 	byDesc   *btree.BTreeG[priceEntry]
 	expiring *btree.BTreeG[expiryEntry] // listings with an expiry
-	interned map[string]string          // trait texts and owners, kept once
+	owned    map[string]string          // each owner's id, kept once
+	kinds    map[Trait]*Trait           // each trait value, kept once
 }
 
-// indexedNFT is one live NFT as the index keeps it: its view without a listing, and the
-// listing.
+// indexedNFT is one live NFT as the index keeps it, compactly: its trait values and owner are
+// the collection's shared copies. An entry never changes; a change replaces it.
 type indexedNFT struct {
-	view    NFTView
-	listing *indexedListing
+	serial      uint32
+	traits      []*Trait
+	contractID  string
+	name, image string
+	owner       string
+	listing     *indexedListing
 }
 
 type indexedListing struct {
@@ -442,35 +448,45 @@ func newCollectionIndex(id string) *collectionIndex {
 		byAsc:    btree.NewG(32, priceEntry.less),
 		byDesc:   btree.NewG(32, priceEntry.less),
 		expiring: btree.NewG(32, expiryEntry.less),
-		interned: map[string]string{},
+		owned:    map[string]string{},
+		kinds:    map[Trait]*Trait{},
 	}
 }
 
-func (c *collectionIndex) intern(s string) string {
-	if v, ok := c.interned[s]; ok {
+func (c *collectionIndex) owner(s string) string {
+	if v, ok := c.owned[s]; ok {
 		return v
 	}
-	c.interned[s] = s
+	c.owned[s] = s
 	return s
+}
+
+func (c *collectionIndex) trait(t Trait) *Trait {
+	if v, ok := c.kinds[t]; ok {
+		return v
+	}
+	v := &t
+	c.kinds[t] = v
+	return v
 }
 
 // put sets the NFT it describes to it, replacing what the index had for its serial.
 func (c *collectionIndex) put(it *nftItem) {
 	serial := uint32(it.Serial)
 	c.remove(serial)
-	n := &indexedNFT{view: it.view(time.Time{})}
-	n.view.Listing = nil
-	n.view.CollectionID = c.id
-	n.view.Owner = c.intern(it.Owner)
-	for i, t := range n.view.Traits {
-		n.view.Traits[i] = Trait{Type: c.intern(t.Type), Value: c.intern(t.Value)}
+	n := &indexedNFT{serial: serial, contractID: it.ContractID, name: it.Name, image: it.Image, owner: c.owner(it.Owner)}
+	var traits []Trait
+	_ = json.Unmarshal([]byte(it.Traits), &traits) // as the SQL path's view reads them
+	n.traits = make([]*Trait, len(traits))
+	for i, t := range traits {
+		n.traits[i] = c.trait(t)
 	}
 	for int(serial) >= len(c.items) {
 		c.items = append(c.items, nil)
 	}
 	c.items[serial] = n
 	c.all.Add(serial)
-	for _, t := range n.view.Traits {
+	for _, t := range n.traits {
 		vs := c.traits[t.Type]
 		if vs == nil {
 			vs = map[string]*roaring.Bitmap{}
@@ -483,10 +499,10 @@ func (c *collectionIndex) put(it *nftItem) {
 		}
 		b.Add(serial)
 	}
-	o := c.owners[n.view.Owner]
+	o := c.owners[n.owner]
 	if o == nil {
 		o = roaring.New()
-		c.owners[n.view.Owner] = o
+		c.owners[n.owner] = o
 	}
 	o.Add(serial)
 	if it.ListingCID != nil {
@@ -510,7 +526,7 @@ func (c *collectionIndex) remove(serial uint32) {
 	n := c.items[serial]
 	c.items[serial] = nil
 	c.all.Remove(serial)
-	for _, t := range n.view.Traits {
+	for _, t := range n.traits {
 		if b := c.traits[t.Type][t.Value]; b != nil {
 			b.Remove(serial)
 			if b.IsEmpty() {
@@ -518,10 +534,11 @@ func (c *collectionIndex) remove(serial uint32) {
 			}
 		}
 	}
-	if o := c.owners[n.view.Owner]; o != nil {
+	if o := c.owners[n.owner]; o != nil {
 		o.Remove(serial)
 		if o.IsEmpty() {
-			delete(c.owners, n.view.Owner)
+			delete(c.owners, n.owner)
+			delete(c.owned, n.owner)
 		}
 	}
 	if l := n.listing; l != nil {
@@ -547,10 +564,15 @@ func (c *collectionIndex) nextExpiry(now time.Time) time.Time {
 }
 
 // viewAt is the NFT as the API shows it at now.
-func (n *indexedNFT) viewAt(now time.Time) NFTView {
-	v := n.view
-	if l := n.listing; l != nil && (l.expiresAt == nil || now.Before(l.expiresAt.Time)) {
-		v.Listing = &ListingView{CID: l.cid, Seller: v.Owner, Price: l.price, Currency: l.currency, ExpiresAt: l.expiresAt}
+func (n *indexedNFT) viewAt(collectionID string, now time.Time) NFTView {
+	v := NFTView{ContractID: n.contractID, CollectionID: collectionID, Serial: int(n.serial), Name: n.name, Image: n.image,
+		Owner: n.owner, Traits: make([]Trait, len(n.traits))}
+	for i, t := range n.traits {
+		v.Traits[i] = *t
+	}
+	if n.listedAt(now) {
+		l := n.listing
+		v.Listing = &ListingView{CID: l.cid, Seller: n.owner, Price: l.price, Currency: l.currency, ExpiresAt: l.expiresAt}
 	}
 	return v
 }

@@ -109,9 +109,9 @@ func serve(args []string) error {
 	}
 	log := slog.New(rest.WithRequestIDs(newLogger(c.logLevel).Handler())) // a request's lines carry its id
 	slog.SetDefault(log)
-	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	tuneGC(ctx)
 
 	s, err := openStore(ctx, c, log)
 	if err != nil {
