@@ -30,7 +30,11 @@ type testGraph struct {
 }
 
 func (g *testGraph) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
-func (g *testGraph) AfterQuery(context.Context, *bun.QueryEvent)                        { g.queries.Add(1) }
+func (g *testGraph) AfterQuery(ctx context.Context, _ *bun.QueryEvent) {
+	if !store.InBackground(ctx) { // the NFT index follows the log on its own
+		g.queries.Add(1)
+	}
+}
 
 func newTestGraph(t testing.TB, b storetest.Backend, nfts int) *testGraph {
 	t.Helper()

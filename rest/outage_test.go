@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +64,9 @@ func TestOutage_DatabaseDownIs503WithRetryAfterAndRecovers(t *testing.T) {
 			}
 			a.do("GET", "/.well-known/jwks.json", nil).ok(t)
 			a.do("GET", "/healthz", nil).ok(t)
+			if m := a.do("GET", "/metrics", nil).ok(t); !strings.Contains(string(m.body), `marketd_database_faults_total{code="unavailable"} 3`) {
+				t.Errorf("the metrics do not count the three 503s:\n%s", m.body)
+			}
 
 			proxy.SetDown(false)
 			deadline := time.Now().Add(5 * time.Second)

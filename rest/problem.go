@@ -61,6 +61,9 @@ const retryUnavailable = "1"
 func (srv *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := store.ErrorCode(err)
 	status := statusOf(code)
+	if store.DatabaseFault(err) {
+		srv.metrics.DatabaseFault(code)
+	}
 	if code == store.CodeInternal || code == store.CodeUnavailable || code == store.CodeOutcomeUnknown {
 		srv.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err.Error())
 	}

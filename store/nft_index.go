@@ -80,9 +80,19 @@ func (s *Store) StartNFTIndex() {
 	if s.cfg.NFTIndexOff || x.started.Swap(true) {
 		return
 	}
-	ctx, stop := context.WithCancel(context.Background())
+	ctx, stop := context.WithCancel(context.WithValue(context.Background(), backgroundKey{}, true))
 	x.stop, x.done = stop, make(chan struct{})
 	go x.run(ctx)
+}
+
+type backgroundKey struct{}
+
+// InBackground tells whether a statement runs for the store's own background work (building
+// and following the NFT index), not for a request: query hooks that count a request's
+// statements leave these out.
+func InBackground(ctx context.Context) bool {
+	b, _ := ctx.Value(backgroundKey{}).(bool)
+	return b
 }
 
 // NFTIndexReady returns nil once the NFT index serves reads (or when it is off), else an

@@ -19,6 +19,12 @@ import (
 
 const msgUnreachable = "the database is unavailable; retry in a moment"
 
+// DatabaseFault tells whether err comes from the database failing (unreachable, or a lost
+// commit) rather than from the request: what operators count as an outage.
+func DatabaseFault(err error) bool {
+	return unreachable(err) || ErrorCode(err) == CodeOutcomeUnknown
+}
+
 // unreachable tells whether err says the database could not be reached or dropped the
 // connection, rather than refusing the statement.
 func unreachable(err error) bool {

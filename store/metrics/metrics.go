@@ -33,6 +33,7 @@ type Metrics struct {
 	commits       *prometheus.CounterVec
 	commitSeconds prometheus.Histogram
 	rateLimited   *prometheus.CounterVec
+	unavailable   *prometheus.CounterVec
 }
 
 // New registers every collector and hooks the store's commit observer.
@@ -74,6 +75,9 @@ func New(s *store.Store, limiter ratelimit.Limiter) *Metrics {
 	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "marketd_ratelimit_rejections_total", Help: "Requests refused 429 by scope (read, prepare).",
 	}, []string{"scope"})
+	m.unavailable = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "marketd_database_faults_total", Help: "Requests answered 503 because of the database, by code: unavailable (it could not be reached) or outcome_unknown (a commit lost its connection).",
+	}, []string{"code"})
 	fallback := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "marketd_ratelimit_fallback", Help: "1 while the shared Redis limiter is unreachable and this instance counts in memory.",
 	}, func() float64 {
@@ -83,7 +87,7 @@ func New(s *store.Store, limiter ratelimit.Limiter) *Metrics {
 		return 0
 	})
 	m.reg.MustRegister(m.requests, m.duration, m.gqlOps, m.gqlSeconds, m.gqlReused, m.signIns, m.rotations, m.revocations, m.prepares,
-		m.executes, m.commits, m.commitSeconds, m.rateLimited, fallback,
+		m.executes, m.commits, m.commitSeconds, m.rateLimited, m.unavailable, fallback,
 		collectors.NewDBStatsCollector(s.SQLDB(), "marketd"),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -138,6 +142,13 @@ func (m *Metrics) GraphQLAnswerReused(took time.Duration) {
 	}
 	m.gqlReused.Inc()
 	m.GraphQLOperation("query", "ok", took)
+}
+
+// DatabaseFault records a request answered 503 because of the database.
+func (m *Metrics) DatabaseFault(code store.Code) {
+	if m != nil {
+		m.unavailable.WithLabelValues(string(code)).Inc()
+	}
 }
 
 // Prepared records a prepare of kind ending in err.
