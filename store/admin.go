@@ -391,8 +391,12 @@ func (a AdminSessionStore) DeleteCtx(ctx context.Context, token string) error {
 	return err
 }
 
-// PruneAdminSessions removes expired admin console sessions.
+// PruneAdminSessions removes expired admin console sessions, and sign-in attempt counts
+// whose window ended long ago.
 func (s *Store) PruneAdminSessions(ctx context.Context) (int64, error) {
+	if err := s.pruneLoginAttempts(ctx, time.Hour); err != nil {
+		return 0, err
+	}
 	res, err := s.wdb.NewDelete().Model((*adminSession)(nil)).Where("expiry <= ?", time.Now().UnixMicro()).Exec(ctx)
 	if err != nil {
 		return 0, err

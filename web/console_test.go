@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"slices"
@@ -510,5 +512,36 @@ func TestLedger_ShowsUpdatesAndPreparedTransactionsWithTheirState(t *testing.T) 
 		if p := c.get("/admin/ledger"); !strings.Contains(p.body, "party.onboard") || !strings.Contains(p.body, alice.id) {
 			t.Errorf("the latest updates miss alice's onboarding")
 		}
+	})
+}
+
+// Two console instances on one store share the sign-in budgets: attempts made through either
+// count against the same user's budget, so a fleet does not multiply it.
+func TestLogin_ThrottleHoldsAcrossInstances(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		e := newConsoleEnv(t, b, func(_ *rest.Config, wc *web.Config) { wc.LoginPerUser, wc.LoginPerAddr = 3, 100 })
+		e.user("ops", store.RoleOperator)
+		other, err := store.Open(context.Background(), e.store.Config()) // a second instance
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { other.Close() })
+		hs := httptest.NewServer(web.New(other, web.Config{Dev: true, LoginPerUser: 3, LoginPerAddr: 100, Logger: slog.New(slog.DiscardHandler)}))
+		t.Cleanup(hs.Close)
+		e2 := *e
+		e2.store, e2.url = other, hs.URL
+		clients := []*browserless{e.client(), e2.client()}
+		for i := range 3 {
+			if p := clients[i%2].login("ops", "wrong password "+string(rune('a'+i))); p.status != http.StatusUnauthorized {
+				t.Fatalf("attempt %d: %d", i+1, p.status)
+			}
+		}
+		for k, c := range clients {
+			if p := c.login("ops", testPassword); p.status != http.StatusTooManyRequests {
+				t.Fatalf("a 4th attempt through instance %d: %d, want 429", k+1, p.status)
+			}
+		}
+		e.clock.Advance(16 * time.Minute)
+		clients[1].mustLogin("ops")
 	})
 }

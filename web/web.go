@@ -44,7 +44,8 @@ type Config struct {
 	Lifetime    time.Duration // a session ends this long after sign-in, used or not; default 12h
 	Logger      *slog.Logger
 
-	// Login throttling, per 15 minutes: attempts per user name and per client address.
+	// Login throttling, per 15 minutes: attempts per user name and per client address,
+	// counted in the store, so a fleet's instances share the budgets.
 	LoginPerUser int // default 5
 	LoginPerAddr int // default 20
 }
@@ -55,7 +56,6 @@ type Console struct {
 	cfg      Config
 	log      *slog.Logger
 	sessions *scs.SessionManager
-	throttle *ratelimit.Memory
 	handler  http.Handler
 }
 
@@ -93,7 +93,7 @@ func New(s *store.Store, cfg Config) *Console {
 		cfg.Logger.ErrorContext(r.Context(), "admin session store", "error", err.Error())
 		http.Error(w, "the session store does not answer; try again", http.StatusServiceUnavailable)
 	}
-	c := &Console{store: s, cfg: cfg, log: cfg.Logger, sessions: sm, throttle: ratelimit.NewMemory(loginWindow, s.Now)}
+	c := &Console{store: s, cfg: cfg, log: cfg.Logger, sessions: sm}
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /admin/static/", http.StripPrefix("/admin/", http.FileServerFS(static)))
@@ -270,11 +270,17 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := peerAddr(r)
-	byAddr := c.throttle.Allow("addr:"+addr, c.cfg.LoginPerAddr)
-	byUser := c.throttle.Allow("user:"+strings.ToLower(name), c.cfg.LoginPerUser)
+	byAddr, err1 := c.store.CountLoginAttempt(ctx, "addr:"+addr, c.cfg.LoginPerAddr, loginWindow)
+	byUser, err2 := c.store.CountLoginAttempt(ctx, "user:"+strings.ToLower(name), c.cfg.LoginPerUser, loginWindow)
+	if err := errors.Join(err1, err2); err != nil {
+		c.log.ErrorContext(ctx, "admin login throttle", "error", err.Error())
+		form.Error = "The store does not answer; try again."
+		c.render(w, r, http.StatusServiceUnavailable, loginView(form))
+		return
+	}
 	if !byAddr.Allowed || !byUser.Allowed {
 		var wait time.Duration // until every budget that refused has a fresh window
-		for _, d := range []ratelimit.Decision{byAddr, byUser} {
+		for _, d := range []store.LoginAttempt{byAddr, byUser} {
 			if !d.Allowed {
 				wait = max(wait, d.ResetIn)
 			}
@@ -295,7 +301,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, status, loginView(form))
 		return
 	}
-	c.throttle.Reset("user:" + strings.ToLower(name))
+	if err := c.store.ResetLoginAttempts(ctx, "user:"+strings.ToLower(name)); err != nil {
+		c.log.WarnContext(ctx, "admin login throttle", "error", err.Error())
+	}
 	// A fresh session token on sign-in, so a token planted before it is worth nothing.
 	if err := c.sessions.RenewToken(ctx); err != nil {
 		c.fail(w, r, nil, http.StatusServiceUnavailable, "The session store does not answer; try again.")
