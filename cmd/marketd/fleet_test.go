@@ -308,9 +308,12 @@ func TestFleet(t *testing.T) {
 				t.Fatalf("%s fell back to memory (Redis too slow on this machine?): %s", in.url, in.logs)
 			}
 		}
-		if passed.Load() != 300 || limited.Load() != 60 || other.Load() != 0 {
-			t.Fatalf("%d reads passed, %d limited, %d other; want 300 and 60 across the fleet", passed.Load(), limited.Load(), other.Load())
+		// Each instance may admit a few reads on its own before it reports them (at most a
+		// thirty-second of the 300 left: 9), so the fleet admits 300, and at most 3 x 9 more.
+		if p := passed.Load(); p < 300 || p > 300+3*9 || p+limited.Load() != 360 || other.Load() != 0 {
+			t.Fatalf("%d reads passed, %d limited, %d other; want 300 to 327 passed across the fleet, the rest limited", passed.Load(), limited.Load(), other.Load())
 		}
+		t.Logf("%d of 360 reads passed through three instances for a limit of 300", passed.Load())
 	})
 
 	c := newClient(t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -17,26 +18,33 @@ import (
 // KeyPrefix begins every Redis key the limiter writes.
 const KeyPrefix = "marketd:ratelimit:"
 
-// allowScript is Memory.Allow in one atomic round trip: a key's window is a hash of its start
-// (µs, the caller's clock), used, rejected and rejected-since-idle counts. It expires two
-// windows after its last request, so Redis holds only keys active in the last two windows.
-var allowScript = redis.NewScript(`
+// countScript counts in one atomic round trip what an instance admitted on its own since its
+// last report (ARGV[4]) and refused (ARGV[5]), then, when ARGV[6] is 1, decides one more
+// request as Memory.Allow does. A key's window is a hash of its start (µs, the caller's
+// clock), used, rejected and rejected-since-idle counts. It expires two windows after its
+// last request, so Redis holds only keys active in the last two windows. Counts reported
+// for a window that has ended are dropped with it.
+var countScript = redis.NewScript(`
 local now, win, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local add, rejn, decide = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local h = redis.call('HMGET', KEYS[1], 'start', 'used', 'rejected', 'rejtotal')
 local start, used, rej, rejtotal = tonumber(h[1]), tonumber(h[2]) or 0, tonumber(h[3]) or 0, tonumber(h[4]) or 0
 if start == nil then
   start, used, rej, rejtotal = now, 0, 0, 0
 elseif now >= start + win then
   if now - start >= 2 * win then rejtotal = 0 end
-  start, used, rej = now, 0, 0
+  start, used, rej, add, rejn = now, 0, 0, 0, 0
 end
+used, rej, rejtotal = used + add, rej + rejn, rejtotal + rejn
 local allowed = 0
-if used < limit then
-  used = used + 1
-  allowed = 1
-else
-  rej = rej + 1
-  rejtotal = rejtotal + 1
+if decide == 1 then
+  if used < limit then
+    used = used + 1
+    allowed = 1
+  else
+    rej = rej + 1
+    rejtotal = rejtotal + 1
+  end
 end
 redis.call('HSET', KEYS[1], 'start', start, 'used', used, 'rejected', rej, 'rejtotal', rejtotal, 'limit', limit)
 redis.call('PEXPIRE', KEYS[1], math.ceil(2 * win / 1000))
@@ -44,15 +52,30 @@ return {allowed, used, start}
 `)
 
 // Redis is a Limiter whose windows live in Redis, shared by every instance that names the same
-// server: the same limits, keys and decisions as Memory. While Redis does not answer, an
+// server: the same limits, keys and windows as Memory. While Redis does not answer, an
 // in-memory limiter decides (logged once, reported by Status), and Redis is tried again
 // every second; its first answer ends the fallback.
+//
+// An instance does not ask Redis for every request. Between two reports it admits, on its
+// own, up to a thirty-second of what the window had left at its last report (never more than
+// 64), and reports them with its next call (or within a second); once Redis says the window
+// is spent, it refuses on its own until the window ends, and reports those refusals the same
+// way. So a busy key costs a round trip every few dozen requests, and a flood's refusals
+// cost none. Accuracy: an instance never refuses a request the shared count would admit
+// (what it counts on its own are requests it admitted), and can take the fleet past the
+// limit by at most what it admitted on its own since its last report: a thirty-second of
+// what was left then, at most 64 (with 300 a minute, at most 9 per instance per window).
+// Budgets under 32, and the last 32 requests of any budget, are decided in Redis one by one,
+// exactly as Memory decides them.
 type Redis struct {
 	client   *redis.Client
 	window   time.Duration
 	now      func() time.Time
 	log      *slog.Logger
 	fallback *Memory
+	tallies  [32]tallyShard
+	seed     maphash.Seed
+	stop     chan struct{}
 
 	mu      sync.Mutex
 	down    bool
@@ -73,11 +96,75 @@ func NewRedis(url string, window time.Duration, now func() time.Time, log *slog.
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Redis{client: redis.NewClient(opt), window: window, now: now, log: log, fallback: NewMemory(window, now)}, nil
+	r := &Redis{client: redis.NewClient(opt), window: window, now: now, log: log, fallback: NewMemory(window, now),
+		seed: maphash.MakeSeed(), stop: make(chan struct{})}
+	for i := range r.tallies {
+		r.tallies[i].keys = map[string]*tally{}
+	}
+	go r.reportRefusals()
+	return r, nil
 }
 
-// Close closes the connections to Redis.
-func (r *Redis) Close() error { return r.client.Close() }
+// reportRefusals sends what was decided in memory to Redis every second, until Close.
+func (r *Redis) reportRefusals() {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+			r.mu.Lock()
+			down := r.down
+			r.mu.Unlock()
+			if !down { // while Redis is down, Allow probes it; the counts wait
+				ctx, cancel := r.ctx()
+				if sent, err := r.flush(ctx); sent {
+					r.answered(err)
+				}
+				cancel()
+			}
+		}
+	}
+}
+
+// tally is what an instance knows and has not yet reported of one key's window.
+type tally struct {
+	start    time.Time // the window's start, as Redis has it
+	limit    int
+	known    int  // the window's count in Redis at the last report
+	admitted int  // requests admitted here since
+	sending  int  // admitted requests being reported now, not yet in known
+	spent    bool // Redis said the window is spent: refuse here until it ends
+	rejected int  // refusals made here since the last report
+}
+
+type tallyShard struct {
+	mu    sync.Mutex
+	keys  map[string]*tally
+	calls int
+}
+
+// onOwn is how many requests an instance may admit without asking Redis, knowing the window
+// had used of limit at its last report: a thirty-second of what was left, at most 64. That
+// is also how far past the limit an instance can take the fleet in a window.
+func onOwn(limit, used int) int { return min((limit-used)/32, 64) }
+
+func (r *Redis) tallyShard(key string) *tallyShard {
+	return &r.tallies[maphash.String(r.seed, key)%uint64(len(r.tallies))]
+}
+
+// current tells whether t still describes its key's window at now, for limit.
+func (r *Redis) current(t *tally, limit int, now time.Time) bool {
+	return t != nil && t.limit == limit && now.Before(t.start.Add(r.window))
+}
+
+
+// Close stops reporting refusals and closes the connections to Redis.
+func (r *Redis) Close() error {
+	close(r.stop)
+	return r.client.Close()
+}
 
 // Fallback is the in-memory limiter that decides while Redis is unreachable.
 func (r *Redis) Fallback() *Memory { return r.fallback }
@@ -120,33 +207,120 @@ func (r *Redis) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), time.Second)
 }
 
-// Allow counts one request in Redis, or in memory while Redis is unreachable.
+// Allow counts one request: on its own while this instance's share since its last report
+// lasts, else with a round trip that reports and decides; in memory while Redis is
+// unreachable.
 func (r *Redis) Allow(key string, limit int) Decision {
+	now := r.now()
+	sh := r.tallyShard(key)
+	sh.mu.Lock()
+	t := sh.keys[key]
+	add, rejn := 0, 0
+	if r.current(t, limit, now) {
+		d := Decision{Limit: limit, ResetIn: t.start.Add(r.window).Sub(now)}
+		switch {
+		case t.spent:
+			t.rejected++
+			sh.mu.Unlock()
+			return d
+		case t.admitted+t.sending < onOwn(limit, t.known):
+			t.admitted++
+			d.Allowed, d.Remaining = true, limit-t.known-t.admitted-t.sending
+			sh.mu.Unlock()
+			return d
+		}
+		add, rejn = t.admitted, t.rejected
+		t.admitted, t.rejected = 0, 0
+		t.sending += add
+	}
+	sent := t
+	sh.calls++
+	if sh.calls%1024 == 0 {
+		for k, old := range sh.keys { // windows long over
+			if !now.Before(old.start.Add(2 * r.window)) {
+				delete(sh.keys, k)
+			}
+		}
+	}
+	sh.mu.Unlock()
+
 	if !r.useRedis() {
 		return r.fallback.Allow(key, limit)
 	}
-	now := r.now()
 	ctx, cancel := r.ctx()
 	defer cancel()
-	res, err := allowScript.Run(ctx, r.client, []string{KeyPrefix + key},
-		now.UnixMicro(), r.window.Microseconds(), limit).Int64Slice()
+	res, err := countScript.Run(ctx, r.client, []string{KeyPrefix + key},
+		now.UnixMicro(), r.window.Microseconds(), limit, add, rejn, 1).Int64Slice()
 	r.answered(err)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sent != nil && add > 0 {
+		sent.sending -= add
+		if err != nil {
+			sent.admitted += add // not reported: the next call tries again
+		}
+	}
 	if err != nil {
 		return r.fallback.Allow(key, limit)
 	}
-	start := time.UnixMicro(res[2])
+	allowed, used, start := res[0] == 1, int(res[1]), time.UnixMicro(res[2])
 	d := Decision{Limit: limit, ResetIn: start.Add(r.window).Sub(now)}
-	if res[0] == 1 {
-		d.Allowed, d.Remaining = true, limit-int(res[1])
+	t = sh.keys[key]
+	if t == nil || !t.start.Equal(start) || t.limit != limit {
+		t = &tally{start: start, limit: limit}
+		sh.keys[key] = t
+	}
+	t.known = max(t.known, used)
+	t.spent = !allowed
+	if allowed {
+		d.Allowed, d.Remaining = true, max(limit-t.known-t.admitted-t.sending, 0)
 	}
 	return d
+}
+
+// flush reports what this instance decided on its own, so State and the other instances
+// count it; it says whether it had anything to send.
+func (r *Redis) flush(ctx context.Context) (bool, error) {
+	type report struct {
+		key                       string
+		start                     time.Time
+		limit, admitted, rejected int
+	}
+	var reports []report
+	now := r.now()
+	for i := range r.tallies {
+		sh := &r.tallies[i]
+		sh.mu.Lock()
+		for k, t := range sh.keys {
+			if (t.admitted > 0 || t.rejected > 0) && r.current(t, t.limit, now) {
+				reports = append(reports, report{k, t.start, t.limit, t.admitted, t.rejected})
+				t.known += t.admitted
+				t.admitted, t.rejected = 0, 0
+			}
+		}
+		sh.mu.Unlock()
+	}
+	if len(reports) == 0 {
+		return false, nil
+	}
+	pipe := r.client.Pipeline()
+	for _, rp := range reports {
+		// Reported at the window's own start, so counts never open a new window.
+		countScript.Eval(ctx, pipe, []string{KeyPrefix + rp.key}, rp.start.UnixMicro(), r.window.Microseconds(), rp.limit, rp.admitted, rp.rejected, 0)
+	}
+	_, err := pipe.Exec(ctx)
+	return true, err
 }
 
 // State lists every key with a window in Redis (in memory while Redis is unreachable).
 func (r *Redis) State() []KeyState {
 	ctx, cancel := r.ctx()
 	defer cancel()
-	states, err := r.state(ctx)
+	_, err := r.flush(ctx)
+	var states []KeyState
+	if err == nil {
+		states, err = r.state(ctx)
+	}
 	r.answered(err)
 	if err != nil {
 		return r.fallback.State()
@@ -201,6 +375,10 @@ func (r *Redis) state(ctx context.Context) ([]KeyState, error) {
 func (r *Redis) Reset(key string) bool {
 	ctx, cancel := r.ctx()
 	defer cancel()
+	sh := r.tallyShard(key)
+	sh.mu.Lock()
+	delete(sh.keys, key)
+	sh.mu.Unlock()
 	n, err := r.client.Del(ctx, KeyPrefix+key).Result()
 	r.answered(err)
 	inMemory := r.fallback.Reset(key)

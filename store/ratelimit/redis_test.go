@@ -215,3 +215,49 @@ func BenchmarkAllow(b *testing.B) {
 		})
 	}
 }
+
+// Three instances on one Redis, each admitting a share of the budget on its own between
+// reports: under concurrent requests through all three, even when each instance sees only a
+// little more than a third of the requests, the fleet never refuses a request early, passes
+// the limit by at most what each instance may admit on its own (a thirty-second of the budget,
+// at most 64, per instance), and not at all for budgets under 32; State counts every request
+// and refusal once reported.
+func TestRedis_ThreeInstancesKeepTheStatedAccuracy(t *testing.T) {
+	url := redisURL(t)
+	ls := []*ratelimit.Redis{newTestRedis(t, url, time.Now), newTestRedis(t, url, time.Now), newTestRedis(t, url, time.Now)}
+	for _, c := range []struct{ limit, requests int }{{7, 30}, {31, 60}, {300, 360}, {300, 3000}, {5000, 6000}} {
+		for range 3 {
+			key := tag() + "fleet"
+			var allowed atomic.Int64
+			var wg sync.WaitGroup
+			for w := range 6 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := range c.requests / 6 {
+						if ls[(w+i)%3].Allow(key, c.limit).Allowed {
+							allowed.Add(1)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			over := 3 * min(c.limit/32, 64)
+			if n := int(allowed.Load()); n < c.limit || n > c.limit+over {
+				t.Fatalf("limit %d, %d requests: %d allowed through three instances, want %d to %d", c.limit, c.requests, n, c.limit, c.limit+over)
+			}
+			for _, l := range ls[1:] { // report what they decided on their own
+				l.State()
+			}
+			var st ratelimit.KeyState
+			for _, s := range ls[0].State() {
+				if s.Key == key {
+					st = s
+				}
+			}
+			if n := int(allowed.Load()); st.Used != n || st.Rejected != c.requests-n {
+				t.Fatalf("limit %d: state %+v, want %d used and %d rejected", c.limit, st, n, c.requests-n)
+			}
+		}
+	}
+}
