@@ -159,7 +159,6 @@ func (r *Redis) current(t *tally, limit int, now time.Time) bool {
 	return t != nil && t.limit == limit && now.Before(t.start.Add(r.window))
 }
 
-
 // Close stops reporting refusals and closes the connections to Redis.
 func (r *Redis) Close() error {
 	close(r.stop)
