@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"marketd/store"
+	"marketd/store/storetest"
+)
+
+// BenchmarkNFTMix is what a dApp's shoppers send: 20,000 distinct pages of NFTs drawn from the
+// demo market's own traits (storetest.NFTPageMix: 1 to 3 trait types with 1 or 2 values each,
+// often listed only, sometimes a price floor, the three sorts), each sent once, from 32
+// keep-alive clients, to a `marketd serve` process of its own (page cache at its default, rate
+// limits off) on SQLite and on PostgreSQL (TEST_DATABASE_URL), over REST and as the same
+// pages over GraphQL, next to a bare net/http handler in the same run. Run it with
+// -benchtime 20000x so no page repeats. It reports pages/s, the p99 and the server's peak
+// resident memory. MARKETD_BENCH_NFTS sets the market's size (default 100,000; seeding it takes
+// about 30 s per store).
+func BenchmarkNFTMix(b *testing.B) {
+	nfts := 100_000
+	if v := os.Getenv("MARKETD_BENCH_NFTS"); v != "" {
+		var err error
+		if nfts, err = strconv.Atoi(v); err != nil {
+			b.Fatalf("MARKETD_BENCH_NFTS=%q: %v", v, err)
+		}
+	}
+	bin, err := binary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stores := []struct{ name, dsn string }{{"sqlite", "sqlite://" + filepath.Join(b.TempDir(), "m.db")}}
+	for _, be := range storetest.Backends() {
+		if be.Postgres {
+			stores = append(stores, struct{ name, dsn string }{"postgres", be.DSN(b)})
+		}
+	}
+	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"items":[],"cursor":null}` + "\n"))
+	}))
+	defer bare.Close()
+	for _, st := range stores {
+		seed := exec.Command(bin, "seed", "--demo", "--nfts", strconv.Itoa(nfts))
+		seed.Env = append(os.Environ(), "MARKETD_DB="+st.dsn)
+		if out, err := seed.CombinedOutput(); err != nil {
+			b.Fatalf("seed %s: %v: %s", st.name, err, out)
+		}
+		started := time.Now()
+		in := startInstance(b, "MARKETD_DB="+st.dsn, "MARKETD_RATE_READ=0", "MARKETD_LOG_LEVEL=error")
+		b.Logf("%s: %d NFTs, ready %v after start", st.name, nfts, time.Since(started).Round(time.Millisecond))
+		rest, gql := nftMix(b, st.dsn, in.url)
+		rss := func(b *testing.B) {
+			status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", in.cmd.Process.Pid))
+			if err != nil {
+				return
+			}
+			for _, line := range strings.Split(string(status), "\n") {
+				if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+					kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+					b.ReportMetric(float64(kb)/1024, "server-peak-rss-MB")
+				}
+			}
+		}
+		b.Run(st.name+"/rest", func(b *testing.B) {
+			benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
+				req, _ := http.NewRequest("GET", rest[i%len(rest)], nil)
+				return send(b, client, req, buf)
+			})
+			rss(b)
+		})
+		b.Run(st.name+"/graphql", func(b *testing.B) {
+			benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
+				req, _ := http.NewRequest("POST", in.url+"/graphql", bytes.NewReader(gql[i%len(gql)]))
+				req.Header.Set("Content-Type", "application/json")
+				return send(b, client, req, buf)
+			})
+			rss(b)
+		})
+		b.Run(st.name+"/bare", func(b *testing.B) {
+			benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
+				req, _ := http.NewRequest("GET", bare.URL+rest[i%len(rest)][len(in.url):], nil)
+				return send(b, client, req, buf)
+			})
+		})
+	}
+}
+
+// nftMix draws the 20,000 pages from the store at dsn and writes each as a REST URL on base
+// and as the same page's GraphQL request.
+func nftMix(b *testing.B, dsn, base string) (rest []string, gql [][]byte) {
+	cfg := storetest.Config(nil)
+	cfg.DB = dsn
+	s, err := store.Open(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	mix, err := storetest.NFTPageMix(context.Background(), s, 20_000, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const fields = `contractId serial name image owner traits { type value } listing { cid price currency expiresAt }`
+	query := `query($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { nfts(filter: $f, sort: $s, first: 20) { edges { node { ` + fields + ` } } pageInfo { hasNextPage endCursor } } } }`
+	for _, r := range mix {
+		q := url.Values{"sort": {string(r.Sort)}, "limit": {"20"}}
+		type traitFilter struct {
+			Type   string   `json:"type"`
+			Values []string `json:"values"`
+		}
+		f := map[string]any{}
+		var traits []traitFilter
+		for typ, values := range r.Filter.Traits {
+			for _, v := range values {
+				q.Add("trait", typ+":"+v)
+			}
+			traits = append(traits, traitFilter{typ, values})
+		}
+		f["traits"] = traits
+		if r.Filter.Listed {
+			q.Set("listed", "true")
+			f["listed"] = true
+		}
+		if r.Filter.MinPrice != "" {
+			q.Set("minPrice", r.Filter.MinPrice)
+			f["minPrice"] = r.Filter.MinPrice
+		}
+		rest = append(rest, base+"/api/nft/collection/"+r.Collection.ID+"/nfts?"+q.Encode())
+		body, _ := json.Marshal(map[string]any{"query": query, "variables": map[string]any{"id": r.Collection.ID, "f": f, "s": strings.ToUpper(string(r.Sort))}})
+		gql = append(gql, body)
+	}
+	return rest, gql
+}
