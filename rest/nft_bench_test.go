@@ -81,18 +81,22 @@ func BenchmarkNFTPage(b *testing.B) {
 		}
 		b.Run("first", func(b *testing.B) { benchGets(b, a, first) })
 		b.Run("deep2000", func(b *testing.B) { benchGets(b, a, deep) })
-		// The same pages from an instance on the same database whose page cache is off: every
-		// request is a query, which is what a page costs when the collection keeps trading.
-		cfg := a.store.Config()
-		cfg.PageCacheTTL = -1
-		uncached, err := store.Open(ctx, cfg)
-		if err != nil {
-			b.Fatal(err)
+		// The same pages from instances on the same database whose page cache is off, which is
+		// what a page costs when the collection keeps trading: from the NFT index, and by SQL.
+		for _, c := range []struct {
+			name string
+			off  bool
+		}{{"uncached", false}, {"uncached-sql", true}} {
+			cfg := a.store.Config()
+			cfg.PageCacheTTL, cfg.NFTIndexOff = -1, c.off
+			uncached := be.Reopen(b, cfg)
+			if err := uncached.AwaitNFTIndex(ctx); err != nil {
+				b.Fatal(err)
+			}
+			u := benchAPIOn(b, uncached)
+			b.Run(c.name+"-first", func(b *testing.B) { benchGets(b, u, first) })
+			b.Run(c.name+"-deep2000", func(b *testing.B) { benchGets(b, u, deep) })
 		}
-		b.Cleanup(func() { uncached.Close() })
-		u := benchAPIOn(b, uncached)
-		b.Run("uncached-first", func(b *testing.B) { benchGets(b, u, first) })
-		b.Run("uncached-deep2000", func(b *testing.B) { benchGets(b, u, deep) })
 		b.Run("bare", func(b *testing.B) {
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
