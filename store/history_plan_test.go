@@ -1,0 +1,141 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/uptrace/bun"
+
+	"marketd/store"
+	"marketd/store/storetest"
+)
+
+// statements records the SELECTs a store runs.
+type statements struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (s *statements) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (s *statements) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
+	if store.InBackground(ctx) || !strings.HasPrefix(strings.TrimSpace(e.Query), "SELECT") {
+		return
+	}
+	s.mu.Lock()
+	s.list = append(s.list, e.Query)
+	s.mu.Unlock()
+}
+
+func (s *statements) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.list
+	s.list = nil
+	return out
+}
+
+// Every page of a growing history (NFT histories, listings, rewards, swap outcomes and
+// histories, open intents and quotes, sessions) is a keyset read that an index serves in
+// order: on PostgreSQL, with sequential scans and sorts priced out, its plan has neither, so
+// the database walks only the page however long the history grows. (A collection's activity
+// feed, read in log order, is not yet: it orders by the update's offset, which its events do
+// not carry.)
+func TestHistories_EveryPageIsAnIndexWalkWithoutASort(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		if b.Dialect != store.Postgres {
+			continue // the plan is PostgreSQL's; SQLite's indexes are the same
+		}
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			s := b.Open(t, storetest.Config(nil))
+			sum, err := s.SeedDemo(ctx, store.DemoOptions{NFTs: 40, Seed: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &statements{}
+			s.AddQueryHook(rec)
+			party, pool := sum.Parties[0], sum.Pools[0]
+			col, err := s.CollectionBySlug(ctx, sum.Collections[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := store.PageRequest{Limit: 5}
+			reads := []struct {
+				name string
+				read func() error
+			}{
+				{"NFT history", func() error {
+					_, err := s.NFTHistory(ctx, store.NFTRef{CollectionID: col.ID, Serial: 1}, page)
+					return err
+				}},
+				{"NFT histories of a page", func() error {
+					_, err := s.NFTHistories(ctx, []store.NFTRef{{CollectionID: col.ID, Serial: 1}, {CollectionID: col.ID, Serial: 2}}, page)
+					return err
+				}},
+				{"listings of a collection", func() error {
+					_, err := s.Listings(ctx, store.ListingFilter{CollectionID: col.ID}, page)
+					return err
+				}},
+				{"listings of a seller", func() error {
+					_, err := s.Listings(ctx, store.ListingFilter{Seller: party}, page)
+					return err
+				}},
+				{"rewards", func() error { _, err := s.RewardHistory(ctx, party, page); return err }},
+				{"swap history of a taker", func() error {
+					_, err := s.SwapHistory(ctx, store.SwapHistoryFilter{Taker: party}, page)
+					return err
+				}},
+				{"outcomes of a pool", func() error {
+					_, err := s.SwapHistory(ctx, store.SwapHistoryFilter{PoolID: pool}, page)
+					return err
+				}},
+				{"open intents of a taker", func() error { _, err := s.ActiveIntents(ctx, party, page); return err }},
+				{"open quotes of an LP", func() error { _, err := s.ActiveLPQuotes(ctx, party, page); return err }},
+				{"sessions of a party", func() error { _, err := s.Sessions(ctx, party, page); return err }},
+			}
+			raw, err := sql.Open("pgx", s.Config().DB)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer raw.Close()
+			conn, err := raw.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := conn.ExecContext(ctx, "SET enable_seqscan = off; SET enable_sort = off; SET enable_incremental_sort = off"); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range reads {
+				rec.take()
+				if err := r.read(); err != nil {
+					t.Fatalf("%s: %v", r.name, err)
+				}
+				stmts := rec.take()
+				if len(stmts) == 0 {
+					t.Fatalf("%s ran no statement", r.name)
+				}
+				for _, q := range stmts {
+					rows, err := conn.QueryContext(ctx, "EXPLAIN "+q)
+					if err != nil {
+						t.Fatalf("%s: explain %s: %v", r.name, q, err)
+					}
+					var plan []string
+					for rows.Next() {
+						var line string
+						rows.Scan(&line)
+						plan = append(plan, line)
+					}
+					rows.Close()
+					text := strings.Join(plan, "\n")
+					if strings.Contains(text, "Seq Scan") || strings.Contains(text, "Sort") {
+						t.Errorf("%s: the plan scans or sorts:\n%s\n%s", r.name, q, text)
+					}
+				}
+			}
+		})
+	}
+}
