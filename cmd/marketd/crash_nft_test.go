@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bytes"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	mrand "math/rand/v2"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"marketd/store/storetest"
+)
+
+// NFT writes killed mid-flight: traders mint, list, cancel, buy and transfer through a marketd
+// process that is SIGKILLed at a random moment, then restarted, several rounds on each store.
+// After every round: each acknowledged write is in the store, CC is conserved, each NFT has
+// one live contract and at most one live listing, and the restarted instance's NFT index
+// answers every page exactly as an instance reading by SQL (MARKETD_NFT_INDEX=off) does.
+func TestCrash_NFTWritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testing.T) {
+	stores := []struct{ name, dsn, driver, raw string }{}
+	file := filepath.Join(t.TempDir(), "m.db")
+	stores = append(stores, struct{ name, dsn, driver, raw string }{"sqlite", "sqlite://" + file, "sqlite", "file:" + file + "?_pragma=busy_timeout(10000)"})
+	for _, b := range storetest.Backends() {
+		if b.Postgres {
+			dsn := b.DSN(t)
+			stores = append(stores, struct{ name, dsn, driver, raw string }{"postgres", dsn, "pgx", dsn})
+		}
+	}
+	for _, st := range stores {
+		t.Run(st.name, func(t *testing.T) {
+			env := []string{"MARKETD_DB=" + st.dsn, "MARKETD_RATE_READ=0"}
+			in := startInstance(t, env...)
+			c := newClient(t)
+			traders := make([]*party, 4)
+			for i := range traders {
+				traders[i] = c.onboard(in.url, fmt.Sprintf("trader%d", i))
+				c.tap(in.url, traders[i], "1000")
+			}
+			col := createCrashCollection(t, st.dsn, traders[0].id)
+			db, err := sql.Open(st.driver, st.raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			var acked []string
+			var mu sync.Mutex
+			for round := range 3 {
+				var stop atomic.Bool
+				var wg sync.WaitGroup
+				for i, p := range traders {
+					wg.Go(func() {
+						rng := mrand.New(mrand.NewPCG(uint64(round), uint64(i)))
+						for !stop.Load() {
+							if id, ok := nftStep(c, in.url, col, p, traders, rng); ok {
+								mu.Lock()
+								acked = append(acked, id)
+								mu.Unlock()
+							}
+						}
+					})
+				}
+				time.Sleep(time.Duration(400+mrand.IntN(800)) * time.Millisecond)
+				in.cmd.Process.Signal(syscall.SIGKILL)
+				<-in.done
+				stop.Store(true)
+				wg.Wait()
+				in = startInstance(t, env...)
+				checkAfterCrash(t, db, acked, len(traders))
+				sqlInstance := startInstance(t, append(env, "MARKETD_NFT_INDEX=off")...)
+				comparePages(t, c, in.url, sqlInstance.url, col, traders)
+				sqlInstance.cmd.Process.Kill()
+				<-sqlInstance.done
+				t.Logf("round %d: %d writes acknowledged so far", round, len(acked))
+			}
+			if len(acked) < 20 {
+				t.Errorf("only %d writes acknowledged: the load did not exercise the market", len(acked))
+			}
+		})
+	}
+}
+
+// createCrashCollection makes a collection of 400 NFTs with traits and an open mint phase,
+// with the operator's commands, and returns its id.
+func createCrashCollection(t *testing.T, dsn, creator string) string {
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []map[string]any
+	for i := range 400 {
+		items = append(items, map[string]any{"name": fmt.Sprintf("Crash #%d", i+1), "image": "https://img.example/crash.png",
+			"traits": []map[string]string{{"type": "Hat", "value": []string{"Cap", "Crown", "Halo"}[i%3]}, {"type": "Eyes", "value": []string{"Bored", "Laser"}[i%2]}}})
+	}
+	itemsFile := filepath.Join(t.TempDir(), "items.json")
+	b, _ := json.Marshal(items)
+	if err := os.WriteFile(itemsFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) []byte {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "MARKETD_DB="+dsn)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("marketd %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	var col struct{ ID string }
+	json.Unmarshal(run("collection", "create", "--slug", "crash", "--name", "Crash", "--creator", creator, "--currency", "CC",
+		"--supply", "400", "--items", itemsFile), &col)
+	now := time.Now().Unix()
+	run("collection", "add-phase", "--collection", "crash", "--name", "open", "--price", "1",
+		"--start", fmt.Sprint(now-3600), "--end", fmt.Sprint(now+86400), "--per-party-limit", "400")
+	return col.ID
+}
+
+// nftStep makes one random NFT write as p and returns its update id when it was acknowledged.
+func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand.Rand) (string, bool) {
+	get := func(query string) []map[string]any {
+		r, err := c.try("GET", base+"/api/nft/collection/"+col+"/nfts?"+query, "", nil)
+		if err != nil || r.status != 200 {
+			return nil
+		}
+		items, _ := r.body["items"].([]any)
+		var out []map[string]any
+		for _, it := range items {
+			out = append(out, it.(map[string]any))
+		}
+		return out
+	}
+	pick := func(xs []map[string]any) map[string]any {
+		if len(xs) == 0 {
+			return nil
+		}
+		return xs[rng.IntN(len(xs))]
+	}
+	exec := func(prepare, execute string, body any) (string, bool) {
+		r, err := c.try("POST", base+prepare, p.tok, body)
+		if err != nil || r.status != 200 {
+			return "", false
+		}
+		h := r.str("preparedTransactionHash")
+		r, err = c.try("POST", base+execute, p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+		if err != nil || r.status != 200 {
+			return "", false
+		}
+		return r.str("updateId"), true
+	}
+	mine := func(listed bool) map[string]any {
+		var out []map[string]any
+		for _, n := range get("owner=" + url.QueryEscape(p.id) + "&limit=100") {
+			if (n["listing"] != nil) == listed {
+				out = append(out, n)
+			}
+		}
+		return pick(out)
+	}
+	switch rng.IntN(6) {
+	case 0, 1:
+		return exec("/api/nft/mint/atomic/prepare", "/api/nft/mint/atomic/execute", map[string]string{"collectionId": col})
+	case 2:
+		if n := mine(false); n != nil {
+			return exec("/api/nft/list/prepare", "/api/nft/list/execute", map[string]string{"contractId": n["contractId"].(string), "price": fmt.Sprint(1 + rng.IntN(20))})
+		}
+	case 3:
+		if n := mine(true); n != nil {
+			cid := n["listing"].(map[string]any)["cid"].(string)
+			return exec("/api/nft/list/"+cid+"/cancel/prepare", "/api/nft/list/cancel/execute", map[string]string{})
+		}
+	case 4:
+		var others []map[string]any
+		for _, n := range get("listed=true&sort=price_asc&limit=50") {
+			if n["owner"] != p.id {
+				others = append(others, n)
+			}
+		}
+		if n := pick(others); n != nil {
+			return exec("/api/nft/buy/atomic/prepare", "/api/nft/buy/atomic/execute", map[string]string{"cid": n["listing"].(map[string]any)["cid"].(string)})
+		}
+	case 5:
+		if n := mine(false); n != nil {
+			to := traders[rng.IntN(len(traders))]
+			if to != p {
+				return exec("/api/nft/transfer/prepare", "/api/nft/transfer/execute", map[string]string{"contractId": n["contractId"].(string), "receiver": to.id})
+			}
+		}
+	}
+	return "", false
+}
+
+// checkAfterCrash checks the store directly: every acknowledged write is there, CC is
+// conserved, and each NFT has one live contract and at most one live listing.
+func checkAfterCrash(t *testing.T, db *sql.DB, acked []string, traders int) {
+	t.Helper()
+	for _, id := range acked {
+		var n int
+		if err := db.QueryRow("SELECT count(*) FROM updates WHERE update_id = '" + id + "'").Scan(&n); err != nil || n != 1 {
+			t.Fatalf("acknowledged update %s: %d in the store (%v)", id, n, err)
+		}
+	}
+	rows, err := db.Query("SELECT CAST(amount AS TEXT) FROM holdings WHERE instrument = 'CC' AND consumed_update IS NULL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := decimal.Zero
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			t.Fatal(err)
+		}
+		held = held.Add(decimal.RequireFromString(a))
+	}
+	rows.Close()
+	if !held.Equal(decimal.NewFromInt(int64(1000 * traders))) {
+		t.Fatalf("CC held %s, tapped %d", held, 1000*traders)
+	}
+	for _, q := range []string{
+		"SELECT nft_id FROM nfts WHERE consumed_update IS NULL GROUP BY nft_id HAVING count(*) > 1",
+		"SELECT nft_cid FROM listings WHERE consumed_update IS NULL GROUP BY nft_cid HAVING count(*) > 1",
+		"SELECT l.cid FROM listings l LEFT JOIN nfts n ON n.cid = l.nft_cid AND n.consumed_update IS NULL WHERE l.consumed_update IS NULL AND n.cid IS NULL",
+	} {
+		var bad string
+		err := db.QueryRow(q).Scan(&bad)
+		if err != sql.ErrNoRows {
+			t.Fatalf("%s: %q %v", q, bad, err)
+		}
+	}
+}
+
+// comparePages reads the same pages from the instance with the NFT index and from one that
+// reads by SQL, and wants the same bytes: every NFT in each order, the listed ones, each
+// trader's, each trait value's, following every cursor.
+func comparePages(t *testing.T, c *client, indexed, bySQL, col string, traders []*party) {
+	t.Helper()
+	queries := []string{"sort=serial", "sort=price_asc", "sort=price_desc", "listed=true&sort=price_asc", "listed=true&sort=serial",
+		"trait=Hat:Crown&sort=price_desc", "trait=Hat:Cap&trait=Hat:Halo&trait=Eyes:Laser&sort=price_asc", "minPrice=5&maxPrice=15&sort=price_asc"}
+	for _, p := range traders {
+		queries = append(queries, "owner="+url.QueryEscape(p.id)+"&sort=price_asc")
+	}
+	for _, q := range queries {
+		cursor := ""
+		for pages := 0; pages < 50; pages++ {
+			path := "/api/nft/collection/" + col + "/nfts?limit=17&" + q
+			if cursor != "" {
+				path += "&cursor=" + url.QueryEscape(cursor)
+			}
+			a, errA := c.try("GET", indexed+path, "", nil)
+			b, errB := c.try("GET", bySQL+path, "", nil)
+			if errA != nil || errB != nil || a.status != 200 || !bytes.Equal(a.raw, b.raw) {
+				t.Fatalf("GET %s: the NFT index answers %d %s (%v), SQL answers %d %s (%v)", path, a.status, a.raw, errA, b.status, b.raw, errB)
+			}
+			next, _ := a.body["cursor"].(string)
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+	}
+}
