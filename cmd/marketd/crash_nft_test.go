@@ -22,7 +22,7 @@ import (
 	"marketd/store/storetest"
 )
 
-// NFT writes killed mid-flight: traders mint, list, cancel, buy and transfer through a marketd
+// NFT writes killed mid-flight: traders mint, list, cancel, buy, sweep, transfer and burn through a marketd
 // process that is SIGKILLed at a random moment, then restarted, several rounds on each store.
 // After every round: each acknowledged write is in the store, CC is conserved, each NFT has
 // one live contract and at most one live listing, and the restarted instance's NFT index
@@ -44,8 +44,11 @@ func TestCrash_NFTWritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *te
 			c := newClient(t)
 			traders := make([]*party, 4)
 			for i := range traders {
-				traders[i] = c.onboard(in.url, fmt.Sprintf("trader%d", i))
-				c.tap(in.url, traders[i], "1000")
+				p := c.onboard(in.url, fmt.Sprintf("trader%d", i))
+				c.tap(in.url, p, "1000")
+				h := c.prepare(in.url, "/api/wallet/nft-preapproval", p, map[string]string{}) // others may send it NFTs
+				c.ok("POST", in.url+"/api/wallet/nft-preapproval/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+				traders[i] = p
 			}
 			col := createCrashCollection(t, st.dsn, traders[0].id)
 			db, err := sql.Open(st.driver, st.raw)
@@ -83,8 +86,23 @@ func TestCrash_NFTWritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *te
 				<-sqlInstance.done
 				t.Logf("round %d: %d writes acknowledged so far", round, len(acked))
 			}
-			if len(acked) < 20 {
-				t.Errorf("only %d writes acknowledged: the load did not exercise the market", len(acked))
+			kinds := map[string]int{}
+			rows, err := db.Query("SELECT kind, count(*) FROM updates GROUP BY kind")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var k string
+				var n int
+				rows.Scan(&k, &n)
+				kinds[k] = n
+			}
+			rows.Close()
+			t.Logf("committed: %v", kinds)
+			for _, k := range []string{"nft.mint", "nft.list", "nft.cancel", "nft.buy", "nft.sweep", "nft.transfer", "nft.burn"} {
+				if kinds[k] == 0 {
+					t.Errorf("no %s committed: the load did not exercise every kind of NFT write (%v)", k, kinds)
+				}
 			}
 		})
 	}
@@ -166,7 +184,7 @@ func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand
 		}
 		return pick(out)
 	}
-	switch rng.IntN(6) {
+	switch rng.IntN(8) {
 	case 0, 1:
 		return exec("/api/nft/mint/atomic/prepare", "/api/nft/mint/atomic/execute", map[string]string{"collectionId": col})
 	case 2:
@@ -193,6 +211,14 @@ func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand
 			to := traders[rng.IntN(len(traders))]
 			if to != p {
 				return exec("/api/nft/transfer/prepare", "/api/nft/transfer/execute", map[string]string{"contractId": n["contractId"].(string), "receiver": to.id})
+			}
+		}
+	case 6: // the two cheapest listings, whoever's (one's own fails and is retried)
+		return exec("/api/nft/sweep/buy/prepare", "/api/nft/sweep/buy/execute", map[string]any{"collectionId": col, "count": 2, "maxTotal": "50"})
+	case 7:
+		if rng.IntN(4) == 0 { // burns are rarer: the supply is finite
+			if n := mine(rng.IntN(2) == 0); n != nil {
+				return exec("/api/nft/burn/prepare", "/api/nft/burn/execute", map[string]string{"contractId": n["contractId"].(string)})
 			}
 		}
 	}
