@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -74,6 +75,7 @@ type Redis struct {
 	log      *slog.Logger
 	fallback *Memory
 	tallies  [32]tallyShard
+	perShard atomic.Int64
 	seed     maphash.Seed
 	stop     chan struct{}
 
@@ -101,6 +103,7 @@ func NewRedis(url string, window time.Duration, now func() time.Time, log *slog.
 	for i := range r.tallies {
 		r.tallies[i].keys = map[string]*tally{}
 	}
+	r.SetMaxKeys(DefaultMaxKeys)
 	go r.reportRefusals()
 	return r, nil
 }
@@ -143,6 +146,24 @@ type tallyShard struct {
 	mu    sync.Mutex
 	keys  map[string]*tally
 	calls int
+}
+
+// SetMaxKeys bounds how many keys r keeps tallies of (DefaultMaxKeys unless set), however
+// many clients arrive; rounded up to a multiple of its 32 shards.
+func (r *Redis) SetMaxKeys(n int) {
+	r.perShard.Store(int64(max((n+len(r.tallies)-1)/len(r.tallies), 1)))
+}
+
+// Held is how many keys the instance keeps tallies of.
+func (r *Redis) Held() int {
+	n := 0
+	for i := range r.tallies {
+		sh := &r.tallies[i]
+		sh.mu.Lock()
+		n += len(sh.keys)
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 // onOwn is how many requests an instance may admit without asking Redis, knowing the window
@@ -266,6 +287,14 @@ func (r *Redis) Allow(key string, limit int) Decision {
 	d := Decision{Limit: limit, ResetIn: start.Add(r.window).Sub(now)}
 	t = sh.keys[key]
 	if t == nil || !t.start.Equal(start) || t.limit != limit {
+		if t == nil && len(sh.keys) >= int(r.perShard.Load()) {
+			// A flood of new keys: forget one. Redis keeps the count; what the forgotten key
+			// had not reported yet (at most its share) goes uncounted.
+			for k := range sh.keys {
+				delete(sh.keys, k)
+				break
+			}
+		}
 		t = &tally{start: start, limit: limit}
 		sh.keys[key] = t
 	}

@@ -149,11 +149,15 @@ func TestRedis_StoppedFallsBackToMemoryAndReturns(t *testing.T) {
 func TestRedis_FloodOfKeysExpiresAndLeavesTheProcessEmpty(t *testing.T) {
 	p := storetest.StartRedis(t)
 	r := newTestRedis(t, p.URL(), time.Now)
+	r.SetMaxKeys(320)
 	for i := range 2000 {
 		r.Allow(fmt.Sprintf("read:10.0.%d.%d", i/256, i%256), 5)
 	}
 	if n := r.Fallback().Len(); n != 0 {
-		t.Fatalf("the instance holds %d keys while Redis answers", n)
+		t.Fatalf("the instance's fallback holds %d keys while Redis answers", n)
+	}
+	if n := r.Held(); n > 320 {
+		t.Fatalf("the instance keeps tallies of %d keys, over its bound of 320", n)
 	}
 	out, err := exec.Command("redis-cli", "-p", strconv.Itoa(p.Port), "--scan", "--pattern", ratelimit.KeyPrefix+"*").Output()
 	if err != nil {
