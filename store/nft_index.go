@@ -344,18 +344,27 @@ func (x *nftIndex) reread(ctx context.Context, nftIDs []string) error {
 			if !ok {
 				continue
 			}
-			touched[collectionID] = true
 			c := x.collection(collectionID, live[id] != nil)
 			if c == nil {
 				continue
 			}
 			c.mu.Lock()
+			changed := true
 			if it := live[id]; it != nil {
-				c.put(it)
+				if changed = !c.holds(it); changed {
+					c.put(it)
+				}
 			} else {
+				changed = int(serial) < len(c.items) && c.items[serial] != nil
 				c.remove(serial)
 			}
 			c.mu.Unlock()
+			if !changed {
+				// Read again with nothing new (the writer's own read, then the log's): its
+				// collection's pages stay.
+				continue
+			}
+			touched[collectionID] = true
 		}
 	}
 	for id := range touched {
@@ -526,6 +535,23 @@ func (c *collectionIndex) put(it *nftItem) {
 			c.expiring.ReplaceOrInsert(expiryEntry{l.expiresAt.UnixMicro(), serial})
 		}
 	}
+}
+
+// holds tells whether the index has the NFT exactly as it describes it. (An NFT's name,
+// image and traits are fixed when it is minted.)
+func (c *collectionIndex) holds(it *nftItem) bool {
+	if it.Serial < 0 || it.Serial >= len(c.items) || c.items[it.Serial] == nil {
+		return false
+	}
+	n := c.items[it.Serial]
+	if n.contractID != it.ContractID || n.owner != it.Owner || (n.listing == nil) != (it.ListingCID == nil) {
+		return false
+	}
+	if l := n.listing; l != nil {
+		sameExpiry := (l.expiresAt == nil) == (it.ListExpires == nil) && (l.expiresAt == nil || l.expiresAt.Equal(it.ListExpires.Time))
+		return l.cid == *it.ListingCID && l.asc == it.PriceAscKey && l.currency == *it.ListCurrency && sameExpiry
+	}
+	return true
 }
 
 // remove takes the NFT of serial out of the index, if it is there.
