@@ -1,0 +1,106 @@
+package store_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+	"testing"
+	"time"
+
+	"marketd/store"
+	"marketd/store/storetest"
+)
+
+// BenchmarkHistoryPages reads the first page and a deep page of three growing histories, at
+// one size and at ten times it, on each store: an NFT's history (one NFT listed and cancelled
+// over and over), a seller's listings (the same cycles) and a party's rewards (cc-transfers).
+// A page costs the same at both sizes when the read walks only the page.
+func BenchmarkHistoryPages(b *testing.B) {
+	for _, be := range storetest.Backends() {
+		b.Run(be.Name, func(b *testing.B) {
+			ctx := context.Background()
+			clock := storetest.NewClock(storetest.Epoch)
+			s := be.Open(b, storetest.Config(clock))
+			alice, bob := onboardParty(b, s, "alice"), onboardParty(b, s, "bob")
+			tap(b, s, alice, store.CC, "1000000")
+			col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "hist", Name: "hist", Creator: alice.id, Currency: store.CC, Supply: 10})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.AddPhase(ctx, store.PhaseSpec{Collection: col.ID, Name: "open", Price: "0", Start: clock.Now().Add(-time.Hour), End: clock.Now().Add(time.Hour), PerPartyLimit: 10}); err != nil {
+				b.Fatal(err)
+			}
+			run := func(kind string, prep *store.Prepared, err error) store.Receipt {
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := s.Execute(ctx, store.Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(alice.priv, prep.Hash), Caller: alice.id})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return r
+			}
+			prep, err := s.PrepareMint(ctx, alice.id, col.ID, 1)
+			run(store.KindNFTMint, prep, err)
+			ref := store.NFTRef{CollectionID: col.ID, Serial: 1}
+			grow := func(cycles int) { // each cycle: a listing, its cancel, and a rewarded transfer
+				for range cycles {
+					page, err := s.NFTs(ctx, col.ID, store.NFTFilter{Owner: alice.id}, store.SortSerial, store.PageRequest{})
+					if err != nil || len(page.Items) == 0 {
+						b.Fatalf("alice's NFT: %v", err)
+					}
+					prep, err := s.PrepareList(ctx, alice.id, []store.ListingTerms{{ContractID: page.Items[0].ContractID, Price: "5"}})
+					run(store.KindNFTList, prep, err)
+					l, err := s.Listings(ctx, store.ListingFilter{Seller: alice.id, State: "active"}, store.PageRequest{Limit: 1})
+					if err != nil || len(l.Items) == 0 {
+						b.Fatalf("alice's listing: %v", err)
+					}
+					prep, err = s.PrepareCancel(ctx, alice.id, []string{l.Items[0].CID})
+					run(store.KindNFTCancel, prep, err)
+					prep, err = s.PrepareCCTransfer(ctx, alice.id, bob.id, store.MustAmount("1"))
+					run(store.KindCCTransfer, prep, err)
+				}
+			}
+			reads := []struct {
+				name string
+				read func(store.PageRequest) (string, error)
+			}{
+				{"nft-history", func(r store.PageRequest) (string, error) { p, err := s.NFTHistory(ctx, ref, r); return p.Cursor, err }},
+				{"seller-listings", func(r store.PageRequest) (string, error) {
+					p, err := s.Listings(ctx, store.ListingFilter{Seller: alice.id}, r)
+					return p.Cursor, err
+				}},
+				{"rewards", func(r store.PageRequest) (string, error) { p, err := s.RewardHistory(ctx, alice.id, r); return p.Cursor, err }},
+			}
+			const base = 150
+			grown := 0
+			for _, size := range []int{base, 10 * base} {
+				grow(size - grown)
+				grown = size
+				for _, rd := range reads {
+					// The deep page: 5 pages of 20 in.
+					deep := store.PageRequest{Limit: 20}
+					for range 5 {
+						c, err := rd.read(deep)
+						if err != nil || c == "" {
+							b.Fatalf("%s: %v", rd.name, err)
+						}
+						deep.Cursor = c
+					}
+					for _, at := range []struct {
+						name string
+						r    store.PageRequest
+					}{{"first", store.PageRequest{Limit: 20}}, {"deep", deep}} {
+						b.Run(fmt.Sprintf("%s/%s/history=%d", rd.name, at.name, size), func(b *testing.B) {
+							for b.Loop() {
+								if _, err := rd.read(at.r); err != nil {
+									b.Fatal(err)
+								}
+							}
+						})
+					}
+				}
+			}
+		})
+	}
+}
