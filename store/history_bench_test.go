@@ -70,7 +70,10 @@ func BenchmarkHistoryPages(b *testing.B) {
 					p, err := s.Listings(ctx, store.ListingFilter{Seller: alice.id}, r)
 					return p.Cursor, err
 				}},
-				{"rewards", func(r store.PageRequest) (string, error) { p, err := s.RewardHistory(ctx, alice.id, r); return p.Cursor, err }},
+				{"rewards", func(r store.PageRequest) (string, error) {
+					p, err := s.RewardHistory(ctx, alice.id, r)
+					return p.Cursor, err
+				}},
 			}
 			const base = 150
 			grown := 0
