@@ -22,12 +22,14 @@ import (
 	"marketd/store/storetest"
 )
 
-// NFT writes killed mid-flight: traders mint, list, cancel, buy, sweep, transfer and burn through a marketd
-// process that is SIGKILLed at a random moment, then restarted, several rounds on each store.
-// After every round: each acknowledged write is in the store, CC is conserved, each NFT has
-// one live contract and at most one live listing, and the restarted instance's NFT index
-// answers every page exactly as an instance reading by SQL (MARKETD_NFT_INDEX=off) does.
-func TestCrash_NFTWritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testing.T) {
+// Writes killed mid-flight: traders mint, list, cancel, buy, sweep, transfer and burn NFTs,
+// post and cancel LP quotes, swap, cancel intents and claim fees through a marketd process
+// that is SIGKILLed at a random moment, then restarted, several rounds on each store. After
+// every round: each acknowledged write is in the store, each instrument is conserved (locked
+// amounts and unclaimed fees included), each NFT has one live contract and at most one live
+// listing, and the restarted instance's NFT index answers every page exactly as an instance
+// reading by SQL (MARKETD_NFT_INDEX=off) does.
+func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testing.T) {
 	stores := []struct{ name, dsn, driver, raw string }{}
 	file := filepath.Join(t.TempDir(), "m.db")
 	stores = append(stores, struct{ name, dsn, driver, raw string }{"sqlite", "sqlite://" + file, "sqlite", "file:" + file + "?_pragma=busy_timeout(10000)"})
@@ -45,12 +47,18 @@ func TestCrash_NFTWritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *te
 			traders := make([]*party, 4)
 			for i := range traders {
 				p := c.onboard(in.url, fmt.Sprintf("trader%d", i))
-				c.tap(in.url, p, "1000")
-				h := c.prepare(in.url, "/api/wallet/nft-preapproval", p, map[string]string{}) // others may send it NFTs
-				c.ok("POST", in.url+"/api/wallet/nft-preapproval/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+				for _, inst := range []string{"CC", "USDCx"} {
+					h := c.prepare(in.url, "/api/wallet/tap", p, map[string]string{"instrument": inst, "amount": "1000"})
+					c.ok("POST", in.url+"/api/wallet/tap/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+				}
+				for _, kind := range []string{"nft", "usdcx"} { // others may send it NFTs and USDCx
+					h := c.prepare(in.url, "/api/wallet/"+kind+"-preapproval", p, map[string]string{})
+					c.ok("POST", in.url+"/api/wallet/"+kind+"-preapproval/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+				}
 				traders[i] = p
 			}
 			col := createCrashCollection(t, st.dsn, traders[0].id)
+			pool := createCrashPool(t, st.dsn)
 			db, err := sql.Open(st.driver, st.raw)
 			if err != nil {
 				t.Fatal(err)
@@ -65,7 +73,13 @@ func TestCrash_NFTWritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *te
 					wg.Go(func() {
 						rng := mrand.New(mrand.NewPCG(uint64(round), uint64(i)))
 						for !stop.Load() {
-							if id, ok := nftStep(c, in.url, col, p, traders, rng); ok {
+							step := nftStep
+							if rng.IntN(2) == 0 {
+								step = func(c *client, base, _ string, p *party, traders []*party, rng *mrand.Rand) (string, bool) {
+									return swapStep(c, base, pool, p, rng)
+								}
+							}
+							if id, ok := step(c, in.url, col, p, traders, rng); ok {
 								mu.Lock()
 								acked = append(acked, id)
 								mu.Unlock()
@@ -99,9 +113,10 @@ func TestCrash_NFTWritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *te
 			}
 			rows.Close()
 			t.Logf("committed: %v", kinds)
-			for _, k := range []string{"nft.mint", "nft.list", "nft.cancel", "nft.buy", "nft.sweep", "nft.transfer", "nft.burn"} {
+			for _, k := range []string{"nft.mint", "nft.list", "nft.cancel", "nft.buy", "nft.sweep", "nft.transfer", "nft.burn",
+				"swap.lp-quote", "swap.lp-quote-cancel", "swap.intent", "swap.intent-cancel", "swap.lp-claim-fees"} {
 				if kinds[k] == 0 {
-					t.Errorf("no %s committed: the load did not exercise every kind of NFT write (%v)", k, kinds)
+					t.Errorf("no %s committed: the load did not exercise every kind of write (%v)", k, kinds)
 				}
 			}
 		})
@@ -235,21 +250,27 @@ func checkAfterCrash(t *testing.T, db *sql.DB, acked []string, traders int) {
 			t.Fatalf("acknowledged update %s: %d in the store (%v)", id, n, err)
 		}
 	}
-	rows, err := db.Query("SELECT CAST(amount AS TEXT) FROM holdings WHERE instrument = 'CC' AND consumed_update IS NULL")
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := decimal.Zero
-	for rows.Next() {
-		var a string
-		if err := rows.Scan(&a); err != nil {
+	// Every instrument is conserved: what was tapped is in holdings, locked in open LP quotes
+	// and pending intents, or retained as unclaimed fees.
+	held := map[string]decimal.Decimal{}
+	for _, table := range []string{"holdings", "lp_quotes", "swap_intents", "lp_fees"} {
+		rows, err := db.Query("SELECT instrument, CAST(amount AS TEXT) FROM " + table + " WHERE consumed_update IS NULL")
+		if err != nil {
 			t.Fatal(err)
 		}
-		held = held.Add(decimal.RequireFromString(a))
+		for rows.Next() {
+			var inst, a string
+			if err := rows.Scan(&inst, &a); err != nil {
+				t.Fatal(err)
+			}
+			held[inst] = held[inst].Add(decimal.RequireFromString(a))
+		}
+		rows.Close()
 	}
-	rows.Close()
-	if !held.Equal(decimal.NewFromInt(int64(1000 * traders))) {
-		t.Fatalf("CC held %s, tapped %d", held, 1000*traders)
+	for _, inst := range []string{"CC", "USDCx"} {
+		if !held[inst].Equal(decimal.NewFromInt(int64(1000 * traders))) {
+			t.Fatalf("%s held or locked %s, tapped %d", inst, held[inst], 1000*traders)
+		}
 	}
 	for _, q := range []string{
 		"SELECT nft_id FROM nfts WHERE consumed_update IS NULL GROUP BY nft_id HAVING count(*) > 1",
@@ -293,4 +314,81 @@ func comparePages(t *testing.T, c *client, indexed, bySQL, col string, traders [
 			cursor = next
 		}
 	}
+}
+
+// createCrashPool sets the CC/USDCx oracle price and creates a pool with a 30 bps fee, with
+// the operator's commands, and returns its id.
+func createCrashPool(t *testing.T, dsn string) string {
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"oracle", "set", "--base", "CC", "--quote", "USDCx", "--price", "2"},
+		{"pool", "create", "--base", "CC", "--quote", "USDCx", "--fee-bps", "30"},
+	} {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "MARKETD_DB="+dsn)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("marketd %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return "CC-USDCx-30"
+}
+
+// swapStep makes one random swap write as p (an LP quote or its cancel, a swap or its cancel,
+// a fee claim) and returns its update id when it was acknowledged.
+func swapStep(c *client, base, pool string, p *party, rng *mrand.Rand) (string, bool) {
+	exec := func(prepare, execute string, body any) (string, bool) {
+		r, err := c.try("POST", base+prepare, p.tok, body)
+		if err != nil || r.status != 200 {
+			return "", false
+		}
+		h := r.str("preparedTransactionHash")
+		r, err = c.try("POST", base+execute, p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+		if err != nil || r.status != 200 {
+			return "", false
+		}
+		return r.str("updateId"), true
+	}
+	active := func(path, field string) string {
+		r, err := c.try("GET", base+path, p.tok, nil)
+		if err != nil || r.status != 200 {
+			return ""
+		}
+		items, _ := r.body["items"].([]any)
+		if len(items) == 0 {
+			return ""
+		}
+		s, _ := items[rng.IntN(len(items))].(map[string]any)[field].(string)
+		return s
+	}
+	later := time.Now().Add(time.Hour).Unix()
+	switch rng.IntN(6) {
+	case 0, 1:
+		side := []string{"bid", "ask"}[rng.IntN(2)]
+		price := fmt.Sprintf("%.2f", 1.9+0.2*rng.Float64())
+		return exec("/api/swap/lp-quote/prepare", "/api/swap/lp-quote/execute",
+			map[string]any{"poolId": pool, "side": side, "price": price, "size": fmt.Sprint(1 + rng.IntN(10)), "expiresAt": later})
+	case 2:
+		if cid := active("/api/swap/lp-quote/active", "cid"); cid != "" {
+			return exec("/api/swap/lp-quote/cancel/prepare", "/api/swap/lp-quote/cancel/execute", map[string]string{"cid": cid})
+		}
+	case 3, 4:
+		sell := []string{"CC", "USDCx"}[rng.IntN(2)]
+		min := "0.1"
+		if rng.IntN(2) == 0 {
+			min = "100" // more than the book pays: the intent waits, locked, until cancelled
+		}
+		return exec("/api/swap/prepare", "/api/swap/intent/submit",
+			map[string]any{"poolId": pool, "sell": sell, "amount": fmt.Sprint(1 + rng.IntN(3)), "minReceive": min, "deadline": later})
+	case 5:
+		if rng.IntN(3) > 0 {
+			if cid := active("/api/swap/intent/active", "intentCid"); cid != "" {
+				return exec("/api/swap/intent/cancel/prepare", "/api/swap/intent/cancel/execute", map[string]string{"intentCid": cid})
+			}
+		}
+		return exec("/api/swap/lp-quote/claim-fees/prepare", "/api/swap/lp-quote/claim-fees/execute", map[string]string{"poolId": pool})
+	}
+	return "", false
 }
