@@ -123,11 +123,39 @@ func eventsOf(acts []nftActivity) []NFTEvent {
 	return out
 }
 
-// AddQueryHook observes every SQL statement the store runs (tests count them).
+// AddQueryHook observes every SQL statement the store runs (tests count them). It is safe
+// while the store runs statements, the NFT index's among them: the hooks are one list,
+// replaced whole, that a single hook installed at Open reads.
 func (s *Store) AddQueryHook(h bun.QueryHook) {
-	s.db.AddQueryHook(h)
-	if s.wdb != nil && s.wdb != s.db {
-		s.wdb.AddQueryHook(h)
+	for {
+		old := s.hooks.Load()
+		next := []bun.QueryHook{h}
+		if old != nil {
+			next = append(append([]bun.QueryHook{}, (*old)...), h)
+		}
+		if s.hooks.CompareAndSwap(old, &next) {
+			return
+		}
+	}
+}
+
+// queryHooks calls each hook AddQueryHook added.
+type queryHooks struct{ s *Store }
+
+func (q queryHooks) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
+	if hs := q.s.hooks.Load(); hs != nil {
+		for _, h := range *hs {
+			ctx = h.BeforeQuery(ctx, e)
+		}
+	}
+	return ctx
+}
+
+func (q queryHooks) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
+	if hs := q.s.hooks.Load(); hs != nil {
+		for _, h := range *hs {
+			h.AfterQuery(ctx, e)
+		}
 	}
 }
 

@@ -112,8 +112,9 @@ type Store struct {
 	collectionIDs   sync.Map // id or slug -> collectionIdentity
 	nftIndex        *nftIndex
 
-	commitObserver atomic.Pointer[CommitObserver] // observe.go
-	submits        sync.Map                       // pool id -> *submitQueue (swap_batch.go)
+	commitObserver atomic.Pointer[CommitObserver]  // observe.go
+	hooks          atomic.Pointer[[]bun.QueryHook] // AddQueryHook
+	submits        sync.Map                        // pool id -> *submitQueue (swap_batch.go)
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -153,6 +154,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	s.db.AddQueryHook(queryHooks{s}) // the one hook bun holds; AddQueryHook adds to it
+	if s.wdb != s.db {
+		s.wdb.AddQueryHook(queryHooks{s})
 	}
 	s.AddQueryHook(spoilOnQuery{}) // reads.go
 	return s, nil
