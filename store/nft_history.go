@@ -83,17 +83,31 @@ func (s *Store) NFTHistories(ctx context.Context, refs []NFTRef, r PageRequest) 
 		byID[ids[i]] = ref
 	}
 	// The n+1 newest events of every NFT (oldest, backward): one more tells whether another
-	// page follows.
+	// page follows. One keyset read per NFT on nft_activity_nft, joined by UNION ALL, so the
+	// batch walks only its pages, however long each history is.
 	order := "id DESC"
 	if r.Backward {
 		order = "id ASC"
 	}
-	ranked := s.db.NewSelect().Model((*nftActivity)(nil)).ColumnExpr("*").
-		ColumnExpr("ROW_NUMBER() OVER (PARTITION BY nft_id ORDER BY "+order+") AS rn").
-		Where("nft_id IN (?)", bun.In(ids))
+	var (
+		arms []string
+		args []any
+		seen = make(map[string]bool, len(ids))
+	)
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		page := s.db.NewSelect().Model((*nftActivity)(nil)).
+			Column("id", "nft_id", "collection_id", "update_id", "kind", "from_party", "to_party", "price", "currency", "at").
+			Where("nft_id = ?", id).OrderExpr(order).Limit(int64(n + 1))
+		arms = append(arms, "SELECT * FROM (?) AS a"+strconv.Itoa(len(arms)))
+		args = append(args, page)
+	}
 	var acts []nftActivity
-	if err := s.db.NewSelect().TableExpr("(?) AS ranked", ranked).ColumnExpr("id, nft_id, collection_id, update_id, kind, from_party, to_party, price, currency, at").
-		Where("rn <= ?", n+1).OrderExpr("nft_id, "+order).Scan(ctx, &acts); err != nil {
+	if err := s.db.NewSelect().TableExpr("("+strings.Join(arms, " UNION ALL ")+") AS pages", args...).
+		ColumnExpr("*").OrderExpr("nft_id, "+order).Scan(ctx, &acts); err != nil {
 		return nil, err
 	}
 	grouped := make(map[string][]nftActivity, len(refs))
