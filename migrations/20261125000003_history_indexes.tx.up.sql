@@ -1,15 +1,7 @@
 -- Each page of a growing list is a keyset read on an index that matches its WHERE and its
 -- ORDER BY column for column, tie-breaker included: the database walks the page and no more.
 
--- ActiveIntents: a taker's pending intents, newest first (created_at, intent_cid).
-CREATE INDEX swap_intent_views_taker_pending ON swap_intent_views (taker, created_at, intent_cid) WHERE status = 'pending';
-
---bun:split
-
--- ActiveLPQuotes: an LP's open quotes, newest first (posted_at, quote_id).
-CREATE INDEX lp_quotes_lp_page ON lp_quotes (lp, posted_at, quote_id) WHERE consumed_update IS NULL;
-
---bun:split
+-- (A taker's pending intents and an LP's open quotes get theirs in the history_keysets migration.)
 
 -- LatestPrepared (admin console): newest prepared transactions, of everyone or of one party.
 CREATE INDEX prepared_txs_prepared_at ON prepared_txs (prepared_at);

@@ -63,6 +63,9 @@ func TestHistories_EveryPageIsAnIndexWalkWithoutASort(t *testing.T) {
 				t.Fatal(err)
 			}
 			page := store.PageRequest{Limit: 5}
+			// Reads that sort the rows of the page only, which Limit'ed index walks gave them
+			// (the first pages of several NFTs' histories, merged).
+			pageSorts := map[string]bool{"NFT histories of a page": true}
 			reads := []struct {
 				name string
 				read func() error
@@ -131,7 +134,11 @@ func TestHistories_EveryPageIsAnIndexWalkWithoutASort(t *testing.T) {
 					}
 					rows.Close()
 					text := strings.Join(plan, "\n")
-					if strings.Contains(text, "Seq Scan") || strings.Contains(text, "Sort") {
+					sorts := strings.Contains(text, "Sort")
+					if pageSorts[r.name] {
+						sorts = sorts && strings.Count(text, "Limit") < 2 // each walk ends at its page
+					}
+					if strings.Contains(text, "Seq Scan") || sorts {
 						t.Errorf("%s: the plan scans or sorts:\n%s\n%s", r.name, q, text)
 					}
 				}
