@@ -40,16 +40,5 @@ func tuneGC(ctx context.Context) {
 		debug.SetMemoryLimit(live + max(live, headroom))
 	}
 	limit()
-	go func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				limit()
-			}
-		}
-	}()
+	go every(ctx, time.Second, limit)
 }
