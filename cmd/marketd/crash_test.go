@@ -179,16 +179,7 @@ func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand
 		return xs[rng.IntN(len(xs))]
 	}
 	exec := func(prepare, execute string, body any) (string, bool) {
-		r, err := c.try("POST", base+prepare, p.tok, body)
-		if err != nil || r.status != 200 {
-			return "", false
-		}
-		h := r.str("preparedTransactionHash")
-		r, err = c.try("POST", base+execute, p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
-		if err != nil || r.status != 200 {
-			return "", false
-		}
-		return r.str("updateId"), true
+		return c.write(base, p, prepare, execute, body)
 	}
 	mine := func(listed bool) map[string]any {
 		var out []map[string]any
@@ -340,16 +331,7 @@ func createCrashPool(t *testing.T, dsn string) string {
 // a fee claim) and returns its update id when it was acknowledged.
 func swapStep(c *client, base, pool string, p *party, rng *mrand.Rand) (string, bool) {
 	exec := func(prepare, execute string, body any) (string, bool) {
-		r, err := c.try("POST", base+prepare, p.tok, body)
-		if err != nil || r.status != 200 {
-			return "", false
-		}
-		h := r.str("preparedTransactionHash")
-		r, err = c.try("POST", base+execute, p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
-		if err != nil || r.status != 200 {
-			return "", false
-		}
-		return r.str("updateId"), true
+		return c.write(base, p, prepare, execute, body)
 	}
 	active := func(path, field string) string {
 		r, err := c.try("GET", base+path, p.tok, nil)
@@ -391,4 +373,19 @@ func swapStep(c *client, base, pool string, p *party, rng *mrand.Rand) (string, 
 		return exec("/api/swap/lp-quote/claim-fees/prepare", "/api/swap/lp-quote/claim-fees/execute", map[string]string{"poolId": pool})
 	}
 	return "", false
+}
+
+// write prepares with body at prepare, signs as p and executes at execute, tolerating any
+// failure (a killed instance, a lost race); it returns the update id of an acknowledged write.
+func (c *client) write(base string, p *party, prepare, execute string, body any) (string, bool) {
+	r, err := c.try("POST", base+prepare, p.tok, body)
+	if err != nil || r.status != 200 {
+		return "", false
+	}
+	h := r.str("preparedTransactionHash")
+	r, err = c.try("POST", base+execute, p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+	if err != nil || r.status != 200 {
+		return "", false
+	}
+	return r.str("updateId"), true
 }
