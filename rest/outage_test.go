@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +10,6 @@ import (
 
 	"marketd/store"
 	"marketd/store/storetest"
-	"marketd/store/storetest/pgproxy"
 )
 
 // While the database cannot be reached, a request that needs it is 503 unavailable with
@@ -23,23 +21,8 @@ func TestOutage_DatabaseDownIs503WithRetryAfterAndRecovers(t *testing.T) {
 			continue // SQLite is in process: it cannot go away
 		}
 		t.Run(b.Name, func(t *testing.T) {
-			ctx := context.Background()
-			dsn := b.DSN(t)
-			proxy := pgproxy.Start(t, dsn)
 			sc := storetest.Config(storetest.NewClock(storetest.Epoch))
-			sc.DB = proxy.DSN(dsn)
-			s, err := store.Open(ctx, sc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			if _, err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
-			s.StartNFTIndex()
-			if err := s.AwaitNFTIndex(ctx); err != nil {
-				t.Fatal(err)
-			}
+			s, proxy := b.OpenProxied(t, sc)
 			srv, err := New(s, Config{PublicURL: sc.PublicURL, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)

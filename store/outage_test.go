@@ -25,18 +25,8 @@ func TestExecute_CommitCutIsOutcomeUnknownAndTheRetryAppliesOnce(t *testing.T) {
 		}{{"cut-before-commit", pgproxy.CutBeforeCommit}, {"cut-after-commit", pgproxy.CutAfterCommit}} {
 			t.Run(b.Name+"/"+c.name, func(t *testing.T) {
 				ctx := context.Background()
-				dsn := b.DSN(t)
-				proxy := pgproxy.Start(t, dsn)
 				cfg := storetest.Config(storetest.NewClock(storetest.Epoch))
-				cfg.DB = proxy.DSN(dsn)
-				s, err := store.Open(ctx, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
-				if _, err := s.Migrate(ctx); err != nil {
-					t.Fatal(err)
-				}
+				s, proxy := b.OpenProxied(t, cfg)
 				alice, bob := onboardParty(t, s, "alice"), onboardParty(t, s, "bob")
 				tap(t, s, alice, store.CC, "100")
 				prep, err := s.PrepareCCTransfer(ctx, alice.id, bob.id, store.MustAmount("30"))
@@ -86,18 +76,8 @@ func TestStore_AnUnreachableDatabaseIsUnavailableAndRecovers(t *testing.T) {
 		}
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			dsn := b.DSN(t)
-			proxy := pgproxy.Start(t, dsn)
 			cfg := storetest.Config(storetest.NewClock(storetest.Epoch))
-			cfg.DB = proxy.DSN(dsn)
-			s, err := store.Open(ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if _, err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
+			s, proxy := b.OpenProxied(t, cfg)
 			alice := onboardParty(t, s, "alice")
 			proxy.SetDown(true)
 			for _, call := range []struct {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -27,19 +26,8 @@ func TestSend_RetriesAnExecuteWhoseOutcomeIsUnknown(t *testing.T) {
 			cut  pgproxy.Cut
 		}{{"cut-before-commit", pgproxy.CutBeforeCommit}, {"cut-after-commit", pgproxy.CutAfterCommit}} {
 			t.Run(b.Name+"/"+c.name, func(t *testing.T) {
-				ctx := context.Background()
-				dsn := b.DSN(t)
-				proxy := pgproxy.Start(t, dsn)
 				cfg := storetest.Config(storetest.NewClock(time.Now().Truncate(time.Second)))
-				cfg.DB = proxy.DSN(dsn)
-				s, err := store.Open(ctx, cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Close() })
-				if _, err := s.Migrate(ctx); err != nil {
-					t.Fatal(err)
-				}
+				s, proxy := b.OpenProxied(t, cfg)
 				srv, err := rest.New(s, rest.Config{PublicURL: "http://localhost:8080", Dev: true, Logger: slog.New(slog.DiscardHandler)})
 				if err != nil {
 					t.Fatal(err)

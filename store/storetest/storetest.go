@@ -11,6 +11,7 @@ import (
 
 	"marketd/store"
 	"marketd/store/internal/testdb"
+	"marketd/store/storetest/pgproxy"
 )
 
 // Clock is a clock a test sets and advances.
@@ -63,6 +64,22 @@ func Each(t *testing.T, fn func(t *testing.T, b Backend)) {
 func (b Backend) Open(t testing.TB, cfg store.Config) *store.Store {
 	t.Helper()
 	cfg.DB = b.DSN(t)
+	return b.open(t, cfg)
+}
+
+// OpenProxied is Open on PostgreSQL through a pgproxy.Proxy, which the test uses to take the
+// database away or cut a connection at COMMIT.
+func (b Backend) OpenProxied(t testing.TB, cfg store.Config) (*store.Store, *pgproxy.Proxy) {
+	t.Helper()
+	dsn := b.DSN(t)
+	proxy := pgproxy.Start(t, dsn)
+	cfg.DB = proxy.DSN(dsn)
+	return b.open(t, cfg), proxy
+}
+
+// open opens, migrates and starts the store cfg.DB names, closed when the test ends.
+func (b Backend) open(t testing.TB, cfg store.Config) *store.Store {
+	t.Helper()
 	s, err := store.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("open %s store: %v", b.Name, err)
