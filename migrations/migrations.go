@@ -14,12 +14,13 @@ type Types struct {
 	Postgres bool   // for the few statements only one dialect has
 	Bytes    string // binary strings
 	Decimal  string // exact decimals: SQLite's NUMERIC affinity would turn them into floats
+	Exact    string // exact decimals of any scale, for running sums of products
 }
 
 // TypesFor returns the types of dialect "postgres" or "sqlite".
 func TypesFor(dialect string) Types {
 	if dialect == "postgres" {
-		return Types{Postgres: true, Bytes: "BYTEA", Decimal: "NUMERIC(38,10)"}
+		return Types{Postgres: true, Bytes: "BYTEA", Decimal: "NUMERIC(38,10)", Exact: "NUMERIC"}
 	}
-	return Types{Bytes: "BLOB", Decimal: "TEXT"}
+	return Types{Bytes: "BLOB", Decimal: "TEXT", Exact: "TEXT"}
 }

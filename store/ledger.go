@@ -65,6 +65,12 @@ type assetContract interface {
 	asset() string
 }
 
+// pooledContract counts in a swap pool's running figures: it names its pool, and an LP
+// quote its price and remaining size (zero for others).
+type pooledContract interface {
+	pooled() (pool string, price, remaining Amount)
+}
+
 // escrowContract is an offer that locks another contract while it is active (a listing
 // locks the NFT it sells).
 type escrowContract interface {
@@ -79,6 +85,12 @@ type templateSpec struct {
 	escrow   string // the column of an offer naming the contract it locks while active
 	escrowOf string // the template of that contract
 	asset    string // the column naming the non-fungible asset the contract carries
+	pool     string // the column naming the swap pool whose running figures count the contract
+	book     bool   // columns price and remaining: an LP quote's depth in its pool's book
+	// folds: a settlement of its owner's offer may consume it if it creates the same template
+	// for the same owner with at least as much: an LP's running fee, which each fill of the
+	// LP's quote consumes and creates again with the fill's fee added.
+	folds bool
 	// receive says what a credit of c to a party that neither signs nor consents needs: a
 	// preapproval of that kind, or nothing (""); nil means such a credit is never made.
 	receive func(c Contract) PreapprovalKind
@@ -96,8 +108,8 @@ var templates = map[string]templateSpec{
 	templateNFT:         {owner: "owner", asset: "nft_id", receive: func(Contract) PreapprovalKind { return PreapprovalNFT }},
 	templateListing:     {owner: "seller", offer: true, escrow: "nft_cid", escrowOf: templateNFT},
 	templatePool:        {owner: "operator"},
-	templateLPQuote:     {owner: "lp", valued: true, offer: true},
-	templateLPFee:       {owner: "lp", valued: true},
+	templateLPQuote:     {owner: "lp", valued: true, offer: true, pool: "pool_id", book: true},
+	templateLPFee:       {owner: "lp", valued: true, pool: "pool_id", folds: true},
 	templateIntent:      {owner: "taker", valued: true, offer: true},
 }
 
@@ -142,6 +154,9 @@ type consumedContract struct {
 	Amount     Amount
 	Escrow     string
 	Asset      string
+	Pool       string // the swap pool whose figures count it
+	Price      Amount // an LP quote's price and remaining size
+	Remaining  Amount
 	batch      int // the index of the consuming transaction in its batch
 }
 
@@ -218,6 +233,9 @@ func (embeddedLedger) CommitBatch(ctx context.Context, tx *Tx, us []*Update, ts 
 		events = append(events, evs...)
 		creates = append(creates, t.Create...)
 	}
+	if err := tx.countInPools(ctx, consumed, ts); err != nil {
+		return 0, err
+	}
 	if err := tx.insertContracts(ctx, creates); err != nil {
 		return 0, err
 	}
@@ -245,6 +263,9 @@ func consumedOf(c Contract) consumedContract {
 	if a, ok := c.(assetContract); ok {
 		cc.Asset = a.asset()
 	}
+	if p, ok := c.(pooledContract); ok {
+		cc.Pool, cc.Price, cc.Remaining = p.pooled()
+	}
 	return cc
 }
 
@@ -270,10 +291,15 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []c
 	}
 	spent := map[Instrument]Amount{}
 	assetsIn := map[string]int{}
+	folded := map[foldKey]Amount{} // what running contracts of others this settlement folds
 	for _, c := range consumed {
 		spec := templates[c.template]
 		if c.Owner != signer && !spec.offer && !released[c.CID] {
-			return nil, Errorf(CodePartyMismatch, "%s %s belongs to %s, not to the signer %s", noun(c.template), c.CID, c.Owner, signer)
+			if !spec.folds || !consent[c.Owner] {
+				return nil, Errorf(CodePartyMismatch, "%s %s belongs to %s, not to the signer %s", noun(c.template), c.CID, c.Owner, signer)
+			}
+			k := foldKey{c.template, c.Owner, c.Instrument}
+			folded[k] = folded[k].Add(c.Amount)
 		}
 		if spec.valued {
 			spent[c.Instrument] = spent[c.Instrument].Add(c.Amount)
@@ -324,6 +350,20 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []c
 		}
 		events = append(events, updateEvent{UpdateID: u.UpdateID, Seq: len(events), Event: "created", Template: c.template(), CID: c.lifecycle().CID})
 	}
+	for _, c := range t.Create {
+		if v, ok := c.(valuedContract); ok && len(folded) > 0 {
+			inst, amount := v.value()
+			k := foldKey{c.template(), c.owner(), inst}
+			if a, ok := folded[k]; ok {
+				folded[k] = a.Sub(amount)
+			}
+		}
+	}
+	for k, a := range folded {
+		if a.IsPositive() {
+			return nil, fmt.Errorf("ledger: a settlement takes %s %s from %s's %s", a, k.instrument, k.owner, noun(k.template))
+		}
+	}
 	if !t.Mint {
 		for _, inst := range Instruments {
 			if !spent[inst].Equal(credited[inst]) {
@@ -332,6 +372,12 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []c
 		}
 	}
 	return events, tx.checkAssets(ctx, t, assetsIn, assetsOut)
+}
+
+// foldKey names the running contracts of one template, owner and instrument.
+type foldKey struct {
+	template, owner string
+	instrument      Instrument
 }
 
 // noun is a template's name for messages: "holding", "preapproval".
@@ -505,6 +551,12 @@ func (tx *Tx) consume(ctx context.Context, us []*Update, byTemplate map[string][
 		if r.Asset != nil {
 			out[i].Asset = *r.Asset
 		}
+		if r.Pool != nil {
+			out[i].Pool = *r.Pool
+		}
+		if r.Price != nil {
+			out[i].Price, out[i].Remaining = *r.Price, *r.Remaining
+		}
 	}
 	return out, nil
 }
@@ -519,6 +571,9 @@ type consumedRow struct {
 	Amount         *Amount     `bun:"amount"`
 	Escrow         *string     `bun:"escrow"`
 	Asset          *string     `bun:"asset"`
+	Pool           *string     `bun:"pool"`
+	Price          *Amount     `bun:"price"`
+	Remaining      *Amount     `bun:"remaining"`
 }
 
 // consumeQuery archives the contracts cs of template, each for its update of us, and
@@ -529,17 +584,21 @@ func (tx *Tx) consumeQuery(us []*Update, template string, cs []batchConsume) *bu
 		switch {
 		case name != "":
 			return name + " AS " + as
-		case as == "amount": // typed, as the UNION of templates needs
-			return "CAST(NULL AS NUMERIC) AS amount"
+		case as == "amount" || as == "price" || as == "remaining": // typed, as the UNION of templates needs
+			return "CAST(NULL AS NUMERIC) AS " + as
 		}
 		return "NULL AS " + as
 	}
-	instrument, amount := "", ""
+	instrument, amount, price, remaining := "", "", "", ""
 	if spec.valued {
 		instrument, amount = "instrument", "amount"
 	}
+	if spec.book {
+		price, remaining = "price", "remaining"
+	}
 	cols := []string{"'" + template + "' AS template", "cid", col(spec.owner, "owner"), "consumed_update",
-		col(instrument, "instrument"), col(amount, "amount"), col(spec.escrow, "escrow"), col(spec.asset, "asset")}
+		col(instrument, "instrument"), col(amount, "amount"), col(spec.escrow, "escrow"), col(spec.asset, "asset"),
+		col(spec.pool, "pool"), col(price, "price"), col(remaining, "remaining")}
 	cids := make([]string, len(cs))
 	updates := map[string]bool{}
 	for i, c := range cs {

@@ -58,7 +58,10 @@ func (s *Store) Migrate(ctx context.Context) ([]string, error) {
 		for _, mg := range g.Migrations {
 			applied = append(applied, mg.Name+"_"+mg.Comment)
 		}
-		return s.ensureOperator(ctx)
+		if err := s.ensureOperator(ctx); err != nil {
+			return err
+		}
+		return s.fillPoolFigures(ctx)
 	})
 	return applied, err
 }

@@ -59,8 +59,15 @@ func (s *Store) SetOraclePrice(ctx context.Context, base, quote Instrument, pric
 		return nil, err
 	}
 	row := &oracleRow{Base: base, Quote: quote, Price: p, SetAt: At(s.now())}
-	if err := s.writeAll(ctx, s.wdb.NewInsert().Model(row).On("CONFLICT (base, quote) DO UPDATE").
-		Set("price = EXCLUDED.price").Set("set_at = EXCLUDED.set_at")); err != nil {
+	// The pools of the pair split their depth at the oracle's price: it moves with it.
+	err = s.inTx(ctx, func(tx *Tx) error {
+		if _, err := tx.NewInsert().Model(row).On("CONFLICT (base, quote) DO UPDATE").
+			Set("price = EXCLUDED.price").Set("set_at = EXCLUDED.set_at").Exec(ctx); err != nil {
+			return err
+		}
+		return tx.repivot(ctx, base, quote, p)
+	})
+	if err != nil {
 		return nil, err
 	}
 	return &OraclePrice{Base: base, Quote: quote, Price: p, At: row.SetAt.Time}, nil

@@ -44,7 +44,8 @@ func (s *Store) CreatePool(ctx context.Context, base, quote Instrument, feeBps i
 	if feeBps < 0 || feeBps > MaxPoolFeeBps {
 		return nil, Errorf(CodeInvalidRequest, "feeBps must be 0 to %d", MaxPoolFeeBps)
 	}
-	if _, err := s.Oracle().Price(ctx, base, quote); err != nil {
+	price, err := s.Oracle().Price(ctx, base, quote)
+	if err != nil {
 		if ErrorCode(err) == CodeNotFound {
 			return nil, Errorf(CodeConflict, "the oracle has no price for %s/%s yet; set one first (marketd oracle set)", base, quote)
 		}
@@ -56,7 +57,10 @@ func (s *Store) CreatePool(ctx context.Context, base, quote Instrument, feeBps i
 	}
 	p := &Pool{PoolID: PoolIDFor(base, quote, feeBps), Operator: op, Base: base, Quote: quote, FeeBps: feeBps}
 	err = s.commit(ctx, KindPoolCreate, op, func(tx *Tx, u *Update) error {
-		return tx.s.ledger.Commit(ctx, tx, u, &Transaction{Create: []Contract{p}})
+		if err := tx.s.ledger.Commit(ctx, tx, u, &Transaction{Create: []Contract{p}}); err != nil {
+			return err
+		}
+		return tx.later(ctx, tx.NewInsert().Model(newPoolFigures(p, price.Price)))
 	})
 	if isUniqueViolation(err) {
 		return nil, Errorf(CodeConflict, "pool %s exists already", p.PoolID)

@@ -293,11 +293,12 @@ type Tx struct {
 	now      time.Time
 	deferred []byte // writes sent in one round trip before the commit (PostgreSQL)
 	after    []func()
-	recorded string                // the kind of the ledger update this transaction appended, if any
-	touched  []string              // the collections whose NFTs or listings this transaction writes
-	nfts     []string              // the NFTs whose read model it writes (by their history events)
-	pools    map[string]*Pool      // the swap pools this transaction has locked
-	books    map[string][]*LPQuote // their open quotes by pool and side, as this transaction left them
+	recorded string                 // the kind of the ledger update this transaction appended, if any
+	touched  []string               // the collections whose NFTs or listings this transaction writes
+	nfts     []string               // the NFTs whose read model it writes (by their history events)
+	pools    map[string]*Pool       // the swap pools this transaction has locked
+	books    map[string][]*LPQuote  // their open quotes by pool and side, as this transaction left them
+	fees     map[feeKey]*runningFee // LPs' running fees, as this transaction left them
 }
 
 // afterCommit runs fn once the transaction has committed (not if it rolls back).

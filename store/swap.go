@@ -63,11 +63,15 @@ type LPQuote struct {
 	ExpiresAt   Timestamp  `bun:"expires_at"`
 }
 
-func (*LPQuote) template() string              { return templateLPQuote }
-func (q *LPQuote) owner() string               { return q.LP }
-func (q *LPQuote) value() (Instrument, Amount) { return q.Instrument, q.Amount }
+func (*LPQuote) template() string                   { return templateLPQuote }
+func (q *LPQuote) owner() string                    { return q.LP }
+func (q *LPQuote) value() (Instrument, Amount)      { return q.Instrument, q.Amount }
+func (q *LPQuote) pooled() (string, Amount, Amount) { return q.PoolID, q.Price, q.Remaining }
 
-// LPFee is what one fill retained for the quote's LP, until claim-fees pays it out.
+// LPFee is what the pool's fills retained for the LP in one instrument, until claim-fees
+// pays it out. There is one live LPFee per pool, LP and instrument: each fill consumes it and
+// creates it again with its fee added, so a claim after any number of fills consumes at most
+// one contract per instrument.
 type LPFee struct {
 	bun.BaseModel `bun:"table:lp_fees"`
 	Lifecycle
@@ -79,9 +83,10 @@ type LPFee struct {
 	Amount     Amount     `bun:"amount"`
 }
 
-func (*LPFee) template() string              { return templateLPFee }
-func (f *LPFee) owner() string               { return f.LP }
-func (f *LPFee) value() (Instrument, Amount) { return f.Instrument, f.Amount }
+func (*LPFee) template() string                   { return templateLPFee }
+func (f *LPFee) owner() string                    { return f.LP }
+func (f *LPFee) value() (Instrument, Amount)      { return f.Instrument, f.Amount }
+func (f *LPFee) pooled() (string, Amount, Amount) { return f.PoolID, Zero, Zero }
 
 // SwapIntent is a pending intent: it holds what the taker sells until it fills, is
 // cancelled or expires.
@@ -373,11 +378,12 @@ func (tx *Tx) releaseQuote(ctx context.Context, u *Update, q *LPQuote) error {
 type claimEffects struct {
 	LP     string                `json:"lp"`
 	PoolID string                `json:"poolId"`
-	Fees   []string              `json:"fees"`
 	Payout map[Instrument]Amount `json:"payout"`
 }
 
-// PrepareClaimFees prepares paying out every fee the pool's fills retained for the LP.
+// PrepareClaimFees prepares paying out the fees the pool's fills retained for the LP, as they
+// stand now. Fills that come after it only add to them: execute pays what was prepared and
+// leaves the rest accrued.
 func (s *Store) PrepareClaimFees(ctx context.Context, lp, poolID string) (*Prepared, error) {
 	if poolID == "" {
 		return nil, Errorf(CodeInvalidRequest, "poolId is required")
@@ -385,39 +391,64 @@ func (s *Store) PrepareClaimFees(ctx context.Context, lp, poolID string) (*Prepa
 	if _, err := s.PoolByID(ctx, poolID); err != nil {
 		return nil, err
 	}
-	var fees []LPFee
-	if err := s.db.NewSelect().Model(&fees).Where("pool_id = ?", poolID).Where("lp = ?", lp).
-		Where("consumed_update IS NULL").Order("cid").Limit(maxInputs).Scan(ctx); err != nil {
+	fees, err := liveFees(ctx, s.db, poolID, lp)
+	if err != nil {
 		return nil, err
-	}
-	if len(fees) == 0 {
-		return nil, Errorf(CodeConflict, "no fees accrued to %s in pool %s", lp, poolID)
 	}
 	e := claimEffects{LP: lp, PoolID: poolID, Payout: map[Instrument]Amount{}}
 	for _, f := range fees {
-		e.Fees = append(e.Fees, f.CID)
 		e.Payout[f.Instrument] = e.Payout[f.Instrument].Add(f.Amount)
 	}
+	if len(e.Payout) == 0 {
+		return nil, Errorf(CodeConflict, "no fees accrued to %s in pool %s", lp, poolID)
+	}
 	summary := map[string]any{"action": fmt.Sprintf("claim the fees accrued in %s", poolID), "lp": lp, "poolId": poolID, "payout": e.Payout}
-	return s.prepareAs(ctx, KindLPClaimFees, lp, e, summary, e.Fees)
+	return s.prepareAs(ctx, KindLPClaimFees, lp, e, summary, nil)
+}
+
+// liveFees reads the LP's unclaimed fees in the pool: one contract per instrument, once fills
+// have folded them.
+func liveFees(ctx context.Context, db bun.IDB, poolID, lp string) ([]LPFee, error) {
+	var fees []LPFee
+	err := db.NewSelect().Model(&fees).Where("pool_id = ?", poolID).Where("lp = ?", lp).
+		Where("consumed_update IS NULL").Order("cid").Scan(ctx)
+	return fees, err
 }
 
 func applyClaimFees(ctx context.Context, tx *Tx, u *Update, e *claimEffects) (any, error) {
-	t := &Transaction{}
-	for _, cid := range e.Fees {
-		t.Consume = append(t.Consume, ContractRef{templateLPFee, cid})
+	// Fills fold fees under the pool's lock: with it, the running fees stay as read here.
+	if _, err := tx.lockPool(ctx, e.PoolID); err != nil {
+		return nil, err
 	}
-	for _, inst := range Instruments {
-		if a := e.Payout[inst]; a.IsPositive() {
-			t.Create = append(t.Create, &Holding{Owner: e.LP, Instrument: inst, Amount: a})
+	fees, err := liveFees(ctx, tx, e.PoolID, e.LP)
+	if err != nil {
+		return nil, err
+	}
+	live := map[Instrument]Amount{}
+	t := &Transaction{}
+	for _, f := range fees {
+		if e.Payout[f.Instrument].IsPositive() {
+			live[f.Instrument] = live[f.Instrument].Add(f.Amount)
+			t.Consume = append(t.Consume, ContractRef{templateLPFee, f.CID})
 		}
+	}
+	claimed := map[Instrument]Amount{CC: Zero, USDCx: Zero}
+	for _, inst := range Instruments {
+		pay := e.Payout[inst]
+		if !pay.IsPositive() {
+			continue
+		}
+		if live[inst].Cmp(pay) < 0 {
+			return nil, Errorf(CodeStale, "the %s fees accrued to %s in %s were claimed since this was prepared; prepare it again", inst, e.LP, e.PoolID)
+		}
+		t.Create = append(t.Create, &Holding{Owner: e.LP, Instrument: inst, Amount: pay})
+		if rest := live[inst].Sub(pay); rest.IsPositive() {
+			t.Create = append(t.Create, &LPFee{LP: e.LP, PoolID: e.PoolID, Instrument: inst, Amount: rest})
+		}
+		claimed[inst] = pay
 	}
 	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
 		return nil, err
-	}
-	claimed := map[Instrument]Amount{CC: Zero, USDCx: Zero}
-	for inst, a := range e.Payout {
-		claimed[inst] = a
 	}
 	return map[string]any{"claimed": claimed}, nil
 }
@@ -553,7 +584,9 @@ func (tx *Tx) stageIntent(ctx context.Context, u *Update, e *intentEffects) (*st
 		return st, nil
 	}
 	e.Lock.add(st.t, e.Taker)
-	plan.add(st.t, e.Taker, e.Sell)
+	if err := tx.addFills(ctx, st.t, plan, e.Taker, e.Sell); err != nil {
+		return nil, err
+	}
 	// It never waited, so no intent contract exists: its id is the one the ledger would
 	// give the update's next contract, which no other contract can have.
 	view.IntentCID = contractID(u.UpdateID, len(st.t.Create))
@@ -748,10 +781,27 @@ func (tx *Tx) settled(pool *Pool, sell Instrument, p *fillPlan) {
 	tx.books[key] = append(out, p.next...)
 }
 
-// add puts the settlement into t: each quote's version consumed and its next one (or what
-// it has left) created, the taker's payment to each LP, each fee kept for its LP, and what
-// the taker receives.
-func (p *fillPlan) add(t *Transaction, taker string, sell Instrument) {
+// feeKey names an LP's running fee in one pool and instrument.
+type feeKey struct {
+	pool, lp   string
+	instrument Instrument
+}
+
+// runningFee is an LP's live fee contracts in a pool and instrument as the transaction left
+// them: one once a fill has folded them together (several only where fills accrued one each
+// before fees were folded), made by the ledger transaction in, until that commits.
+type runningFee struct {
+	live []*LPFee
+	in   *Transaction
+}
+
+// addFills puts p's settlement into t: each quote's version consumed and its next one (or
+// what it has left) created, the taker's payment to each LP, each fee folded into its LP's
+// running fee, and what the taker receives.
+func (tx *Tx) addFills(ctx context.Context, t *Transaction, p *fillPlan, taker string, sell Instrument) error {
+	if err := tx.loadFees(ctx, p); err != nil {
+		return err
+	}
 	for _, f := range p.fills {
 		q := f.q
 		t.Consume = append(t.Consume, ContractRef{templateLPQuote, q.CID})
@@ -769,10 +819,59 @@ func (p *fillPlan) add(t *Transaction, taker string, sell Instrument) {
 		}
 		t.Create = append(t.Create, &Holding{Owner: q.LP, Instrument: sell, Amount: f.in})
 		if f.fee.IsPositive() {
-			t.Create = append(t.Create, &LPFee{LP: q.LP, PoolID: q.PoolID, QuoteID: q.QuoteID, Instrument: p.receive, Amount: f.fee})
+			tx.foldFee(t, feeKey{q.PoolID, q.LP, p.receive}, q.QuoteID, f.fee)
 		}
 	}
 	t.Create = append(t.Create, &Holding{Owner: taker, Instrument: p.receive, Amount: p.received})
+	return nil
+}
+
+// foldFee adds fee to the LP's running fee in t: it consumes the live one and creates it
+// again with the fee added, or adds to the one t creates already.
+func (tx *Tx) foldFee(t *Transaction, k feeKey, quoteID string, fee Amount) {
+	r := tx.fees[k]
+	if r.in == t {
+		r.live[0].Amount = r.live[0].Amount.Add(fee)
+		r.live[0].QuoteID = quoteID
+		return
+	}
+	sum := fee
+	for _, old := range r.live {
+		t.Consume = append(t.Consume, ContractRef{templateLPFee, old.CID})
+		sum = sum.Add(old.Amount)
+	}
+	next := &LPFee{LP: k.lp, PoolID: k.pool, QuoteID: quoteID, Instrument: k.instrument, Amount: sum}
+	t.Create = append(t.Create, next)
+	tx.fees[k] = &runningFee{live: []*LPFee{next}, in: t}
+}
+
+// loadFees reads the live fees of the LPs p fills from that the transaction has not read yet.
+func (tx *Tx) loadFees(ctx context.Context, p *fillPlan) error {
+	if tx.fees == nil {
+		tx.fees = map[feeKey]*runningFee{}
+	}
+	var pool string
+	var lps []string
+	for _, f := range p.fills {
+		k := feeKey{f.q.PoolID, f.q.LP, p.receive}
+		if _, ok := tx.fees[k]; !ok && f.fee.IsPositive() {
+			tx.fees[k] = &runningFee{}
+			pool, lps = k.pool, append(lps, k.lp)
+		}
+	}
+	if len(lps) == 0 {
+		return nil
+	}
+	var fees []LPFee
+	if err := tx.NewSelect().Model(&fees).Where("pool_id = ?", pool).Where("instrument = ?", p.receive).
+		Where("lp IN (?)", bun.In(lps)).Where("consumed_update IS NULL").Order("cid").Scan(ctx); err != nil {
+		return err
+	}
+	for i := range fees {
+		k := feeKey{pool, fees[i].LP, p.receive}
+		tx.fees[k].live = append(tx.fees[k].live, &fees[i])
+	}
+	return nil
 }
 
 // recordFill writes a filled intent's outcome and fills: a new row when it filled at
@@ -925,7 +1024,9 @@ func (s *Store) FillWaiting(ctx context.Context, poolID string) (int, error) {
 			}
 			err = tx.record(ctx, KindSwapFill, op, func(u *Update) error {
 				t := &Transaction{Consume: []ContractRef{{templateIntent, in.CID}}}
-				plan.add(t, in.Taker, in.Instrument)
+				if err := tx.addFills(ctx, t, plan, in.Taker, in.Instrument); err != nil {
+					return err
+				}
 				if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
 					return err
 				}

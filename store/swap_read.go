@@ -119,53 +119,6 @@ type PoolAggregates struct {
 	DepthWeightedSpreadBps Amount
 }
 
-// Aggregates computes the pool's figures from its open LP quotes and unclaimed fees, valued
-// at the oracle:
-// tvl = Σ ask locked base × oracle + Σ bid locked quote, rounded down to the quote's precision;
-// depthWeightedSpreadBps = 2 × Σ(remaining × |price − oracle|) / (oracle × Σ remaining) × 10000,
-// rounded down to 2 decimals (0 with no open quote).
-func (s *Store) Aggregates(ctx context.Context, poolID string) (*PoolAggregates, error) {
-	p, err := s.PoolByID(ctx, poolID)
-	if err != nil {
-		return nil, err
-	}
-	op, err := s.Oracle().Price(ctx, p.Base, p.Quote)
-	if err != nil {
-		return nil, err
-	}
-	var qs []LPQuote
-	if err := s.db.NewSelect().Model(&qs).Where("pool_id = ?", poolID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
-		return nil, err
-	}
-	var fees []LPFee
-	if err := s.db.NewSelect().Model(&fees).Column("instrument", "amount").Where("pool_id = ?", poolID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
-		return nil, err
-	}
-	a := &PoolAggregates{Pool: p, AccruedFees: map[Instrument]Amount{p.Base: Zero, p.Quote: Zero}}
-	tvl, depth, weighted := decimal.Zero, decimal.Zero, decimal.Zero
-	lps := map[string]bool{}
-	for _, q := range qs {
-		lps[q.LP] = true
-		if q.Instrument == p.Base {
-			tvl = tvl.Add(q.Amount.d.Mul(op.Price.d))
-		} else {
-			tvl = tvl.Add(q.Amount.d)
-		}
-		depth = depth.Add(q.Remaining.d)
-		weighted = weighted.Add(q.Remaining.d.Mul(q.Price.d.Sub(op.Price.d).Abs()))
-	}
-	for _, f := range fees {
-		a.AccruedFees[f.Instrument] = a.AccruedFees[f.Instrument].Add(f.Amount)
-	}
-	a.TVL = Amount{tvl.Truncate(p.Quote.Decimals())}
-	a.LPCount = len(lps)
-	a.DepthWeightedSpreadBps = Zero
-	if depth.IsPositive() {
-		a.DepthWeightedSpreadBps = Amount{weighted.Mul(decimal.NewFromInt(20000)).DivRound(op.Price.d.Mul(depth), 8).Truncate(2)}
-	}
-	return a, nil
-}
-
 // ---- LP quotes and intents of a party
 
 type quoteKey struct {
