@@ -32,3 +32,9 @@ func (s *Store) ReferenceNFTs(ctx context.Context, collectionID string, f NFTFil
 // instead of walking the price order (-1: always walk, 0: by their costs, as it runs), so
 // tests take both ways.
 func (s *Store) SortNFTRunsUnder(n int) { s.nftIndex.sortUnder.Store(int64(n)) }
+
+// AggregatesFromContracts computes a pool's aggregates from its open quotes and live fees: the
+// reference its running figures equal.
+func (s *Store) AggregatesFromContracts(ctx context.Context, poolID string) (*PoolAggregates, error) {
+	return s.aggregatesFromContracts(ctx, poolID)
+}
