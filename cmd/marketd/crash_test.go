@@ -96,6 +96,7 @@ func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testi
 				checkAfterCrash(t, db, acked, len(traders))
 				sqlInstance := startInstance(t, append(env, "MARKETD_NFT_INDEX=off")...)
 				comparePages(t, c, in.url, sqlInstance.url, col, traders)
+				compareAggregates(t, c, in.url, db, pool, "2")
 				sqlInstance.cmd.Process.Kill()
 				<-sqlInstance.done
 				t.Logf("round %d: %d writes acknowledged so far", round, len(acked))
@@ -304,6 +305,60 @@ func comparePages(t *testing.T, c *client, indexed, bySQL, col string, traders [
 			}
 			cursor = next
 		}
+	}
+}
+
+// compareAggregates reads the pool's aggregates from the instance (its running figures) and
+// wants what the pool's live quotes and fees in the store give at the oracle price.
+func compareAggregates(t *testing.T, c *client, url string, db *sql.DB, pool, oracle string) {
+	t.Helper()
+	o := decimal.RequireFromString(oracle)
+	tvl, depth, weighted := decimal.Zero, decimal.Zero, decimal.Zero
+	lps := map[string]bool{}
+	rows, err := db.Query("SELECT lp, side, CAST(price AS TEXT), CAST(remaining AS TEXT), CAST(amount AS TEXT) FROM lp_quotes WHERE consumed_update IS NULL AND pool_id = '" + pool + "'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var lp, side, price, remaining, amount string
+		if err := rows.Scan(&lp, &side, &price, &remaining, &amount); err != nil {
+			t.Fatal(err)
+		}
+		lps[lp] = true
+		a, r := decimal.RequireFromString(amount), decimal.RequireFromString(remaining)
+		if side == "ask" {
+			a = a.Mul(o)
+		}
+		tvl, depth = tvl.Add(a), depth.Add(r)
+		weighted = weighted.Add(r.Mul(decimal.RequireFromString(price).Sub(o).Abs()))
+	}
+	rows.Close()
+	fees := map[string]decimal.Decimal{"CC": decimal.Zero, "USDCx": decimal.Zero}
+	rows, err = db.Query("SELECT instrument, CAST(amount AS TEXT) FROM lp_fees WHERE consumed_update IS NULL AND pool_id = '" + pool + "'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var inst, a string
+		if err := rows.Scan(&inst, &a); err != nil {
+			t.Fatal(err)
+		}
+		fees[inst] = fees[inst].Add(decimal.RequireFromString(a))
+	}
+	rows.Close()
+	spread := decimal.Zero
+	if depth.IsPositive() {
+		spread = weighted.Mul(decimal.NewFromInt(20000)).DivRound(o.Mul(depth), 8).Truncate(2)
+	}
+	r, err := c.try("GET", url+"/api/swap/pool/"+pool+"/aggregates", "", nil)
+	if err != nil || r.status != 200 {
+		t.Fatalf("aggregates: %d %s (%v)", r.status, r.raw, err)
+	}
+	num := func(k string) decimal.Decimal { return decimal.RequireFromString(fmt.Sprint(r.body[k])) }
+	acc := r.body["accruedFees"].(map[string]any)
+	if !num("tvl").Equal(tvl.Truncate(6)) || fmt.Sprint(r.body["lpCount"]) != fmt.Sprint(len(lps)) || !num("depthWeightedSpreadBps").Equal(spread) ||
+		!decimal.RequireFromString(acc["CC"].(string)).Equal(fees["CC"]) || !decimal.RequireFromString(acc["USDCx"].(string)).Equal(fees["USDCx"]) {
+		t.Fatalf("aggregates after the crash %s; the store's quotes and fees give tvl %s, %d LPs, spread %s, fees %v", r.raw, tvl.Truncate(6), len(lps), spread, fees)
 	}
 }
 
