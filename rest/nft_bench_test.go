@@ -35,8 +35,8 @@ func (l *benchLatencies) report(b *testing.B) {
 	b.ReportMetric(float64(l.ds[len(l.ds)*99/100].Microseconds())/1000, "p99-ms")
 }
 
-// benchGets runs GET path from benchClients clients and reports requests/s and p99.
-func benchGets(b *testing.B, a *benchAPI, path string) {
+// benchGets runs GET path from benchClients clients and reports its rate in unit and the p99.
+func benchGets(b *testing.B, a *benchAPI, path, unit string) {
 	var lat benchLatencies
 	b.SetParallelism(benchClients / 2)
 	b.ResetTimer()
@@ -49,7 +49,7 @@ func benchGets(b *testing.B, a *benchAPI, path string) {
 		}
 		lat.add(ds)
 	})
-	perSecond(b, "pages/s")
+	perSecond(b, unit)
 	lat.report(b)
 }
 
@@ -79,8 +79,8 @@ func BenchmarkNFTPage(b *testing.B) {
 			}
 			deep = first + "&cursor=" + url.QueryEscape(*page.Cursor)
 		}
-		b.Run("first", func(b *testing.B) { benchGets(b, a, first) })
-		b.Run("deep2000", func(b *testing.B) { benchGets(b, a, deep) })
+		b.Run("first", func(b *testing.B) { benchGets(b, a, first, "pages/s") })
+		b.Run("deep2000", func(b *testing.B) { benchGets(b, a, deep, "pages/s") })
 		// The same pages from instances on the same database whose page cache is off, which is
 		// what a page costs when the collection keeps trading: from the NFT index, and by SQL.
 		for _, c := range []struct {
@@ -94,8 +94,8 @@ func BenchmarkNFTPage(b *testing.B) {
 				b.Fatal(err)
 			}
 			u := benchAPIOn(b, uncached)
-			b.Run(c.name+"-first", func(b *testing.B) { benchGets(b, u, first) })
-			b.Run(c.name+"-deep2000", func(b *testing.B) { benchGets(b, u, deep) })
+			b.Run(c.name+"-first", func(b *testing.B) { benchGets(b, u, first, "pages/s") })
+			b.Run(c.name+"-deep2000", func(b *testing.B) { benchGets(b, u, deep, "pages/s") })
 		}
 		b.Run("bare", func(b *testing.B) {
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -103,7 +103,7 @@ func BenchmarkNFTPage(b *testing.B) {
 				w.Write([]byte(`{"items":[],"cursor":null}` + "\n"))
 			}))
 			defer hs.Close()
-			benchGets(b, &benchAPI{url: hs.URL, client: benchClient()}, "/")
+			benchGets(b, &benchAPI{url: hs.URL, client: benchClient()}, "/", "pages/s")
 		})
 	})
 }
