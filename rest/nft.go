@@ -198,7 +198,7 @@ func (srv *Server) collectionNFTs(w http.ResponseWriter, r *http.Request) error 
 	case "true":
 		f.Listed = true
 	default:
-		return store.Errorf(store.CodeInvalidRequest, "listed must be true or false, not %q", truncate(v, 40))
+		return store.Errorf(store.CodeInvalidRequest, "listed is a boolean: true or false, not %q", truncate(v, 40))
 	}
 	page, err := srv.store.NFTs(r.Context(), r.PathValue("id"), f, sort, pr)
 	if err != nil {
