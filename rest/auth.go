@@ -227,7 +227,7 @@ func (srv *Server) CountRead(w http.ResponseWriter, r *http.Request) error {
 	return srv.limit(w, "read:"+srv.clientOrigin(r), srv.cfg.RateRead)
 }
 
-// accepts tells whether Accept header values admit mediaType (RFC 9110, section 12.5.1): no
+// accepts tells whether Accept header values admit mediaType (RFC 9110, §12.5.1): no
 // header admits anything; otherwise the most specific range that matches it (type/subtype,
 // then type/*, then */*) decides, and admits it unless its q is 0. Parameters other than q
 // are ignored; a range that does not parse matches nothing.
