@@ -43,6 +43,7 @@ func TestAccepts_TheMostSpecificMatchingRangeDecides(t *testing.T) {
 func TestMeta_AnAcceptThatRulesOutTheBodyIs406(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)
+		doc := openAPIResponseChecker{t: t, doc: openAPIKinDoc(t)}
 		for path, served := range map[string]string{
 			"/healthz":               "application/json",
 			"/readyz":                "application/json",
@@ -52,12 +53,14 @@ func TestMeta_AnAcceptThatRulesOutTheBodyIs406(t *testing.T) {
 			r := a.do("GET", path, nil, withHeader("Accept", "text/html"))
 			wantProblemShape(t, r, 406, store.CodeNotAcceptable)
 			wantDetailMentions(t, r, served)
+			doc.check("GET", path, r)
 			for _, accept := range []string{"", "*/*", served, "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"} {
 				var opts []reqOption
 				if accept != "" {
 					opts = append(opts, withHeader("Accept", accept))
 				}
 				r := a.do("GET", path, nil, opts...).ok(t)
+				doc.check("GET", path, r)
 				if ct := r.header.Get("Content-Type"); ct != served {
 					t.Errorf("GET %s with Accept %q: Content-Type %q, want %q", path, accept, ct, served)
 				}
@@ -71,6 +74,8 @@ func TestMeta_AnAcceptThatRulesOutTheBodyIs406(t *testing.T) {
 func TestMetrics_ServedElsewhereIs404OnTheAPI(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b, func(_ *store.Config, rc *Config) { rc.MetricsElsewhere = true })
-		wantProblemShape(t, a.do("GET", "/metrics", nil), 404, store.CodeNotFound)
+		r := a.do("GET", "/metrics", nil)
+		wantProblemShape(t, r, 404, store.CodeNotFound)
+		openAPIResponseChecker{t: t, doc: openAPIKinDoc(t)}.check("GET", "/metrics", r)
 	})
 }
