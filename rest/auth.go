@@ -28,6 +28,9 @@ type route struct {
 	access   access
 	prepare  bool // counted against the per-party prepare limit
 	noRotate bool // never rotates the cookie (logout)
+	// produces is the one media type the route answers with; when set, a request whose
+	// Accept header rules it out is 406 not_acceptable.
+	produces string
 	handle   func(w http.ResponseWriter, r *http.Request) error
 }
 
@@ -56,10 +59,14 @@ func (srv *Server) wrap(rt route) http.Handler {
 	})
 }
 
-// serve runs the checks every route shares, in the contract's order, then the handler:
-// the read limit (per origin, before authentication), authentication, the cross-origin and
-// party checks, cookie rotation, the prepare limit (per party), and the handler.
+// serve runs the checks every route shares, in this order, then the handler: the read limit
+// (per origin, before authentication, so a 401 is counted too), authentication, the
+// cross-origin and party checks (before any work), cookie rotation, the prepare limit (per
+// party, or per origin when anonymous), and the handler.
 func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error {
+	if rt.produces != "" && !accepts(r.Header.Values("Accept"), rt.produces) {
+		return store.Errorf(store.CodeNotAcceptable, "this endpoint answers %s only, which the Accept header rules out", rt.produces)
+	}
 	if isRead(r) {
 		if err := srv.CountRead(w, r); err != nil {
 			return err
@@ -218,4 +225,44 @@ func (srv *Server) Authenticate(r *http.Request) (*store.Auth, error) {
 // Another front door's reads share the budget through it.
 func (srv *Server) CountRead(w http.ResponseWriter, r *http.Request) error {
 	return srv.limit(w, "read:"+srv.clientOrigin(r), srv.cfg.RateRead)
+}
+
+// accepts tells whether Accept header values admit mediaType (RFC 9110, §12.5.1): no
+// header admits anything; otherwise the most specific range that matches it (type/subtype,
+// then type/*, then */*) decides, and admits it unless its q is 0. Parameters other than q
+// are ignored; a range that does not parse matches nothing.
+func accepts(header []string, mediaType string) bool {
+	if strings.TrimSpace(strings.Join(header, "")) == "" {
+		return true // absent or empty: anything goes
+	}
+	typ, _, _ := strings.Cut(mediaType, "/")
+	best, admitted := 0, false
+	for _, h := range header {
+		for _, rng := range strings.Split(h, ",") {
+			params := strings.Split(rng, ";")
+			mr := strings.ToLower(strings.TrimSpace(params[0]))
+			specificity := 0
+			switch {
+			case mr == mediaType:
+				specificity = 3
+			case mr == typ+"/*":
+				specificity = 2
+			case mr == "*/*":
+				specificity = 1
+			}
+			if specificity <= best {
+				continue
+			}
+			q := 1.0
+			for _, p := range params[1:] {
+				if k, v, ok := strings.Cut(strings.TrimSpace(p), "="); ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+					if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+						q = f
+					}
+				}
+			}
+			best, admitted = specificity, q > 0
+		}
+	}
+	return admitted
 }

@@ -10,8 +10,8 @@ import (
 	"marketd/store/storetest"
 )
 
-// A verify too malformed to attempt still spends the nonce it names (CONTRACT.md section 4:
-// "the first verify that names it consumes it, whatever that attempt's outcome").
+// A verify too malformed to attempt still spends the nonce it names: a nonce is single-use,
+// and the first verify that names it consumes it, whatever that attempt's outcome.
 func TestVerify_MalformedAttemptStillSpendsTheNonce(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)

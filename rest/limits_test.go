@@ -85,8 +85,8 @@ func TestReadLimit_EveryAPIGetCountsPerOriginUntilTheWindowEnds(t *testing.T) {
 	})
 }
 
-// Each client address has its own budget (CONTRACT.md section 7); loopback addresses stand
-// for hosts.
+// Reads are counted per client address, so each address has its own budget; loopback
+// addresses stand for hosts.
 func TestReadLimit_EachClientAddressHasItsOwnBudget(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b, withRates(2, 0))

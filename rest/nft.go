@@ -18,7 +18,8 @@ var (
 	kindNFTBurn     = []string{store.KindNFTBurn}
 )
 
-// nftRoutes are the NFT marketplace endpoints (SEED-SPEC.md 4.2, CONTRACT.md section 10).
+// nftRoutes are the NFT marketplace endpoints: public reads of collections and NFTs, and the
+// prepare/execute pairs of mint, list, cancel, buy, sweep, transfer and burn.
 func (srv *Server) nftRoutes() []route {
 	return []route{
 		{method: "GET", path: "/api/nft/collections", handle: srv.collections},
@@ -49,7 +50,8 @@ func (srv *Server) nftRoutes() []route {
 	}
 }
 
-// ---- views (CONTRACT.md section 10)
+// ---- views: fields may be added to these objects, none renamed (clients are written
+// against their names)
 
 type phaseView struct {
 	Name          string       `json:"name"`
@@ -198,7 +200,7 @@ func (srv *Server) collectionNFTs(w http.ResponseWriter, r *http.Request) error 
 	case "true":
 		f.Listed = true
 	default:
-		return store.Errorf(store.CodeInvalidRequest, "listed must be true or false, not %q", truncate(v, 40))
+		return store.Errorf(store.CodeInvalidRequest, "listed is a boolean: true or false, not %q", truncate(v, 40))
 	}
 	page, err := srv.store.NFTs(r.Context(), r.PathValue("id"), f, sort, pr)
 	if err != nil {
@@ -220,7 +222,7 @@ func (srv *Server) nftDetail(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// ---- prepares (CONTRACT.md section 10: the token's party acts)
+// ---- prepares: the token's party acts; a body naming another owner is party_mismatch
 
 type mintRequest struct {
 	CollectionID string `json:"collectionId"`

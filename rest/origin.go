@@ -8,7 +8,8 @@ import (
 	"strings"
 )
 
-// trustedProxies are the peers whose X-Forwarded-For names the client (CONTRACT.md section 7).
+// trustedProxies are the peers whose X-Forwarded-For names the client: behind them, the
+// right-most entry that is not itself a trusted proxy is the client's address.
 type trustedProxies []netip.Prefix
 
 // parseTrustedProxies reads addresses and CIDRs; a bare address is a /32 (or /128).

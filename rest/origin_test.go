@@ -28,7 +28,8 @@ func withTrustedProxies(p ...string) apiOption {
 	return func(_ *store.Config, rc *Config) { rc.TrustedProxies = p }
 }
 
-// Section 7: no header a client writes chooses a budget; only the peer address does.
+// No header a client writes (Origin, X-Forwarded-For from an untrusted peer, X-Real-IP,
+// Forwarded) chooses a budget; only the peer address does.
 func TestReadLimit_NoClientWrittenHeaderBuysANewBudget(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b, withRates(2, 2))

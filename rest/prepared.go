@@ -12,7 +12,8 @@ import (
 // Kinds of prepared transaction each execute endpoint accepts.
 var kindOnboard = []string{store.KindOnboard}
 
-// preparedResponse is every prepare's answer (CONTRACT.md section 5).
+// preparedResponse is every prepare's answer: the canonical transaction bytes, their SHA-256,
+// the hashing scheme, the party that must sign, when it expires, and a summary to show.
 type preparedResponse struct {
 	PreparedTransaction     string `json:"preparedTransaction"`
 	PreparedTransactionHash string `json:"preparedTransactionHash"`

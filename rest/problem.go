@@ -44,6 +44,8 @@ func statusOf(code store.Code) int {
 		return http.StatusRequestEntityTooLarge
 	case store.CodeUnsupportedMediaType:
 		return http.StatusUnsupportedMediaType
+	case store.CodeNotAcceptable:
+		return http.StatusNotAcceptable
 	case store.CodeRateLimited:
 		return http.StatusTooManyRequests
 	case store.CodeUnavailable, store.CodeOutcomeUnknown:

@@ -15,10 +15,10 @@ import (
 // apiRoutes is every endpoint the API serves; rest/openapi.yaml documents exactly these.
 func (srv *Server) apiRoutes() []route {
 	return append([]route{
-		{method: "GET", path: "/healthz", handle: srv.healthz},
-		{method: "GET", path: "/readyz", handle: srv.readyz},
-		{method: "GET", path: "/openapi.yaml", handle: serveOpenAPI},
-		{method: "GET", path: "/.well-known/jwks.json", handle: srv.jwks},
+		{method: "GET", path: "/healthz", produces: "application/json", handle: srv.healthz},
+		{method: "GET", path: "/readyz", produces: "application/json", handle: srv.readyz},
+		{method: "GET", path: "/openapi.yaml", produces: "application/yaml", handle: serveOpenAPI},
+		{method: "GET", path: "/.well-known/jwks.json", produces: "application/json", handle: srv.jwks},
 
 		{method: "POST", path: "/api/parties/onboard/prepare", prepare: true, handle: srv.onboardPrepare},
 		{method: "POST", path: "/api/parties/onboard/execute", handle: srv.execute(kindOnboard)},

@@ -84,7 +84,7 @@ func (srv *Server) me(w http.ResponseWriter, r *http.Request) error {
 
 func (srv *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	// Logout takes no fields, but its body is read like any other: one naming another party
-	// is refused (CONTRACT.md section 4) before the session ends.
+	// is refused with party_mismatch before the session ends.
 	if err := decode(w, r, &struct{}{}); err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ import (
 	"marketd/store/storetest"
 )
 
-// The lifetimes of CONTRACT.md section 1, which the harness's configuration keeps.
+// The service's default lifetimes and public URL, which the harness's configuration keeps.
 const (
 	siChallengeTTL = 10 * time.Minute
 	siTokenTTL     = 4 * time.Hour
@@ -579,7 +579,7 @@ func TestAuth_NoTokenIs401WithWWWAuthenticate(t *testing.T) {
 	})
 }
 
-func TestNonce_ChallengeTextIsContractLayout(t *testing.T) {
+func TestNonce_ChallengeTextIsTheDocumentedLayout(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		for _, statement := range []string{"", "Sign in to the market"} {
 			t.Run("statement="+strconv.Quote(statement), func(t *testing.T) {

@@ -15,8 +15,8 @@ var (
 	kindIntentCancel  = []string{store.KindIntentCancel}
 )
 
-// swapRoutes are the swap and LP quote endpoints (SEED-SPEC.md 4.3 and 4.4, CONTRACT.md
-// section 11).
+// swapRoutes are the swap and LP quote endpoints: public quote and pool reads, the taker's
+// intents and history, and the LP's quotes and fee claims.
 func (srv *Server) swapRoutes() []route {
 	return []route{
 		{method: "GET", path: "/api/swap/quote", handle: srv.swapQuote},
@@ -44,7 +44,7 @@ func (srv *Server) swapRoutes() []route {
 	}
 }
 
-// ---- views (CONTRACT.md section 11)
+// ---- views: prices are quote per base; amounts are exact decimal strings
 
 type poolView struct {
 	PoolID      string           `json:"poolId"`

@@ -14,8 +14,8 @@ var (
 	kindUSDCxPreapproval = []string{store.KindUSDCxPreapproval}
 )
 
-// walletRoutes are the wallet endpoints (SEED-SPEC.md 4.5, CONTRACT.md section 8); the tap
-// exists in dev mode only.
+// walletRoutes are the wallet endpoints (balances, UTXO counts, CC transfers,
+// receive-preapprovals, rewards); the tap exists in dev mode only.
 func (srv *Server) walletRoutes() []route {
 	rs := []route{
 		{method: "GET", path: "/api/wallet/balance/{partyId}", access: token, handle: srv.balance},

@@ -34,6 +34,7 @@ const (
 	CodeMethodNotAllowed     Code = "method_not_allowed"
 	CodePayloadTooLarge      Code = "payload_too_large"
 	CodeUnsupportedMediaType Code = "unsupported_media_type"
+	CodeNotAcceptable        Code = "not_acceptable"
 	CodeUnavailable          Code = "unavailable"
 	// CodeOutcomeUnknown: the database connection was lost while a transaction committed, so
 	// whether it applied is not known. Sending the same execute again is safe: it answers the
