@@ -391,10 +391,13 @@ func (a AdminSessionStore) DeleteCtx(ctx context.Context, token string) error {
 	return err
 }
 
-// PruneAdminSessions removes expired admin console sessions, and sign-in attempt counts
-// whose window ended long ago.
+// PruneAdminSessions removes expired admin console sessions, sign-in attempt counts whose
+// window ended long ago and rate-limit refusal counts older than a week.
 func (s *Store) PruneAdminSessions(ctx context.Context) (int64, error) {
 	if err := s.pruneLoginAttempts(ctx, time.Hour); err != nil {
+		return 0, err
+	}
+	if err := s.pruneRefusals(ctx); err != nil {
 		return 0, err
 	}
 	res, err := s.wdb.NewDelete().Model((*adminSession)(nil)).Where("expiry <= ?", time.Now().UnixMicro()).Exec(ctx)
@@ -402,4 +405,140 @@ func (s *Store) PruneAdminSessions(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// TimeBuckets are N consecutive intervals of Width, aligned to Width since the Unix epoch
+// (whole minutes, whole hours, UTC), the last one holding now on the store's clock.
+type TimeBuckets struct {
+	Start time.Time // the first bucket's start
+	Width time.Duration
+	N     int
+}
+
+// lastBuckets are the n buckets of width that end with the one holding now.
+func (s *Store) lastBuckets(n int, width time.Duration) TimeBuckets {
+	return TimeBuckets{Start: s.now().Truncate(width).Add(-time.Duration(n-1) * width), Width: width, N: n}
+}
+
+// At is the start of bucket i.
+func (b TimeBuckets) At(i int) time.Time { return b.Start.Add(time.Duration(i) * b.Width) }
+
+// span is the buckets as the SQL arguments of a range read: its start, width and end, in
+// Unix microseconds (every instant of the store is one).
+func (b TimeBuckets) span() (start, width, end int64) {
+	start, width = b.Start.UnixMicro(), b.Width.Microseconds()
+	return start, width, start + int64(b.N)*width
+}
+
+// bucketCount is one row of a per-bucket count: its bucket's index, a label (a currency, a
+// scope), how many and, where one is summed, the sum.
+type bucketCount struct {
+	Bucket int64   `bun:"bucket"`
+	Label  string  `bun:"label"`
+	N      int64   `bun:"n"`
+	Sum    float64 `bun:"total"`
+}
+
+// SalesChart is NFT sales per bucket: how many, and the volume in each currency. Volumes are
+// summed as floating point: a chart's figure, not an amount to settle.
+type SalesChart struct {
+	TimeBuckets
+	Count  []int64
+	Volume map[Instrument][]float64
+}
+
+// SalesPerHour is the NFT sales of the last hours hours, the current one included.
+func (s *Store) SalesPerHour(ctx context.Context, hours int) (*SalesChart, error) {
+	b := s.lastBuckets(hours, time.Hour)
+	start, width, end := b.span()
+	var rows []bucketCount
+	err := s.db.NewRaw(`SELECT (at - ?) / ? AS bucket, currency AS label, COUNT(*) AS n,
+			SUM(CAST(price AS DOUBLE PRECISION)) AS total
+		FROM nft_activity WHERE kind = ? AND at >= ? AND at < ?
+		GROUP BY bucket, currency`, start, width, EventSold, start, end).Scan(ctx, &rows)
+	if err != nil {
+		return nil, err
+	}
+	c := &SalesChart{TimeBuckets: b, Count: make([]int64, hours), Volume: map[Instrument][]float64{}}
+	for _, inst := range Instruments {
+		c.Volume[inst] = make([]float64, hours)
+	}
+	for _, r := range rows {
+		c.Count[r.Bucket] += r.N
+		if v, ok := c.Volume[Instrument(r.Label)]; ok {
+			v[r.Bucket] += r.Sum
+		}
+	}
+	return c, nil
+}
+
+// CountChart is how many events fell in each bucket.
+type CountChart struct {
+	TimeBuckets
+	Count []int64
+}
+
+func (s *Store) countChart(ctx context.Context, b TimeBuckets, query string) (*CountChart, error) {
+	start, width, end := b.span()
+	var rows []bucketCount
+	if err := s.db.NewRaw(query, start, width, start, end).Scan(ctx, &rows); err != nil {
+		return nil, err
+	}
+	c := &CountChart{TimeBuckets: b, Count: make([]int64, b.N)}
+	for _, r := range rows {
+		c.Count[r.Bucket] += r.N
+	}
+	return c, nil
+}
+
+// SwapFillsPerMinute is the swap fills of the last minutes minutes, by the time of the update
+// that filled them.
+func (s *Store) SwapFillsPerMinute(ctx context.Context, minutes int) (*CountChart, error) {
+	return s.countChart(ctx, s.lastBuckets(minutes, time.Minute), `SELECT (u.recorded_at - ?) / ? AS bucket, COUNT(*) AS n
+		FROM updates u JOIN swap_fills f ON f.update_id = u.update_id
+		WHERE u.recorded_at >= ? AND u.recorded_at < ?
+		GROUP BY bucket`)
+}
+
+// SignInsPerMinute is the wallet sign-ins (each opens a session) of the last minutes minutes.
+func (s *Store) SignInsPerMinute(ctx context.Context, minutes int) (*CountChart, error) {
+	return s.countChart(ctx, s.lastBuckets(minutes, time.Minute), `SELECT (created_at - ?) / ? AS bucket, COUNT(*) AS n
+		FROM signin_sessions WHERE created_at >= ? AND created_at < ?
+		GROUP BY bucket`)
+}
+
+// ScopedChart is a count per bucket for each of several scopes.
+type ScopedChart struct {
+	TimeBuckets
+	Count map[string][]int64
+}
+
+// RefusalsPerMinute is the requests refused with 429 in the last minutes minutes, by scope,
+// as every instance has flushed them (see CountRefusal): up to RefusalFlushEvery behind.
+func (s *Store) RefusalsPerMinute(ctx context.Context, minutes int) (*ScopedChart, error) {
+	b := s.lastBuckets(minutes, time.Minute)
+	start, width, end := b.span()
+	var rows []bucketCount
+	err := s.db.NewRaw(`SELECT (minute - ?) / ? AS bucket, scope AS label, SUM(refused) AS n
+		FROM rate_limit_refusals WHERE minute >= ? AND minute < ?
+		GROUP BY bucket, scope`, start, width, start, end).Scan(ctx, &rows)
+	if err != nil {
+		return nil, err
+	}
+	c := &ScopedChart{TimeBuckets: b, Count: map[string][]int64{}}
+	for _, r := range rows {
+		if c.Count[r.Label] == nil {
+			c.Count[r.Label] = make([]int64, minutes)
+		}
+		c.Count[r.Label][r.Bucket] += r.N
+	}
+	return c, nil
+}
+
+// OpenSessions is how many wallet sign-in sessions are open now: neither revoked nor past
+// their token's expiry.
+func (s *Store) OpenSessions(ctx context.Context) (int64, error) {
+	n, err := s.db.NewSelect().Model((*Session)(nil)).
+		Where("revoked_at IS NULL").Where("token_expires_at > ?", At(s.now())).Count(ctx)
+	return int64(n), err
 }
