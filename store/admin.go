@@ -247,15 +247,29 @@ func (tx *Tx) audit(ctx context.Context, e AuditEntry) error {
 	return err
 }
 
-// AuditLog lists up to limit audit entries newest first, of one actor when actor is not empty.
+// AuditLog lists up to limit audit entries newest first (at most MaxPageSize), of one actor
+// when actor is not empty.
 func (s *Store) AuditLog(ctx context.Context, actor string, limit int) ([]AuditEntry, error) {
-	var es []AuditEntry
-	q := s.db.NewSelect().Model(&es)
-	if actor != "" {
-		q = q.Where("actor = ?", actor)
+	p, err := s.AuditPage(ctx, actor, PageRequest{Limit: min(max(limit, 1), MaxPageSize)})
+	return p.Items, err
+}
+
+// AuditPage is one page of the audit log, newest first, of one actor when actor is not empty.
+func (s *Store) AuditPage(ctx context.Context, actor string, r PageRequest) (Page[AuditEntry], error) {
+	q, err := startPage[int64](ctx, s, "admin-audit:"+hashText(actor), r)
+	if err != nil {
+		return Page[AuditEntry]{}, err
 	}
-	err := q.OrderExpr("id DESC").Limit(int64(limit)).Scan(ctx)
-	return es, err
+	var es []AuditEntry
+	sel := s.db.NewSelect().Model(&es)
+	if actor != "" {
+		sel = sel.Where("actor = ?", actor)
+	}
+	sel = q.seek(sel, true, []string{"id"}, q.at(func(id int64) []any { return []any{id} }))
+	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+		return Page[AuditEntry]{}, err
+	}
+	return finish(ctx, s, q, es, func(e AuditEntry) int64 { return e.ID })
 }
 
 // RevokeSession revokes a party's sign-in session on an operator's behalf and records it in
@@ -284,25 +298,38 @@ func (s *Store) RevokeSession(ctx context.Context, sid string, e AuditEntry) err
 type AdminSessionQuery struct {
 	Party  string // a party id, or the start of one (its hint)
 	Active bool   // only sessions neither revoked nor expired
-	Limit  int
+	Limit  int    // SearchSessions' page size; MaxPageSize when 0 or above
 }
 
-// SearchSessions lists sign-in sessions newest first, by party id or its prefix.
+// SearchSessions lists the newest sign-in sessions, by party id or its prefix.
 func (s *Store) SearchSessions(ctx context.Context, q AdminSessionQuery) ([]Session, error) {
+	if q.Limit <= 0 || q.Limit > MaxPageSize {
+		q.Limit = MaxPageSize
+	}
+	p, err := s.SessionsPage(ctx, q, PageRequest{Limit: q.Limit})
+	return p.Items, err
+}
+
+// SessionsPage is one page of sign-in sessions, newest first, by party id or its prefix.
+func (s *Store) SessionsPage(ctx context.Context, f AdminSessionQuery, r PageRequest) (Page[Session], error) {
+	active := ""
+	if f.Active {
+		active = "active"
+	}
+	q, err := startPage[sessionKey](ctx, s, "admin-sessions:"+hashText(f.Party+"|"+active), r)
+	if err != nil {
+		return Page[Session]{}, err
+	}
 	var rows []Session
 	sel := s.db.NewSelect().Model(&rows)
-	if q.Party != "" {
+	if f.Party != "" {
 		// A prefix compared as it is: a collation's range or LIKE's wildcards would not be exact.
-		sel = sel.Where("substr(party_id, 1, ?) = ?", len(q.Party), q.Party)
+		sel = sel.Where("substr(party_id, 1, ?) = ?", len(f.Party), f.Party)
 	}
-	if q.Active {
+	if f.Active {
 		sel = sel.Where("revoked_at IS NULL").Where("token_expires_at > ?", At(s.now()))
 	}
-	if q.Limit <= 0 || q.Limit > 500 {
-		q.Limit = 100
-	}
-	err := sel.OrderExpr("created_at DESC, sid DESC").Limit(int64(q.Limit)).Scan(ctx)
-	return rows, err
+	return s.sessionsPage(ctx, q, sel, &rows)
 }
 
 // LatestUpdates lists the newest committed updates, of one party when party is not empty.
