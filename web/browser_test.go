@@ -172,7 +172,8 @@ func browserConsole(t *testing.T, browser context.Context, b storetest.Backend) 
 				t.Fatalf("without a session /admin/ledger shows %q, want the login page", loginTitle)
 			}
 			shoot(t, ctx, dir, "login")
-			var flash, rowText string
+			var flash, rowText, fullID string
+			var copyButtons []*cdp.Node
 			row := fmt.Sprintf(`tr[data-sid="%s"]`, aliceSID)
 			err := chromedp.Run(ctx,
 				browserLogin(ctx, e.url, "ops"),
@@ -182,12 +183,19 @@ func browserConsole(t *testing.T, browser context.Context, b storetest.Backend) 
 				clickAndLoad(`#search`),
 				chromedp.WaitVisible(row, chromedp.ByQuery),
 				chromedp.Text(row, &rowText, chromedp.ByQuery),
+				chromedp.AttributeValue(row+` .party a`, "title", &fullID, nil, chromedp.ByQuery),
+				chromedp.Nodes(`button.copy:not([hidden])`, &copyButtons, chromedp.ByQuery, chromedp.AtLeast(0)),
 			)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(rowText, alice.id) || !strings.Contains(rowText, "active") {
-				t.Fatalf("alice's row: %q", rowText)
+			// The id shows shortened, on one line, whole on hover; the copy button needs JavaScript.
+			short := "alice::" + alice.id[7:13] + "…" + alice.id[len(alice.id)-4:]
+			if !strings.Contains(rowText, short) || strings.Contains(rowText, alice.id) || fullID != alice.id || !strings.Contains(rowText, "active") {
+				t.Fatalf("alice's row: %q, title %q; want %q shown and %q on hover", rowText, fullID, short, alice.id)
+			}
+			if len(copyButtons) != 0 {
+				t.Fatalf("with JavaScript off, %d copy buttons show", len(copyButtons))
 			}
 			shoot(t, ctx, dir, "sessions")
 			err = chromedp.Run(ctx,
