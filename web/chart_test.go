@@ -61,7 +61,7 @@ func TestChart_BarsStackToScaleWithHoverTitles(t *testing.T) {
 func TestShortParty_KeepsTheHintAndBothEndsOfTheFingerprint(t *testing.T) {
 	for in, want := range map[string]string{
 		"alice::1220abcdef0123456789abcdef0123456789abcdef0123456789abcdef01239f3c": "alice::1220ab…9f3c",
-		"a-very-long-hint-indeed::1220abcdef0123456789abcdef0123456789ab9f3c":      "a-very-long-hin…::1220ab…9f3c",
+		"a-very-long-hint-indeed::1220abcdef0123456789abcdef0123456789ab9f3c":       "a-very-long-hin…::1220ab…9f3c",
 		"bob::1220ab": "bob::1220ab",
 		"127.0.0.1":   "127.0.0.1",
 	} {
