@@ -40,7 +40,11 @@ func artifactsDir(t *testing.T, sub string) string {
 
 // newBrowser starts Debian's headless Chromium once for a test; every subtest opens its own
 // browser contexts (separate cookies) in it.
-func newBrowser(t *testing.T) context.Context {
+func newBrowser(t *testing.T) context.Context { return startBrowser(t, false) }
+
+// startBrowser starts Chromium with JavaScript off, or on for a test of what the console's
+// one script adds.
+func startBrowser(t *testing.T, scripts bool) context.Context {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
@@ -54,9 +58,11 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("blink-settings", "scriptEnabled=false"), // the console works with JavaScript off
 		chromedp.WindowSize(1366, 900),
 	)
+	if !scripts {
+		opts = append(opts, chromedp.Flag("blink-settings", "scriptEnabled=false")) // the console works with JavaScript off
+	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	browser, cancelBrowser := chromedp.NewContext(alloc)
 	if err := chromedp.Run(browser); err != nil {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"marketd/rest"
@@ -174,4 +176,40 @@ func browserMarket(t *testing.T, browser context.Context, b storetest.Backend) {
 	if open != "3" {
 		t.Errorf("open sessions: %q, want 3", open)
 	}
+}
+
+// TestBrowser_CopyButton_CopiesTheWholePartyIdWithJavaScriptOn: copy.js reveals the copy
+// button next to a shortened party id, and a click puts the whole id on the clipboard.
+func TestBrowser_CopyButton_CopiesTheWholePartyIdWithJavaScriptOn(t *testing.T) {
+	browser := startBrowser(t, true)
+	e := newConsoleEnv(t, storetest.Backends()[0])
+	e.user("ops", store.RoleOperator)
+	alice := e.signInParty("alice")
+	tb := tab(t, browser)
+	row := `#sessions tbody tr:first-child`
+	var label, copied string
+	err := chromedp.Run(tb,
+		grantClipboard(e.url),
+		browserLogin(tb, e.url, "ops"),
+		chromedp.Navigate(e.url+"/admin/sessions"),
+		chromedp.WaitVisible(row+` button.copy`, chromedp.ByQuery),
+		chromedp.Click(row+` button.copy`, chromedp.ByQuery),
+		chromedp.Poll(`document.querySelector("#sessions button.copy").textContent !== "copy"`, nil),
+		chromedp.Text(row+` button.copy`, &label, chromedp.ByQuery),
+		chromedp.Evaluate(`navigator.clipboard.readText()`, &copied, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) }),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if label != "copied" || copied != alice.id {
+		t.Fatalf("after the click: button %q, clipboard %q; want \"copied\" and %q", label, copied, alice.id)
+	}
+}
+
+// grantClipboard lets the console's origin read and write the clipboard without a prompt.
+func grantClipboard(origin string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		return cdpbrowser.GrantPermissions([]cdpbrowser.PermissionType{cdpbrowser.PermissionTypeClipboardReadWrite, cdpbrowser.PermissionTypeClipboardSanitizedWrite}).
+			WithOrigin(origin).Do(ctx)
+	})
 }

@@ -1,6 +1,7 @@
 // Package web is marketd's admin console: server-rendered pages (templ) under /admin for
 // support staff, with their own users, sessions kept in the store, CSRF protection, login
-// throttling and an audit log of every operator action. It works with JavaScript off.
+// throttling and an audit log of every operator action. Its landing page charts the market
+// (SVG drawn on the server, chart.go). It works with JavaScript off. README.md maps the pages.
 package web
 
 //go:generate go tool templ generate -path .
