@@ -207,6 +207,7 @@ func (srv *Server) limit(w http.ResponseWriter, key string, perMinute int) error
 	if !d.Allowed {
 		scope, _, _ := strings.Cut(key, ":")
 		srv.metrics.RateLimited(scope)
+		srv.store.CountRefusal(scope) // in memory; flushed to the store in batches, for the console's chart
 		h.Set("Retry-After", strconv.FormatInt(reset, 10))
 		return store.Errorf(store.CodeRateLimited, "the limit here is %d requests a minute; retry in %s", d.Limit, time.Duration(reset)*time.Second)
 	}

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -104,6 +105,31 @@ func TestReadLimit_EachClientAddressHasItsOwnBudget(t *testing.T) {
 
 		third := fromPeer("127.0.0.3")
 		wantRateHeaders(t, a.do("GET", "/api/auth/me", nil, third).header, 2, 1, 60)
+	})
+}
+
+// Every 429 is counted for the admin console's chart, by scope, fleet-wide in the store once
+// flushed; allowed requests are not.
+func TestLimits_RefusalsAreCountedByScopeInTheStore(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		a := newTestAPI(t, b, withRates(2, 1))
+		for range 5 { // 2 allowed, 3 refused
+			a.do("GET", "/api/auth/me", nil)
+		}
+		k := newTestKey(t)
+		for range 3 { // 1 allowed, 2 refused
+			a.do("POST", "/api/parties/onboard/prepare", k.onboardBody("alice"))
+		}
+		if err := a.store.FlushRefusals(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		c, err := a.store.RefusalsPerMinute(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := [2]int64{c.Count["read"][0], c.Count["prepare"][0]}; got != [2]int64{3, 2} || len(c.Count) != 2 {
+			t.Fatalf("refusals this minute: %v, want read 3, prepare 2", c.Count)
+		}
 	})
 }
 

@@ -247,15 +247,29 @@ func (tx *Tx) audit(ctx context.Context, e AuditEntry) error {
 	return err
 }
 
-// AuditLog lists up to limit audit entries newest first, of one actor when actor is not empty.
+// AuditLog lists up to limit audit entries newest first (at most MaxPageSize), of one actor
+// when actor is not empty.
 func (s *Store) AuditLog(ctx context.Context, actor string, limit int) ([]AuditEntry, error) {
-	var es []AuditEntry
-	q := s.db.NewSelect().Model(&es)
-	if actor != "" {
-		q = q.Where("actor = ?", actor)
+	p, err := s.AuditPage(ctx, actor, PageRequest{Limit: min(max(limit, 1), MaxPageSize)})
+	return p.Items, err
+}
+
+// AuditPage is one page of the audit log, newest first, of one actor when actor is not empty.
+func (s *Store) AuditPage(ctx context.Context, actor string, r PageRequest) (Page[AuditEntry], error) {
+	q, err := startPage[int64](ctx, s, "admin-audit:"+hashText(actor), r)
+	if err != nil {
+		return Page[AuditEntry]{}, err
 	}
-	err := q.OrderExpr("id DESC").Limit(int64(limit)).Scan(ctx)
-	return es, err
+	var es []AuditEntry
+	sel := s.db.NewSelect().Model(&es)
+	if actor != "" {
+		sel = sel.Where("actor = ?", actor)
+	}
+	sel = q.seek(sel, true, []string{"id"}, q.at(func(id int64) []any { return []any{id} }))
+	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+		return Page[AuditEntry]{}, err
+	}
+	return finish(ctx, s, q, es, func(e AuditEntry) int64 { return e.ID })
 }
 
 // RevokeSession revokes a party's sign-in session on an operator's behalf and records it in
@@ -284,25 +298,38 @@ func (s *Store) RevokeSession(ctx context.Context, sid string, e AuditEntry) err
 type AdminSessionQuery struct {
 	Party  string // a party id, or the start of one (its hint)
 	Active bool   // only sessions neither revoked nor expired
-	Limit  int
+	Limit  int    // SearchSessions' page size; MaxPageSize when 0 or above
 }
 
-// SearchSessions lists sign-in sessions newest first, by party id or its prefix.
+// SearchSessions lists the newest sign-in sessions, by party id or its prefix.
 func (s *Store) SearchSessions(ctx context.Context, q AdminSessionQuery) ([]Session, error) {
+	if q.Limit <= 0 || q.Limit > MaxPageSize {
+		q.Limit = MaxPageSize
+	}
+	p, err := s.SessionsPage(ctx, q, PageRequest{Limit: q.Limit})
+	return p.Items, err
+}
+
+// SessionsPage is one page of sign-in sessions, newest first, by party id or its prefix.
+func (s *Store) SessionsPage(ctx context.Context, f AdminSessionQuery, r PageRequest) (Page[Session], error) {
+	active := ""
+	if f.Active {
+		active = "active"
+	}
+	q, err := startPage[sessionKey](ctx, s, "admin-sessions:"+hashText(f.Party+"|"+active), r)
+	if err != nil {
+		return Page[Session]{}, err
+	}
 	var rows []Session
 	sel := s.db.NewSelect().Model(&rows)
-	if q.Party != "" {
+	if f.Party != "" {
 		// A prefix compared as it is: a collation's range or LIKE's wildcards would not be exact.
-		sel = sel.Where("substr(party_id, 1, ?) = ?", len(q.Party), q.Party)
+		sel = sel.Where("substr(party_id, 1, ?) = ?", len(f.Party), f.Party)
 	}
-	if q.Active {
+	if f.Active {
 		sel = sel.Where("revoked_at IS NULL").Where("token_expires_at > ?", At(s.now()))
 	}
-	if q.Limit <= 0 || q.Limit > 500 {
-		q.Limit = 100
-	}
-	err := sel.OrderExpr("created_at DESC, sid DESC").Limit(int64(q.Limit)).Scan(ctx)
-	return rows, err
+	return s.sessionsPage(ctx, q, sel, &rows)
 }
 
 // LatestUpdates lists the newest committed updates, of one party when party is not empty.
@@ -391,10 +418,13 @@ func (a AdminSessionStore) DeleteCtx(ctx context.Context, token string) error {
 	return err
 }
 
-// PruneAdminSessions removes expired admin console sessions, and sign-in attempt counts
-// whose window ended long ago.
+// PruneAdminSessions removes expired admin console sessions, sign-in attempt counts whose
+// window ended long ago and rate-limit refusal counts older than a week.
 func (s *Store) PruneAdminSessions(ctx context.Context) (int64, error) {
 	if err := s.pruneLoginAttempts(ctx, time.Hour); err != nil {
+		return 0, err
+	}
+	if err := s.pruneRefusals(ctx); err != nil {
 		return 0, err
 	}
 	res, err := s.wdb.NewDelete().Model((*adminSession)(nil)).Where("expiry <= ?", time.Now().UnixMicro()).Exec(ctx)
@@ -402,4 +432,140 @@ func (s *Store) PruneAdminSessions(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// TimeBuckets are N consecutive intervals of Width, aligned to Width since the Unix epoch
+// (whole minutes, whole hours, UTC), the last one holding now on the store's clock.
+type TimeBuckets struct {
+	Start time.Time // the first bucket's start
+	Width time.Duration
+	N     int
+}
+
+// lastBuckets are the n buckets of width that end with the one holding now.
+func (s *Store) lastBuckets(n int, width time.Duration) TimeBuckets {
+	return TimeBuckets{Start: s.now().Truncate(width).Add(-time.Duration(n-1) * width), Width: width, N: n}
+}
+
+// At is the start of bucket i.
+func (b TimeBuckets) At(i int) time.Time { return b.Start.Add(time.Duration(i) * b.Width) }
+
+// span is the buckets as the SQL arguments of a range read: its start, width and end, in
+// Unix microseconds (every instant of the store is one).
+func (b TimeBuckets) span() (start, width, end int64) {
+	start, width = b.Start.UnixMicro(), b.Width.Microseconds()
+	return start, width, start + int64(b.N)*width
+}
+
+// bucketCount is one row of a per-bucket count: its bucket's index, a label (a currency, a
+// scope), how many and, where one is summed, the sum.
+type bucketCount struct {
+	Bucket int64   `bun:"bucket"`
+	Label  string  `bun:"label"`
+	N      int64   `bun:"n"`
+	Sum    float64 `bun:"total"`
+}
+
+// SalesChart is NFT sales per bucket: how many, and the volume in each currency. Volumes are
+// summed as floating point: a chart's figure, not an amount to settle.
+type SalesChart struct {
+	TimeBuckets
+	Count  []int64
+	Volume map[Instrument][]float64
+}
+
+// SalesPerHour is the NFT sales of the last hours hours, the current one included.
+func (s *Store) SalesPerHour(ctx context.Context, hours int) (*SalesChart, error) {
+	b := s.lastBuckets(hours, time.Hour)
+	start, width, end := b.span()
+	var rows []bucketCount
+	err := s.db.NewRaw(`SELECT (at - ?) / ? AS bucket, currency AS label, COUNT(*) AS n,
+			SUM(CAST(price AS DOUBLE PRECISION)) AS total
+		FROM nft_activity WHERE kind = ? AND at >= ? AND at < ?
+		GROUP BY bucket, currency`, start, width, EventSold, start, end).Scan(ctx, &rows)
+	if err != nil {
+		return nil, err
+	}
+	c := &SalesChart{TimeBuckets: b, Count: make([]int64, hours), Volume: map[Instrument][]float64{}}
+	for _, inst := range Instruments {
+		c.Volume[inst] = make([]float64, hours)
+	}
+	for _, r := range rows {
+		c.Count[r.Bucket] += r.N
+		if v, ok := c.Volume[Instrument(r.Label)]; ok {
+			v[r.Bucket] += r.Sum
+		}
+	}
+	return c, nil
+}
+
+// CountChart is how many events fell in each bucket.
+type CountChart struct {
+	TimeBuckets
+	Count []int64
+}
+
+func (s *Store) countChart(ctx context.Context, b TimeBuckets, query string) (*CountChart, error) {
+	start, width, end := b.span()
+	var rows []bucketCount
+	if err := s.db.NewRaw(query, start, width, start, end).Scan(ctx, &rows); err != nil {
+		return nil, err
+	}
+	c := &CountChart{TimeBuckets: b, Count: make([]int64, b.N)}
+	for _, r := range rows {
+		c.Count[r.Bucket] += r.N
+	}
+	return c, nil
+}
+
+// SwapFillsPerMinute is the swap fills of the last minutes minutes, by the time of the update
+// that filled them.
+func (s *Store) SwapFillsPerMinute(ctx context.Context, minutes int) (*CountChart, error) {
+	return s.countChart(ctx, s.lastBuckets(minutes, time.Minute), `SELECT (u.recorded_at - ?) / ? AS bucket, COUNT(*) AS n
+		FROM updates u JOIN swap_fills f ON f.update_id = u.update_id
+		WHERE u.recorded_at >= ? AND u.recorded_at < ?
+		GROUP BY bucket`)
+}
+
+// SignInsPerMinute is the wallet sign-ins (each opens a session) of the last minutes minutes.
+func (s *Store) SignInsPerMinute(ctx context.Context, minutes int) (*CountChart, error) {
+	return s.countChart(ctx, s.lastBuckets(minutes, time.Minute), `SELECT (created_at - ?) / ? AS bucket, COUNT(*) AS n
+		FROM signin_sessions WHERE created_at >= ? AND created_at < ?
+		GROUP BY bucket`)
+}
+
+// ScopedChart is a count per bucket for each of several scopes.
+type ScopedChart struct {
+	TimeBuckets
+	Count map[string][]int64
+}
+
+// RefusalsPerMinute is the requests refused with 429 in the last minutes minutes, by scope,
+// as every instance has flushed them (see CountRefusal): up to RefusalFlushEvery behind.
+func (s *Store) RefusalsPerMinute(ctx context.Context, minutes int) (*ScopedChart, error) {
+	b := s.lastBuckets(minutes, time.Minute)
+	start, width, end := b.span()
+	var rows []bucketCount
+	err := s.db.NewRaw(`SELECT (minute - ?) / ? AS bucket, scope AS label, SUM(refused) AS n
+		FROM rate_limit_refusals WHERE minute >= ? AND minute < ?
+		GROUP BY bucket, scope`, start, width, start, end).Scan(ctx, &rows)
+	if err != nil {
+		return nil, err
+	}
+	c := &ScopedChart{TimeBuckets: b, Count: map[string][]int64{}}
+	for _, r := range rows {
+		if c.Count[r.Label] == nil {
+			c.Count[r.Label] = make([]int64, minutes)
+		}
+		c.Count[r.Label][r.Bucket] += r.N
+	}
+	return c, nil
+}
+
+// OpenSessions is how many wallet sign-in sessions are open now: neither revoked nor past
+// their token's expiry.
+func (s *Store) OpenSessions(ctx context.Context) (int64, error) {
+	n, err := s.db.NewSelect().Model((*Session)(nil)).
+		Where("revoked_at IS NULL").Where("token_expires_at > ?", At(s.now())).Count(ctx)
+	return int64(n), err
 }

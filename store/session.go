@@ -351,10 +351,14 @@ func (s *Store) Sessions(ctx context.Context, partyID string, r PageRequest) (Pa
 		return Page[Session]{}, err
 	}
 	var rows []Session
-	sel := s.db.NewSelect().Model(&rows).Where("party_id = ?", partyID)
+	return s.sessionsPage(ctx, q, s.db.NewSelect().Model(&rows).Where("party_id = ?", partyID), &rows)
+}
+
+// sessionsPage reads the page q asks for of the sessions sel selects into rows, newest first.
+func (s *Store) sessionsPage(ctx context.Context, q *pageQuery[sessionKey], sel *bun.SelectQuery, rows *[]Session) (Page[Session], error) {
 	sel = q.seek(sel, true, []string{"created_at", "sid"}, q.at(func(k sessionKey) []any { return []any{k.CreatedAt, k.SID} }))
 	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
 		return Page[Session]{}, err
 	}
-	return finish(ctx, s, q, rows, func(x Session) sessionKey { return sessionKey{x.CreatedAt.UnixMicro(), x.SID} })
+	return finish(ctx, s, q, *rows, func(x Session) sessionKey { return sessionKey{x.CreatedAt.UnixMicro(), x.SID} })
 }

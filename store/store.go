@@ -115,6 +115,8 @@ type Store struct {
 	commitObserver atomic.Pointer[CommitObserver]  // observe.go
 	hooks          atomic.Pointer[[]bun.QueryHook] // AddQueryHook
 	submits        sync.Map                        // pool id -> *submitQueue (swap_batch.go)
+
+	refusals refusalTally // rate-limit refusals not yet written (refusal.go)
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -255,11 +257,14 @@ func (s *Store) openSQLite(path string) error {
 // Close releases the store's connections.
 func (s *Store) Close() error {
 	s.nftIndex.close()
+	fctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	refusalsErr := s.closeRefusals(fctx)
+	cancel()
 	if s.stopListener != nil {
 		s.stopListener()
 		<-s.listenerDone
 	}
-	var errs []error
+	errs := []error{refusalsErr}
 	if s.wdb != s.db {
 		errs = append(errs, s.wdb.Close())
 	}

@@ -40,7 +40,11 @@ func artifactsDir(t *testing.T, sub string) string {
 
 // newBrowser starts Debian's headless Chromium once for a test; every subtest opens its own
 // browser contexts (separate cookies) in it.
-func newBrowser(t *testing.T) context.Context {
+func newBrowser(t *testing.T) context.Context { return startBrowser(t, false) }
+
+// startBrowser starts Chromium with JavaScript off, or on for a test of what the console's
+// one script adds.
+func startBrowser(t *testing.T, scripts bool) context.Context {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
@@ -54,9 +58,11 @@ func newBrowser(t *testing.T) context.Context {
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("blink-settings", "scriptEnabled=false"), // the console works with JavaScript off
 		chromedp.WindowSize(1366, 900),
 	)
+	if !scripts {
+		opts = append(opts, chromedp.Flag("blink-settings", "scriptEnabled=false")) // the console works with JavaScript off
+	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	browser, cancelBrowser := chromedp.NewContext(alloc)
 	if err := chromedp.Run(browser); err != nil {
@@ -172,7 +178,8 @@ func browserConsole(t *testing.T, browser context.Context, b storetest.Backend) 
 				t.Fatalf("without a session /admin/ledger shows %q, want the login page", loginTitle)
 			}
 			shoot(t, ctx, dir, "login")
-			var flash, rowText string
+			var flash, rowText, fullID string
+			var copyButtons []*cdp.Node
 			row := fmt.Sprintf(`tr[data-sid="%s"]`, aliceSID)
 			err := chromedp.Run(ctx,
 				browserLogin(ctx, e.url, "ops"),
@@ -182,12 +189,19 @@ func browserConsole(t *testing.T, browser context.Context, b storetest.Backend) 
 				clickAndLoad(`#search`),
 				chromedp.WaitVisible(row, chromedp.ByQuery),
 				chromedp.Text(row, &rowText, chromedp.ByQuery),
+				chromedp.AttributeValue(row+` .party a`, "title", &fullID, nil, chromedp.ByQuery),
+				chromedp.Nodes(`button.copy:not([hidden])`, &copyButtons, chromedp.ByQuery, chromedp.AtLeast(0)),
 			)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(rowText, alice.id) || !strings.Contains(rowText, "active") {
-				t.Fatalf("alice's row: %q", rowText)
+			// The id shows shortened, on one line, whole on hover; the copy button needs JavaScript.
+			short := "alice::" + alice.id[7:13] + "…" + alice.id[len(alice.id)-4:]
+			if !strings.Contains(rowText, short) || strings.Contains(rowText, alice.id) || fullID != alice.id || !strings.Contains(rowText, "active") {
+				t.Fatalf("alice's row: %q, title %q; want %q shown and %q on hover", rowText, fullID, short, alice.id)
+			}
+			if len(copyButtons) != 0 {
+				t.Fatalf("with JavaScript off, %d copy buttons show", len(copyButtons))
 			}
 			shoot(t, ctx, dir, "sessions")
 			err = chromedp.Run(ctx,

@@ -73,6 +73,7 @@ func (e *consoleEnv) user(name string, role store.AdminRole) {
 // party is an onboarded party signed in over REST, with its bearer token and session id.
 type party struct {
 	id, token string
+	key       ed25519.PrivateKey
 }
 
 // signInParty onboards a fresh key with hint and signs it in over REST.
@@ -88,7 +89,19 @@ func (e *consoleEnv) signInParty(hint string) party {
 	e.rest("POST", "/api/auth/nonce", "", map[string]string{"partyId": id}, &nr)
 	var tr struct{ Token string }
 	e.rest("POST", "/api/auth/verify", "", map[string]string{"partyId": id, "nonce": nr.Nonce, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, []byte(nr.Message)))}, &tr)
-	return party{id: id, token: tr.Token}
+	return party{id: id, token: tr.Token, key: priv}
+}
+
+// exec runs a prepare as p and executes it with p's signature (execute is the path that
+// takes the signed hash); it returns the execute's answer.
+func (e *consoleEnv) exec(p party, prepare, execute string, body any) map[string]any {
+	e.t.Helper()
+	var prep struct{ PreparedTransactionHash string }
+	e.rest("POST", prepare, p.token, body, &prep)
+	raw, _ := base64.StdEncoding.DecodeString(prep.PreparedTransactionHash)
+	var out map[string]any
+	e.rest("POST", execute, p.token, map[string]string{"preparedTransactionHash": prep.PreparedTransactionHash, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(p.key, raw))}, &out)
+	return out
 }
 
 // rest sends a JSON request to the API and decodes a 2xx answer into out; anything else fails the test.
@@ -199,7 +212,7 @@ func (b *browserless) login(name, password string) page {
 // mustLogin signs in and loads the sessions page, so the client holds a CSRF token.
 func (b *browserless) mustLogin(name string) {
 	b.e.t.Helper()
-	if p := b.login(name, testPassword); p.status != http.StatusSeeOther || p.location != "/admin/sessions" {
+	if p := b.login(name, testPassword); p.status != http.StatusSeeOther || p.location != "/admin/" {
 		b.e.t.Fatalf("login %s: %d %s %s", name, p.status, p.location, p.body)
 	}
 	if p := b.get("/admin/sessions"); p.status != http.StatusOK {

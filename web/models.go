@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/url"
+	"strings"
 	"time"
 
 	"marketd/store"
@@ -34,6 +35,7 @@ type sessionsModel struct {
 	Page  pageModel
 	Query store.AdminSessionQuery
 	Rows  []sessionModel
+	Pager pager
 	Now   time.Time
 }
 
@@ -57,19 +59,8 @@ type listingsModel struct {
 	Page   pageModel
 	Filter store.ListingFilter
 	Rows   []store.Listing
-	Next   string
+	Pager  pager
 	Now    time.Time
-}
-
-// nextURL is the listings page after this one, with the same filters.
-func (m listingsModel) nextURL() string {
-	q := url.Values{}
-	for k, v := range map[string]string{"collection": m.Filter.CollectionID, "seller": m.Filter.Seller, "state": m.Filter.State, "cursor": m.Next} {
-		if v != "" {
-			q.Set(k, v)
-		}
-	}
-	return "/admin/listings?" + q.Encode()
 }
 
 type listingModel struct {
@@ -101,6 +92,7 @@ type auditModel struct {
 	Page    pageModel
 	Actor   string
 	Entries []store.AuditEntry
+	Pager   pager
 }
 
 type usersModel struct {
@@ -109,6 +101,22 @@ type usersModel struct {
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
+
+// shortParty is a party id short enough for a table cell: the hint, then the fingerprint's
+// first six and last four hex digits ("alice::1220ab…9f3c"). The full id goes in the title.
+func shortParty(id string) string {
+	hint, fp, ok := strings.Cut(id, "::")
+	if !ok || len(fp) <= 12 {
+		if len(id) <= 28 {
+			return id
+		}
+		return id[:20] + "…" + id[len(id)-4:]
+	}
+	if r := []rune(hint); len(r) > 16 {
+		hint = string(r[:15]) + "…"
+	}
+	return hint + "::" + fp[:6] + "…" + fp[len(fp)-4:]
+}
 
 func partyURL(id string) string { return "/admin/parties/" + url.PathEscape(id) }
 

@@ -15,14 +15,15 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // sessionsPage lists sign-in sessions, newest first, searched by party.
 func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request, u *viewer) {
-	q := store.AdminSessionQuery{Party: strings.TrimSpace(r.URL.Query().Get("party")), Active: r.URL.Query().Get("active") == "1", Limit: 100}
-	rows, err := c.store.SearchSessions(r.Context(), q)
+	q := store.AdminSessionQuery{Party: strings.TrimSpace(r.URL.Query().Get("party")), Active: r.URL.Query().Get("active") == "1"}
+	req := pageRequest(r, 50)
+	page, err := c.store.SessionsPage(r.Context(), q, req)
 	if err != nil {
 		c.storeFail(w, r, u, err)
 		return
 	}
-	v := sessionsModel{Page: c.page(r, u, "Sign-in sessions"), Query: q, Now: c.store.Now()}
-	for _, s := range rows {
+	v := sessionsModel{Page: c.page(r, u, "Sign-in sessions"), Query: q, Pager: pagerOf(r, req, page), Now: c.store.Now()}
+	for _, s := range page.Items {
 		v.Rows = append(v.Rows, sessionRow(s, v.Now))
 	}
 	c.render(w, r, http.StatusOK, sessionsView(v))
@@ -121,12 +122,13 @@ func (c *Console) listingsPage(w http.ResponseWriter, r *http.Request, u *viewer
 			f.CollectionID = col.ID
 		}
 	}
-	page, err := c.store.Listings(r.Context(), f, store.PageRequest{Limit: 50, Cursor: qs.Get("cursor")})
+	req := pageRequest(r, 50)
+	page, err := c.store.Listings(r.Context(), f, req)
 	if err != nil {
 		c.storeFail(w, r, u, err)
 		return
 	}
-	v.Rows, v.Next = page.Items, page.Cursor
+	v.Rows, v.Pager = page.Items, pagerOf(r, req, page)
 	c.render(w, r, http.StatusOK, listingsView(v))
 }
 
@@ -201,12 +203,13 @@ func (c *Console) partyPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 // auditPage lists the audit log, newest first.
 func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 	actor := strings.TrimSpace(r.URL.Query().Get("actor"))
-	es, err := c.store.AuditLog(r.Context(), actor, 200)
+	req := pageRequest(r, 50)
+	page, err := c.store.AuditPage(r.Context(), actor, req)
 	if err != nil {
 		c.storeFail(w, r, u, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, auditView(auditModel{Page: c.page(r, u, "Audit log"), Actor: actor, Entries: es}))
+	c.render(w, r, http.StatusOK, auditView(auditModel{Page: c.page(r, u, "Audit log"), Actor: actor, Entries: page.Items, Pager: pagerOf(r, req, page)}))
 }
 
 // usersPage lists the console's users; they are managed with `marketd admin`.

@@ -1,6 +1,7 @@
 // Package web is marketd's admin console: server-rendered pages (templ) under /admin for
 // support staff, with their own users, sessions kept in the store, CSRF protection, login
-// throttling and an audit log of every operator action. It works with JavaScript off.
+// throttling and an audit log of every operator action. Its landing page charts the market
+// (SVG drawn on the server, chart.go). It works with JavaScript off. README.md maps the pages.
 package web
 
 //go:generate go tool templ generate -path .
@@ -100,9 +101,7 @@ func New(s *store.Store, cfg Config) *Console {
 	mux.HandleFunc("GET /admin/login", c.loginPage)
 	mux.HandleFunc("POST /admin/login", c.login)
 	mux.Handle("POST /admin/logout", c.user(c.logout))
-	mux.Handle("GET /admin/{$}", c.user(func(w http.ResponseWriter, r *http.Request, u *viewer) {
-		http.Redirect(w, r, "/admin/sessions", http.StatusSeeOther)
-	}))
+	mux.Handle("GET /admin/{$}", c.user(c.marketPage))
 	mux.Handle("GET /admin/sessions", c.user(c.sessionsPage))
 	mux.Handle("POST /admin/sessions/{sid}/revoke", c.operator(c.revokeSession))
 	mux.Handle("GET /admin/listings", c.user(c.listingsPage))
@@ -285,6 +284,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 				wait = max(wait, d.ResetIn)
 			}
 		}
+		c.store.CountRefusal("admin-login") // for the landing page's chart of 429s
 		w.Header().Set("Retry-After", itoa(int64(wait.Seconds()+1)))
 		form.Error = "Too many sign-in attempts. Try again in " + wait.Round(time.Second).String() + "."
 		c.render(w, r, http.StatusTooManyRequests, loginView(form))
@@ -334,7 +334,7 @@ func safeNext(next string) string {
 	if strings.HasPrefix(next, "/admin/") && !strings.HasPrefix(next, "/admin/login") && !strings.ContainsAny(next, "\\\r\n") && !strings.HasPrefix(next, "//") {
 		return next
 	}
-	return "/admin/sessions"
+	return "/admin/"
 }
 
 // peerAddr is the connection's peer address: login throttling counts per client address.

@@ -1,0 +1,118 @@
+package store_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"marketd/store"
+	"marketd/store/storetest"
+)
+
+func sum(xs []int64) (n int64) {
+	for _, x := range xs {
+		n += x
+	}
+	return n
+}
+
+func TestRefusalsPerMinute_AddsEveryFlushByScopeAndMinute(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		clock := storetest.NewClock(storetest.Epoch.Add(30 * time.Second))
+		s := b.Open(t, storetest.Config(clock))
+		count := func(scope string, n int) {
+			for range n {
+				s.CountRefusal(scope)
+			}
+		}
+		count("read", 3)
+		count("prepare", 2)
+		if err := s.FlushRefusals(ctx); err != nil {
+			t.Fatal(err)
+		}
+		count("read", 4) // the same minute again: the flush adds to the row, as another instance's would
+		clock.Advance(2 * time.Minute)
+		count("read", 1)
+		if err := s.FlushRefusals(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.RefusalsPerMinute(ctx, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := storetest.Epoch.Add(-7 * time.Minute); !c.Start.Equal(want) || c.N != 10 || c.Width != time.Minute {
+			t.Fatalf("buckets from %v, %d of %v; want from %v, 10 of 1m", c.Start, c.N, c.Width, want)
+		}
+		want := map[string][]int64{"read": {0, 0, 0, 0, 0, 0, 0, 7, 0, 1}, "prepare": {0, 0, 0, 0, 0, 0, 0, 2, 0, 0}}
+		if len(c.Count) != len(want) || !slices.Equal(c.Count["read"], want["read"]) || !slices.Equal(c.Count["prepare"], want["prepare"]) {
+			t.Fatalf("refusals per minute: %v, want %v", c.Count, want)
+		}
+		// Counted but not flushed yet: not in the store, and not lost.
+		count("prepare", 5)
+		if c, _ := s.RefusalsPerMinute(ctx, 10); sum(c.Count["prepare"]) != 2 {
+			t.Fatalf("before the flush: %v", c.Count["prepare"])
+		}
+		if err := s.FlushRefusals(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := s.RefusalsPerMinute(ctx, 10); c.Count["prepare"][9] != 5 {
+			t.Fatalf("after the flush: %v", c.Count["prepare"])
+		}
+	})
+}
+
+func TestMarketCharts_BucketSalesFillsAndSessionsOnTheStoreClock(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		clock := storetest.NewClock(storetest.Epoch.Add(10 * time.Minute))
+		s := b.Open(t, storetest.Config(clock))
+		demo, err := s.SeedDemo(ctx, store.DemoOptions{NFTs: 200, Seed: 5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if demo.Sales == 0 || demo.Swaps == 0 {
+			t.Fatalf("the demo market has %d sales and %d swaps; the test needs both", demo.Sales, demo.Swaps)
+		}
+		clock.Advance(3*time.Hour + 5*time.Minute) // 15:15: the seed's hour is 3 buckets back
+		sales, err := s.SalesPerHour(ctx, 24)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := storetest.Epoch.Add(-20 * time.Hour); !sales.Start.Equal(want) || len(sales.Count) != 24 {
+			t.Fatalf("sales buckets from %v (%d), want from %v (24)", sales.Start, len(sales.Count), want)
+		}
+		if sales.Count[20] != int64(demo.Sales) || sum(sales.Count) != int64(demo.Sales) {
+			t.Fatalf("sales per hour %v: want all %d in bucket 20 (12:00)", sales.Count, demo.Sales)
+		}
+		if sales.Volume[store.CC][20]+sales.Volume[store.USDCx][20] <= 0 {
+			t.Fatalf("sales volume at 12:00: %v", sales.Volume)
+		}
+		fills, err := s.SwapFillsPerMinute(ctx, 240)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at := fills.At(240 - 1 - 185); !at.Equal(storetest.Epoch.Add(10*time.Minute)) || fills.Count[240-1-185] == 0 || fills.Count[240-1-185] != sum(fills.Count) {
+			t.Fatalf("swap fills per minute: %d at %v, %d in all; want every fill at 12:10", fills.Count[240-1-185], at, sum(fills.Count))
+		}
+		if recent, _ := s.SwapFillsPerMinute(ctx, 60); sum(recent.Count) != 0 {
+			t.Fatalf("fills in the last hour: %v, want none", recent.Count)
+		}
+		if n, err := s.OpenSessions(ctx); err != nil || n != 0 {
+			t.Fatalf("open sessions: %d %v, want 0", n, err)
+		}
+		if c, err := s.SignInsPerMinute(ctx, 60); err != nil || sum(c.Count) != 0 {
+			t.Fatalf("sign-ins: %v %v", c, err)
+		}
+	})
+}
+
+func BenchmarkCountRefusal(b *testing.B) {
+	s := storetest.Backends()[0].Open(b, storetest.Config(storetest.NewClock(storetest.Epoch)))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s.CountRefusal("read")
+		}
+	})
+}
