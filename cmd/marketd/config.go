@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"strconv"
@@ -166,15 +168,34 @@ func settings(c *config) []setting {
 	}
 }
 
-// parseConfig reads the environment, then args, into a config. extra adds a command's own flags.
+// parseConfig reads the environment, then args, into a config: the settings cmd reads (every
+// one for serve), each a flag and a MARKETD_ variable; the rest keep their defaults. extra adds
+// the command's own flags. -h prints the command's help on standard output and returns
+// flag.ErrHelp; a flag that does not parse is a *usageError.
 func parseConfig(cmd string, args []string, extra ...func(fs *flag.FlagSet)) (*config, []string, error) {
+	spec, ok := commandNamed(cmd)
+	if !ok {
+		return nil, nil, fmt.Errorf("unknown command %q", cmd)
+	}
 	c := new(config)
 	fs := flag.NewFlagSet("marketd "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	own := flag.NewFlagSet("marketd "+cmd, flag.ContinueOnError) // the command's own flags, for its help
 	for _, add := range extra {
+		add(own)
 		add(fs)
 	}
+	var read []setting
 	for _, s := range settings(c) {
 		def := s.def
+		if !spec.reads(s.name) {
+			if err := s.set(def); err != nil {
+				panic(fmt.Sprintf("marketd: the default of -%s does not parse: %v", s.name, err))
+			}
+			continue
+		}
+		read = append(read, s)
 		if v, ok := os.LookupEnv(s.env); ok {
 			def = v
 		}
@@ -184,7 +205,11 @@ func parseConfig(cmd string, args []string, extra ...func(fs *flag.FlagSet)) (*c
 		fs.Func(s.name, fmt.Sprintf("%s (env %s, default %q)", s.usage, s.env, s.def), s.set)
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			printHelp(os.Stdout, spec, own, read)
+			return nil, nil, err
+		}
+		return nil, nil, &usageError{cmd: cmd, err: err}
 	}
 	return c, fs.Args(), nil
 }

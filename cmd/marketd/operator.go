@@ -43,19 +43,6 @@ func storeError(err error) error {
 	return err
 }
 
-func collectionCmd(args []string) error {
-	if len(args) == 0 {
-		return errors.New("collection wants create or add-phase")
-	}
-	switch args[0] {
-	case "create":
-		return collectionCreate(args[1:])
-	case "add-phase":
-		return collectionAddPhase(args[1:])
-	}
-	return fmt.Errorf("collection wants create or add-phase, not %q", args[0])
-}
-
 func collectionCreate(args []string) error {
 	var spec store.CollectionSpec
 	var currency, items string
