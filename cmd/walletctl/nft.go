@@ -12,20 +12,6 @@ import (
 	"marketd/store"
 )
 
-var nftUsage = fmt.Sprintf(`NFT shortcuts (each is an exec: prepare, show the summary, sign, execute):
-  walletctl [flags] mint COLLECTION [QUANTITY]       mint from the open phase (QUANTITY 2 to %[1]d: one batch)
-  walletctl [flags] list CONTRACT_ID PRICE [EXPIRY]  list an NFT; EXPIRY is Unix seconds or a duration (24h)
-  walletctl [flags] cancel CID...                    withdraw listings (2 to %[1]d: one batch)
-  walletctl [flags] buy CID                          buy a listing
-  walletctl [flags] sweep COLLECTION MAX_TOTAL COUNT|CID...
-                                                     buy the COUNT cheapest listings, or the named ones,
-                                                     for at most MAX_TOTAL in all
-  walletctl [flags] transfer CONTRACT_ID PARTY       give an NFT to a party (it needs an NFT preapproval)
-  walletctl [flags] burn CONTRACT_ID                 destroy an NFT for good
-
-COLLECTION is a collection's id (col_...) or its slug. A sweep buys at most %[1]d.
-`, store.MaxBatch)
-
 // nftShortcut runs one of the NFT shortcuts as the exec it stands for.
 func (w *wallet) nftShortcut(cmd string, args []string) error {
 	usage := func(u string) error { return errors.New("usage: walletctl " + u) }
@@ -38,16 +24,16 @@ func (w *wallet) nftShortcut(cmd string, args []string) error {
 		if len(args) < 1 || len(args) > 2 {
 			return usage("mint COLLECTION [QUANTITY]")
 		}
+		n := 1
+		if len(args) == 2 {
+			var err error
+			if n, err = strconv.Atoi(args[1]); err != nil || n < 1 || n > store.MaxBatch {
+				return fmt.Errorf("QUANTITY %q: want a whole number from 1 to %d (one signature covers at most %d)", args[1], store.MaxBatch, store.MaxBatch)
+			}
+		}
 		id, err := w.collectionID(args[0])
 		if err != nil {
 			return err
-		}
-		if len(args) == 1 {
-			return w.exec("/api/nft/mint/atomic", body(map[string]any{"collectionId": id}))
-		}
-		n, err := strconv.Atoi(args[1])
-		if err != nil || n < 1 || n > store.MaxBatch {
-			return fmt.Errorf("QUANTITY %q: want a whole number from 1 to %d (one signature covers at most %d)", args[1], store.MaxBatch, store.MaxBatch)
 		}
 		if n == 1 {
 			return w.exec("/api/nft/mint/atomic", body(map[string]any{"collectionId": id}))
