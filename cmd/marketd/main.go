@@ -224,13 +224,17 @@ func migrate(args []string) error {
 	var out any
 	switch verb {
 	case "up":
-		names, err := s.Migrate(ctx)
+		p := newProgress(os.Stderr, "applied %s / %s migrations")
+		names, err := s.MigrateWithProgress(ctx, p.report)
+		p.end()
 		if err != nil {
 			return err
 		}
 		out = map[string]any{"applied": nonNil(names)}
 	case "down":
-		names, err := s.MigrateDown(ctx)
+		p := newProgress(os.Stderr, "rolled back %s / %s migrations")
+		names, err := s.MigrateDownWithProgress(ctx, p.report)
+		p.end()
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,10 @@ func operatorStore(ctx context.Context, c *config) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.Migrate(ctx); err != nil {
+	p := newProgress(os.Stderr, "applied %s / %s migrations")
+	_, err = s.MigrateWithProgress(ctx, p.report)
+	p.end()
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -171,7 +174,10 @@ func seedCmd(args []string) error {
 	}
 	defer s.Close()
 	start := time.Now()
+	p := newProgress(os.Stderr, "seeded %s / %s NFTs")
+	o.Progress = p.report
 	sum, err := s.SeedDemo(ctx, o)
+	p.end()
 	if err != nil {
 		return storeError(err)
 	}
