@@ -4,13 +4,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
+	"marketd/cmd/internal/cmdline"
 	"marketd/store"
 	"marketd/store/signing"
 )
@@ -171,7 +171,7 @@ func settings(c *config) []setting {
 // parseConfig reads the environment, then args, into a config: the settings cmd reads (every
 // one for serve), each a flag and a MARKETD_ variable; the rest keep their defaults. extra adds
 // the command's own flags. -h prints the command's help on standard output and returns
-// flag.ErrHelp; a flag that does not parse is a *usageError.
+// flag.ErrHelp; a flag that does not parse is a *cmdline.UsageError.
 func parseConfig(cmd string, args []string, extra ...func(fs *flag.FlagSet)) (*config, []string, error) {
 	spec, ok := commandNamed(cmd)
 	if !ok {
@@ -179,8 +179,6 @@ func parseConfig(cmd string, args []string, extra ...func(fs *flag.FlagSet)) (*c
 	}
 	c := new(config)
 	fs := flag.NewFlagSet("marketd "+cmd, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
 	own := flag.NewFlagSet("marketd "+cmd, flag.ContinueOnError) // the command's own flags, for its help
 	for _, add := range extra {
 		add(own)
@@ -204,12 +202,12 @@ func parseConfig(cmd string, args []string, extra ...func(fs *flag.FlagSet)) (*c
 		}
 		fs.Func(s.name, fmt.Sprintf("%s (env %s, default %q)", s.usage, s.env, s.def), s.set)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printHelp(os.Stdout, spec, own, read)
-			return nil, nil, err
-		}
-		return nil, nil, &usageError{cmd: cmd, err: err}
+	rest, err := cmdline.Parse("marketd", spec.Command, fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(os.Stdout, spec, own, read)
 	}
-	return c, fs.Args(), nil
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, rest, nil
 }

@@ -5,19 +5,18 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 
+	"marketd/cmd/internal/cmdline"
 	"marketd/store"
 )
 
-// command is one walletctl command as its help shows it.
+// command is one walletctl command: where walletctl -h lists it, whether it reads the key
+// file only (never the server), and its own flags.
 type command struct {
-	name    string // as typed: "lp publish"
-	args    string // its arguments
-	summary string // one line: what it does
-	section string // where walletctl -h lists it
-	offline bool   // reads the key file only, never the server
+	cmdline.Command
+	section string
+	offline bool
 	flags   func(w *wallet, fs *flag.FlagSet)
 }
 
@@ -29,50 +28,50 @@ const (
 )
 
 var commands = []command{
-	{"keygen", "[--hint NAME]", "create a key file (mode 0600); prints its party id and public key", secWallet, true,
+	{cmdline.Command{Name: "keygen", Args: "[--hint NAME]", Summary: "create a key file (mode 0600); prints its party id and public key"}, secWallet, true,
 		func(w *wallet, fs *flag.FlagSet) {
 			fs.StringVar(&w.hint, "hint", "wallet", "the party id's hint: 1 to 64 of [A-Za-z0-9_-]")
 		}},
-	{"onboard", "", "onboard the key's party on the ledger: prepare, show the summary, sign, execute", secWallet, false, nil},
-	{"login", "", "sign in: get a challenge, check it, sign it, keep the token beside the key", secWallet, false, nil},
-	{"logout", "", "end the session on the server", secWallet, false, nil},
-	{"whoami", "", "the key's party and the token's expiry, as the server sees them", secWallet, false, nil},
-	{"party", "", "print the key's party id", secWallet, true, nil},
-	{"token", "", "print the kept session token (for curl)", secWallet, true, nil},
-	{"sign", "MESSAGE | - | --hash B64", "sign a message (- reads it from standard input), or a prepared transaction's hash", secWallet, true,
+	{cmdline.Command{Name: "onboard", Args: "", Summary: "onboard the key's party on the ledger: prepare, show the summary, sign, execute"}, secWallet, false, nil},
+	{cmdline.Command{Name: "login", Args: "", Summary: "sign in: get a challenge, check it, sign it, keep the token beside the key"}, secWallet, false, nil},
+	{cmdline.Command{Name: "logout", Args: "", Summary: "end the session on the server"}, secWallet, false, nil},
+	{cmdline.Command{Name: "whoami", Args: "", Summary: "the key's party and the token's expiry, as the server sees them"}, secWallet, false, nil},
+	{cmdline.Command{Name: "party", Args: "", Summary: "print the key's party id"}, secWallet, true, nil},
+	{cmdline.Command{Name: "token", Args: "", Summary: "print the kept session token (for curl)"}, secWallet, true, nil},
+	{cmdline.Command{Name: "sign", Args: "MESSAGE | - | --hash B64", Summary: "sign a message (- reads it from standard input), or a prepared transaction's hash"}, secWallet, true,
 		func(w *wallet, fs *flag.FlagSet) {
 			fs.StringVar(&w.hash, "hash", "", "sign this preparedTransactionHash (standard base64 of 32 bytes) instead of a message")
 		}},
-	{"call", "METHOD PATH [JSON]", "call the API with the token attached; {me} in PATH is the key's party id", secWallet, false, nil},
-	{"exec", "PATH JSON", "PATH/prepare, check the hash is the transaction's, show the summary, sign, execute", secWallet, false, nil},
+	{cmdline.Command{Name: "call", Args: "METHOD PATH [JSON]", Summary: "call the API with the token attached; {me} in PATH is the key's party id"}, secWallet, false, nil},
+	{cmdline.Command{Name: "exec", Args: "PATH JSON", Summary: "PATH/prepare, check the hash is the transaction's, show the summary, sign, execute"}, secWallet, false, nil},
 
-	{"balance", "", "the party's balances", secShortcut, false, nil},
-	{"utxos", "", "how many holdings make them up", secShortcut, false, nil},
-	{"tap", "CC|USDCx AMOUNT", "dev mode: credit the party out of thin air", secShortcut, false, nil},
-	{"send", "PARTY AMOUNT", "transfer CC to a party", secShortcut, false, nil},
-	{"preapprove", "nft|usdcx", "consent to receive NFTs or USDCx from others", secShortcut, false, nil},
-	{"renew", "nft|usdcx", "move that consent's expiry later", secShortcut, false, nil},
-	{"rewards", "[history]", "the party's activity rewards, or their history", secShortcut, false, nil},
+	{cmdline.Command{Name: "balance", Args: "", Summary: "the party's balances"}, secShortcut, false, nil},
+	{cmdline.Command{Name: "utxos", Args: "", Summary: "how many holdings make them up"}, secShortcut, false, nil},
+	{cmdline.Command{Name: "tap", Args: "CC|USDCx AMOUNT", Summary: "dev mode: credit the party out of thin air"}, secShortcut, false, nil},
+	{cmdline.Command{Name: "send", Args: "PARTY AMOUNT", Summary: "transfer CC to a party"}, secShortcut, false, nil},
+	{cmdline.Command{Name: "preapprove", Args: "nft|usdcx", Summary: "consent to receive NFTs or USDCx from others"}, secShortcut, false, nil},
+	{cmdline.Command{Name: "renew", Args: "nft|usdcx", Summary: "move that consent's expiry later"}, secShortcut, false, nil},
+	{cmdline.Command{Name: "rewards", Args: "[history]", Summary: "the party's activity rewards, or their history"}, secShortcut, false, nil},
 
-	{"mint", "COLLECTION [QUANTITY]", fmt.Sprintf("mint from the open phase (QUANTITY 2 to %d: one batch)", store.MaxBatch), secNFT, false, nil},
-	{"list", "CONTRACT_ID PRICE [EXPIRY]", "list an NFT for sale; EXPIRY is Unix seconds or a duration (24h)", secNFT, false, nil},
-	{"cancel", "CID...", fmt.Sprintf("withdraw listings (2 to %d: one batch)", store.MaxBatch), secNFT, false, nil},
-	{"buy", "CID", "buy a listing", secNFT, false, nil},
-	{"sweep", "COLLECTION MAX_TOTAL COUNT|CID...", fmt.Sprintf("buy the COUNT cheapest listings, or the named ones (at most %d), for at most MAX_TOTAL in all", store.MaxBatch), secNFT, false, nil},
-	{"transfer", "CONTRACT_ID PARTY", "give an NFT to a party (it needs an NFT preapproval)", secNFT, false, nil},
-	{"burn", "CONTRACT_ID", "destroy an NFT for good", secNFT, false, nil},
+	{cmdline.Command{Name: "mint", Args: "COLLECTION [QUANTITY]", Summary: fmt.Sprintf("mint from the open phase (QUANTITY 2 to %d: one batch)", store.MaxBatch)}, secNFT, false, nil},
+	{cmdline.Command{Name: "list", Args: "CONTRACT_ID PRICE [EXPIRY]", Summary: "list an NFT for sale; EXPIRY is Unix seconds or a duration (24h)"}, secNFT, false, nil},
+	{cmdline.Command{Name: "cancel", Args: "CID...", Summary: fmt.Sprintf("withdraw listings (2 to %d: one batch)", store.MaxBatch)}, secNFT, false, nil},
+	{cmdline.Command{Name: "buy", Args: "CID", Summary: "buy a listing"}, secNFT, false, nil},
+	{cmdline.Command{Name: "sweep", Args: "COLLECTION MAX_TOTAL COUNT|CID...", Summary: fmt.Sprintf("buy the COUNT cheapest listings, or the named ones (at most %d), for at most MAX_TOTAL in all", store.MaxBatch)}, secNFT, false, nil},
+	{cmdline.Command{Name: "transfer", Args: "CONTRACT_ID PARTY", Summary: "give an NFT to a party (it needs an NFT preapproval)"}, secNFT, false, nil},
+	{cmdline.Command{Name: "burn", Args: "CONTRACT_ID", Summary: "destroy an NFT for good"}, secNFT, false, nil},
 
-	{"pools", "", "the swap pools and their oracle prices", secSwap, false, nil},
-	{"quote", "CC|USDCx AMOUNT [POOL]", "an indicative quote for selling AMOUNT", secSwap, false, nil},
-	{"lp publish", "POOL ask|bid PRICE SIZE [TTL]", "publish an LP quote (TTL default 1h)", secSwap, false, nil},
-	{"lp cancel", "CID", "cancel an LP quote, releasing what it locks", secSwap, false, nil},
-	{"lp claim", "POOL", "claim the fees the pool's fills kept for you", secSwap, false, nil},
-	{"lp active", "", "your open LP quotes", secSwap, false, nil},
-	{"swap submit", "POOL CC|USDCx AMOUNT MIN [TTL]", "sell AMOUNT for at least MIN by now+TTL (default 1h)", secSwap, false, nil},
-	{"swap cancel", "INTENT", "cancel a pending intent", secSwap, false, nil},
-	{"swap status", "INTENT", "an intent's status and fills", secSwap, false, nil},
-	{"swap active", "", "your pending intents", secSwap, false, nil},
-	{"swap history", "", "your filled swaps", secSwap, false, nil},
+	{cmdline.Command{Name: "pools", Args: "", Summary: "the swap pools and their oracle prices"}, secSwap, false, nil},
+	{cmdline.Command{Name: "quote", Args: "CC|USDCx AMOUNT [POOL]", Summary: "an indicative quote for selling AMOUNT"}, secSwap, false, nil},
+	{cmdline.Command{Name: "lp publish", Args: "POOL ask|bid PRICE SIZE [TTL]", Summary: "publish an LP quote (TTL default 1h)"}, secSwap, false, nil},
+	{cmdline.Command{Name: "lp cancel", Args: "CID", Summary: "cancel an LP quote, releasing what it locks"}, secSwap, false, nil},
+	{cmdline.Command{Name: "lp claim", Args: "POOL", Summary: "claim the fees the pool's fills kept for you"}, secSwap, false, nil},
+	{cmdline.Command{Name: "lp active", Args: "", Summary: "your open LP quotes"}, secSwap, false, nil},
+	{cmdline.Command{Name: "swap submit", Args: "POOL CC|USDCx AMOUNT MIN [TTL]", Summary: "sell AMOUNT for at least MIN by now+TTL (default 1h)"}, secSwap, false, nil},
+	{cmdline.Command{Name: "swap cancel", Args: "INTENT", Summary: "cancel a pending intent"}, secSwap, false, nil},
+	{cmdline.Command{Name: "swap status", Args: "INTENT", Summary: "an intent's status and fills"}, secSwap, false, nil},
+	{cmdline.Command{Name: "swap active", Args: "", Summary: "your pending intents"}, secSwap, false, nil},
+	{cmdline.Command{Name: "swap history", Args: "", Summary: "your filled swaps"}, secSwap, false, nil},
 }
 
 // The settings every command shares: a flag anywhere on the line, or its variable.
@@ -80,65 +79,6 @@ const (
 	envServer = "WALLETCTL_SERVER"
 	envKey    = "WALLETCTL_KEY"
 )
-
-// usageError is a command line that does not parse: walletctl exits 2 and names the help.
-type usageError struct {
-	cmd string // "walletctl lp publish"
-	err error
-}
-
-func (e *usageError) Error() string {
-	return fmt.Sprintf("%s: %v\nRun \"%s -h\" for its usage.", e.cmd, e.err, e.cmd)
-}
-
-func isHelp(arg string) bool {
-	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
-}
-
-// groupOf lists the commands named "name VERB" (lp, swap).
-func groupOf(name string) []command {
-	var out []command
-	for _, c := range commands {
-		if strings.HasPrefix(c.name, name+" ") {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// lookup finds the command args start with ("lp publish" takes two words) and returns it
-// with the arguments after its name.
-func lookup(args []string) (command, []string, error) {
-	for _, c := range commands {
-		if c.name == args[0] {
-			return c, args[1:], nil
-		}
-		if len(args) > 1 && c.name == args[0]+" "+args[1] {
-			return c, args[2:], nil
-		}
-	}
-	group := groupOf(args[0])
-	if len(group) == 0 {
-		return command{}, nil, &usageError{"walletctl", fmt.Errorf("unknown command %q", args[0])}
-	}
-	var b strings.Builder
-	if len(args) > 1 {
-		fmt.Fprintf(&b, "unknown command %q; one of\n", args[1])
-	} else {
-		b.WriteString("wants one of\n")
-	}
-	printCommands(&b, group)
-	return command{}, nil, &usageError{"walletctl " + args[0], errors.New(strings.TrimRight(b.String(), "\n"))}
-}
-
-// printCommands writes one line per command: how to call it and what it does.
-func printCommands(w io.Writer, cs []command) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	for _, c := range cs {
-		fmt.Fprintf(tw, "  walletctl %s\t%s\n", strings.TrimSpace(c.name+" "+c.args), c.summary)
-	}
-	tw.Flush()
-}
 
 // printUsage is walletctl -h: every command by section, and the settings they share.
 func printUsage(w io.Writer) {
@@ -148,7 +88,7 @@ func printUsage(w io.Writer) {
 	flush := func() {
 		if len(cs) > 0 {
 			fmt.Fprintf(w, "\n%s:\n", section)
-			printCommands(w, cs)
+			cmdline.List(w, "walletctl", cs)
 		}
 		cs = nil
 	}
@@ -182,32 +122,20 @@ func printHelp(w io.Writer, c command, own *flag.FlagSet) {
 	if c.offline {
 		globals = "[--key FILE]"
 	}
-	fmt.Fprintf(w, "walletctl %s: %s\n\nusage: walletctl %s %s\n", c.name, c.summary, globals, strings.TrimSpace(c.name+" "+c.args))
-	n := 0
-	own.VisitAll(func(*flag.Flag) { n++ })
-	if n > 0 {
-		fmt.Fprint(w, "\nflags:\n")
-		own.SetOutput(w)
-		own.PrintDefaults()
-	}
+	cmdline.Help(w, "walletctl", globals, c.Command, own)
 	printSettings(w, c.offline)
 }
 
 // parseOwn parses the command's own flags (most have none, so any flag is an error) and
 // returns its arguments. -h prints its help and returns flag.ErrHelp.
 func (w *wallet) parseOwn(c command, args []string) ([]string, error) {
-	fs := flag.NewFlagSet("walletctl "+c.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
+	fs := flag.NewFlagSet("walletctl "+c.Name, flag.ContinueOnError)
 	if c.flags != nil {
 		c.flags(w, fs)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printHelp(w.out, c, fs)
-			return nil, err
-		}
-		return nil, &usageError{"walletctl " + c.name, err}
+	rest, err := cmdline.Parse("walletctl", c.Command, fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(w.out, c, fs)
 	}
-	return fs.Args(), nil
+	return rest, err
 }

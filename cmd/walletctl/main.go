@@ -20,21 +20,12 @@ import (
 	"strings"
 	"time"
 
+	"marketd/cmd/internal/cmdline"
 	"marketd/store/signing"
 )
 
 func main() {
-	err := run(os.Args[1:], os.Stdout, os.Stderr)
-	var ue *usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-	case errors.As(err, &ue):
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	default:
-		fmt.Fprintln(os.Stderr, "walletctl:", err)
-		os.Exit(1)
-	}
+	os.Exit(cmdline.Exit(os.Stderr, "walletctl", run(os.Args[1:], os.Stdout, os.Stderr)))
 }
 
 // wallet is one invocation's settings.
@@ -56,37 +47,36 @@ func run(args []string, out, log io.Writer) error {
 	fs.StringVar(&w.server, "server", envOr(envServer, "http://localhost:8080"), "the service")
 	fs.StringVar(&w.keyPath, "key", envOr(envKey, "wallet.key"), "the key file")
 	globals, args := splitGlobalFlags(args)
-	if err := fs.Parse(globals); err != nil {
-		return &usageError{"walletctl", err}
+	if _, err := cmdline.Parse("walletctl", cmdline.Command{}, fs, globals); err != nil {
+		return err
 	}
 	w.server = strings.TrimRight(w.server, "/")
 	args = append(fs.Args(), args...)
 	switch {
 	case len(args) == 0:
 		printUsage(log)
-		return &usageError{"walletctl", errors.New("no command")}
-	case isHelp(args[0]) && len(args) > 1: // walletctl help CMD
+		return &cmdline.UsageError{Cmd: "walletctl", Err: errors.New("no command")}
+	case cmdline.IsHelp(args[0]) && len(args) > 1: // walletctl help CMD
 		args = append(args[1:], "-h")
-	case isHelp(args[0]):
+	case cmdline.IsHelp(args[0]):
 		printUsage(out)
 		return nil
-	case len(args) > 1 && isHelp(args[1]) && len(groupOf(args[0])) > 0: // walletctl lp -h
-		fmt.Fprintf(out, "walletctl %s: one of\n", args[0])
-		printCommands(out, groupOf(args[0]))
+	case cmdline.GroupHelp(out, "walletctl", commands, args): // walletctl lp -h
 		return nil
 	}
-	c, args, err := lookup(args)
+	c, rest, ok := cmdline.Find(commands, args)
+	if !ok {
+		return cmdline.NotFound("walletctl", commands, args)
+	}
+	args, err := w.parseOwn(c, rest)
 	if err != nil {
 		return err
 	}
-	if args, err = w.parseOwn(c, args); err != nil {
-		return err
-	}
-	if len(args) > 0 && (c.args == "" || c.name == "keygen") {
-		return &usageError{"walletctl " + c.name, fmt.Errorf("takes no arguments, got %q", args)}
+	if len(args) > 0 && (c.Args == "" || c.Name == "keygen") {
+		return &cmdline.UsageError{Cmd: "walletctl " + c.Name, Err: fmt.Errorf("takes no arguments, got %q", args)}
 	}
 	// The shortcuts of a group (lp, swap) take their verb as their first argument.
-	words := strings.Fields(c.name)
+	words := strings.Fields(c.Name)
 	cmd, args := words[0], append(words[1:], args...)
 	switch cmd {
 	case "keygen":
@@ -136,7 +126,7 @@ func run(args []string, out, log io.Writer) error {
 	case "mint", "list", "cancel", "buy", "sweep", "transfer", "burn":
 		return w.nftShortcut(cmd, args)
 	}
-	return fmt.Errorf("command %q has no runner", c.name)
+	return fmt.Errorf("command %q has no runner", c.Name)
 }
 
 // shortcut runs one of the wallet shortcuts as the call or exec it stands for.
