@@ -15,8 +15,9 @@ import (
 	"marketd/store/signing"
 )
 
-// config is every setting of CONTRACT.md section 1. Each is a flag and a MARKETD_ variable:
-// the variable wins over the default, the flag over both.
+// config is every setting of the service. Each is a flag and a MARKETD_ variable: the
+// variable wins over the default, the flag over both. serve reads them all; an operator
+// command only those its entry in the command table names.
 type config struct {
 	addr           string
 	store          store.Config
