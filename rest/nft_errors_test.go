@@ -162,9 +162,9 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 		if first.Cursor == nil {
 			t.Fatal("no cursor on the first page")
 		}
-		fiftyOne := make([]map[string]string, 51)
-		for i := range fiftyOne {
-			fiftyOne[i] = map[string]string{"contractId": fmt.Sprintf("00%062d", i), "price": "1"}
+		overBatch := make([]map[string]string, store.MaxBatch+1)
+		for i := range overBatch {
+			overBatch[i] = map[string]string{"contractId": fmt.Sprintf("00%062d", i), "price": "1"}
 		}
 		ghostNFT := "00" + strings.Repeat("ab", 32)
 
@@ -204,7 +204,7 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 			{"mint/atomic of two", "", "/api/nft/mint/atomic/prepare", map[string]any{"collectionId": m.col.ID, "quantity": 2}, bob, 400, store.CodeInvalidRequest},
 			{"batch mint without quantity", "", "/api/nft/mint/batch/atomic/prepare", map[string]any{"collectionId": m.col.ID}, bob, 400, store.CodeInvalidRequest},
 			{"batch mint of 0", "", "/api/nft/mint/batch/atomic/prepare", map[string]any{"collectionId": m.col.ID, "quantity": 0}, bob, 400, store.CodeInvalidRequest},
-			{"batch mint of 21", "", "/api/nft/mint/batch/atomic/prepare", map[string]any{"collectionId": m.col.ID, "quantity": 21}, bob, 400, store.CodeInvalidRequest},
+			{"batch mint over the batch limit", "", "/api/nft/mint/batch/atomic/prepare", map[string]any{"collectionId": m.col.ID, "quantity": store.MaxBatch + 1}, bob, 400, store.CodeInvalidRequest},
 			{"mint with no phase", "", "/api/nft/mint/atomic/prepare", map[string]any{"collectionId": closed.ID}, bob, 409, store.CodeConflict},
 			{"mint before the phase", "", "/api/nft/mint/atomic/prepare", map[string]any{"collectionId": future.ID}, bob, 409, store.CodeConflict},
 			{"mint after the phase", "", "/api/nft/mint/atomic/prepare", map[string]any{"collectionId": ended.ID}, bob, 409, store.CodeConflict},
@@ -233,7 +233,7 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 			{"list expiring at a fraction", "", "/api/nft/list/prepare", map[string]any{"contractId": a2, "price": "1", "expiresAt": 1.5e9 + 0.5}, bob, 400, store.CodeInvalidRequest},
 			{"batch list of none", "", "/api/nft/list/batch/atomic/prepare", map[string]any{"items": []any{}}, bob, 400, store.CodeInvalidRequest},
 			{"batch list naming an NFT twice", "", "/api/nft/list/batch/atomic/prepare", map[string]any{"items": []map[string]string{{"contractId": a2, "price": "1"}, {"contractId": a2, "price": "2"}}}, bob, 400, store.CodeInvalidRequest},
-			{"batch list of 51", "", "/api/nft/list/batch/atomic/prepare", map[string]any{"items": fiftyOne}, bob, 400, store.CodeInvalidRequest},
+			{"batch list over the batch limit", "", "/api/nft/list/batch/atomic/prepare", map[string]any{"items": overBatch}, bob, 400, store.CodeInvalidRequest},
 			{"batch list with one unknown NFT", "", "/api/nft/list/batch/atomic/prepare", map[string]any{"items": []map[string]string{{"contractId": a2, "price": "1"}, {"contractId": ghostNFT, "price": "1"}}}, bob, 404, store.CodeNotFound},
 
 			// Cancel.
@@ -263,7 +263,7 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 			{"sweep with maxTotal finer than USDCx", "", "/api/nft/sweep/buy/prepare", map[string]any{"collectionId": m.col.ID, "count": 1, "maxTotal": "10.0000001"}, bob, 400, store.CodeInvalidRequest},
 			{"sweep naming cids and count", "", "/api/nft/sweep/buy/prepare", map[string]any{"collectionId": m.col.ID, "cids": []string{cidA}, "count": 1, "maxTotal": "100"}, bob, 400, store.CodeInvalidRequest},
 			{"sweep naming neither", "", "/api/nft/sweep/buy/prepare", map[string]any{"collectionId": m.col.ID, "maxTotal": "100"}, bob, 400, store.CodeInvalidRequest},
-			{"sweep of 51", "", "/api/nft/sweep/buy/prepare", map[string]any{"collectionId": m.col.ID, "count": 51, "maxTotal": "100"}, bob, 400, store.CodeInvalidRequest},
+			{"sweep over the batch limit", "", "/api/nft/sweep/buy/prepare", map[string]any{"collectionId": m.col.ID, "count": store.MaxBatch + 1, "maxTotal": "100"}, bob, 400, store.CodeInvalidRequest},
 			{"sweep of -1", "", "/api/nft/sweep/buy/prepare", map[string]any{"collectionId": m.col.ID, "count": -1, "maxTotal": "100"}, bob, 400, store.CodeInvalidRequest},
 			{"sweep naming a listing twice", "", "/api/nft/sweep/buy/prepare", map[string]any{"collectionId": m.col.ID, "cids": []string{cidA, cidA}, "maxTotal": "100"}, bob, 400, store.CodeInvalidRequest},
 			{"sweep of another collection's listing", "", "/api/nft/sweep/buy/prepare", map[string]any{"collectionId": m.col.ID, "cids": []string{cidDave}, "maxTotal": "100"}, bob, 400, store.CodeInvalidRequest},

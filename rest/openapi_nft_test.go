@@ -130,7 +130,7 @@ func TestOpenAPI_RealNFTResponsesMatchTheDocument(t *testing.T) {
 		f.run(mintPrep, mintPrep, mintExec, map[string]any{"collectionId": free.ID}, dave)
 		f.prepare(400, mintPrep, mintPrep, map[string]any{"collectionId": col, "quantity": 2}, alice)
 		f.prepare(400, mintPrep, mintPrep, `{"collectionId": 7}`, alice)
-		f.prepare(400, batchPrep, batchPrep, map[string]any{"collectionId": col, "quantity": store.MaxMintBatch + 1}, alice)
+		f.prepare(400, batchPrep, batchPrep, map[string]any{"collectionId": col, "quantity": store.MaxBatch + 1}, alice)
 		f.prepare(400, batchPrep, batchPrep, map[string]any{"collectionId": col}, alice)
 		f.prepare(404, mintPrep, mintPrep, map[string]any{"collectionId": "col_00000000000000000000"}, alice)
 		f.prepare(409, mintPrep, mintPrep, map[string]any{"collectionId": closed.ID}, alice)

@@ -12,10 +12,24 @@ import (
 // migrationLockKey is the PostgreSQL advisory lock that keeps two processes from migrating at once.
 const migrationLockKey = 0x6d61726b6574 // "market"
 
-func (s *Store) migrator() (*migrate.Migrator, error) {
+// Progress hears how far a long operation has come: done of total units (migrations applied
+// or rolled back, NFTs seeded). It is called from the operation's goroutine.
+type Progress func(done, total int)
+
+// migrator is bun's migrator of our migrations. With step, each migration's up or down
+// calls step once it has run.
+func (s *Store) migrator(step func()) (*migrate.Migrator, error) {
 	ms := migrate.NewMigrations()
 	if err := ms.Discover(migrations.Files); err != nil {
 		return nil, fmt.Errorf("migrations: %w", err)
+	}
+	if step != nil {
+		counted := migrate.NewMigrations()
+		for _, mg := range ms.Sorted() {
+			mg.Up, mg.Down = counting(mg.Up, step), counting(mg.Down, step)
+			counted.Add(mg)
+		}
+		ms = counted
 	}
 	return migrate.NewMigrator(s.wdb, ms,
 		migrate.WithTemplateData(migrations.TypesFor(string(s.dialect))),
@@ -23,10 +37,25 @@ func (s *Store) migrator() (*migrate.Migrator, error) {
 	), nil
 }
 
+// counting wraps a migration's up or down so that step runs after it succeeds. (bun's own
+// migration hooks run around Go migrations only; ours are SQL files.)
+func counting[F ~func(context.Context, *migrate.Migrator, *migrate.Migration) error](run F, step func()) F {
+	if run == nil {
+		return nil
+	}
+	return func(ctx context.Context, m *migrate.Migrator, mg *migrate.Migration) error {
+		if err := run(ctx, m, mg); err != nil {
+			return err
+		}
+		step()
+		return nil
+	}
+}
+
 // withMigrationLock runs fn while holding the migration lock (PostgreSQL; SQLite's writers are
-// already serialised).
-func (s *Store) withMigrationLock(ctx context.Context, fn func(m *migrate.Migrator) error) error {
-	m, err := s.migrator()
+// already serialised). step, when not nil, runs after each migration applied or rolled back.
+func (s *Store) withMigrationLock(ctx context.Context, step func(), fn func(m *migrate.Migrator) error) error {
+	m, err := s.migrator(step)
 	if err != nil {
 		return err
 	}
@@ -49,37 +78,70 @@ func (s *Store) withMigrationLock(ctx context.Context, fn func(m *migrate.Migrat
 
 // Migrate applies every pending migration and returns their names.
 func (s *Store) Migrate(ctx context.Context) ([]string, error) {
-	var applied []string
-	err := s.withMigrationLock(ctx, func(m *migrate.Migrator) error {
-		g, err := m.Migrate(ctx)
-		if err != nil {
-			return fmt.Errorf("migrate up: %w", err)
-		}
-		for _, mg := range g.Migrations {
-			applied = append(applied, mg.Name+"_"+mg.Comment)
-		}
-		if err := s.ensureOperator(ctx); err != nil {
-			return err
-		}
-		return s.fillPoolFigures(ctx)
-	})
-	return applied, err
+	return s.MigrateWithProgress(ctx, nil)
+}
+
+// MigrateWithProgress is Migrate telling progress, when not nil, after each migration.
+func (s *Store) MigrateWithProgress(ctx context.Context, progress Progress) ([]string, error) {
+	return s.runMigrations(ctx, "migrate up", progress,
+		func(ms migrate.MigrationSlice) int { return len(ms.Unapplied()) },
+		func(m *migrate.Migrator) (*migrate.MigrationGroup, error) {
+			g, err := m.Migrate(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.ensureOperator(ctx); err != nil {
+				return nil, err
+			}
+			return g, s.fillPoolFigures(ctx)
+		})
 }
 
 // MigrateDown rolls back the last group of migrations and returns their names.
 func (s *Store) MigrateDown(ctx context.Context) ([]string, error) {
-	var rolled []string
-	err := s.withMigrationLock(ctx, func(m *migrate.Migrator) error {
-		g, err := m.Rollback(ctx)
+	return s.MigrateDownWithProgress(ctx, nil)
+}
+
+// MigrateDownWithProgress is MigrateDown telling progress, when not nil, after each migration.
+func (s *Store) MigrateDownWithProgress(ctx context.Context, progress Progress) ([]string, error) {
+	return s.runMigrations(ctx, "migrate down", progress,
+		func(ms migrate.MigrationSlice) int {
+			if last := ms.LastGroup(); last != nil {
+				return len(last.Migrations)
+			}
+			return 0
+		},
+		func(m *migrate.Migrator) (*migrate.MigrationGroup, error) { return m.Rollback(ctx) })
+}
+
+// runMigrations runs one direction under the migration lock and names the migrations it ran;
+// count says how many it will run, for progress.
+func (s *Store) runMigrations(ctx context.Context, verb string, progress Progress, count func(migrate.MigrationSlice) int,
+	run func(*migrate.Migrator) (*migrate.MigrationGroup, error)) ([]string, error) {
+	var names []string
+	var step func()
+	total, done := 0, 0
+	if progress != nil {
+		step = func() { done++; progress(done, total) }
+	}
+	err := s.withMigrationLock(ctx, step, func(m *migrate.Migrator) error {
+		if progress != nil {
+			ms, err := m.MigrationsWithStatus(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: %w", verb, err)
+			}
+			total = count(ms)
+		}
+		g, err := run(m)
 		if err != nil {
-			return fmt.Errorf("migrate down: %w", err)
+			return fmt.Errorf("%s: %w", verb, err)
 		}
 		for _, mg := range g.Migrations {
-			rolled = append(rolled, mg.Name+"_"+mg.Comment)
+			names = append(names, mg.Name+"_"+mg.Comment)
 		}
 		return nil
 	})
-	return rolled, err
+	return names, err
 }
 
 // MigrationState is one migration and whether it is applied.
@@ -92,7 +154,7 @@ type MigrationState struct {
 // MigrationStatus lists every migration the binary knows, applied or not.
 func (s *Store) MigrationStatus(ctx context.Context) ([]MigrationState, error) {
 	var out []MigrationState
-	err := s.withMigrationLock(ctx, func(m *migrate.Migrator) error {
+	err := s.withMigrationLock(ctx, nil, func(m *migrate.Migrator) error {
 		ms, err := m.MigrationsWithStatus(ctx)
 		if err != nil {
 			return err

@@ -24,12 +24,15 @@ const (
 	KindListingExpired = "nft.listing-expired" // committed by the operator, not prepared
 )
 
-// Bounds of one NFT transaction.
-const (
-	MaxMintBatch = 20
-	MaxBatch     = 50 // listings listed, cancelled or bought under one signature
-	maxListPrice = "1000000000000"
-)
+// MaxBatch is how many NFTs or listings one signature may cover, for every batch: a batch
+// mint's quantity, a batch list's items, a batch cancel's cids, a sweep's cids or count. One
+// limit for all of them, checked here at prepare, so REST, GraphQL and walletctl cannot drift
+// apart; over it is invalid_request (400). It bounds the rows one ledger transaction writes
+// while it holds the collection's lock.
+const MaxBatch = 50
+
+// maxListPrice is the highest price a listing may ask.
+const maxListPrice = "1000000000000"
 
 // maxListingExpiry bounds a listing's expiry to what Unix microseconds hold with room to spare.
 var maxListingExpiry = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
@@ -325,8 +328,8 @@ func phaseState(ctx context.Context, db bun.IDB, ph *MintPhase, party string) (a
 // PrepareMint prepares a mint of quantity NFTs from the collection's active phase, paying
 // the phase price to the creator. Serials are assigned at execute, in mint order.
 func (s *Store) PrepareMint(ctx context.Context, minter, collectionID string, quantity int) (*Prepared, error) {
-	if quantity < 1 || quantity > MaxMintBatch {
-		return nil, Errorf(CodeInvalidRequest, "quantity must be 1 to %d", MaxMintBatch)
+	if quantity < 1 || quantity > MaxBatch {
+		return nil, Errorf(CodeInvalidRequest, "quantity must be 1 to %d", MaxBatch)
 	}
 	// A collection is named by its id or its slug (SEED-SPEC.md 2.3), as everywhere else.
 	ref, err := s.collectionByIDOrSlug(ctx, collectionID)

@@ -14,8 +14,9 @@ import (
 
 // DemoOptions shape the demo market.
 type DemoOptions struct {
-	NFTs int    // how many NFTs to mint in all; 0 means 3,000
-	Seed uint64 // the random seed of names, traits and prices; 0 means a random one
+	NFTs     int      // how many NFTs to mint in all; 0 means 3,000
+	Seed     uint64   // the random seed of names, traits and prices; 0 means a random one
+	Progress Progress // when not nil, told the NFTs minted so far after each batch of them
 }
 
 // DemoSummary is what the demo seed created.
@@ -105,6 +106,13 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 	}
 	sum.Parties = parties
 
+	minted := 0
+	tell := func(n int) {
+		minted += n
+		if o.Progress != nil {
+			o.Progress(minted, o.NFTs)
+		}
+	}
 	left := o.NFTs
 	for i, dc := range demoCollections {
 		count := int(math.Round(float64(o.NFTs) * dc.share))
@@ -114,7 +122,7 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 		count = max(min(count, left), 1)
 		left -= count
 		creator := parties[i%len(parties)]
-		if err := s.seedCollection(ctx, rng, dc, creator, parties, count, sum); err != nil {
+		if err := s.seedCollection(ctx, rng, dc, creator, parties, count, sum, tell); err != nil {
 			return nil, fmt.Errorf("seed %s: %w", dc.slug, err)
 		}
 		sum.Collections = append(sum.Collections, dc.slug)
@@ -171,8 +179,9 @@ func (s *Store) seedParty(ctx context.Context, hint string) (string, error) {
 }
 
 // seedCollection creates one demo collection with count NFTs minted among the parties, an
-// open public phase for the rest of its supply, listings and a few sales.
-func (s *Store) seedCollection(ctx context.Context, rng *mrand.Rand, dc demoCollection, creator string, parties []string, count int, sum *DemoSummary) error {
+// open public phase for the rest of its supply, listings and a few sales. It tells minted
+// how many NFTs each batch of mints made.
+func (s *Store) seedCollection(ctx context.Context, rng *mrand.Rand, dc demoCollection, creator string, parties []string, count int, sum *DemoSummary, minted func(n int)) error {
 	supply := count + max(count/10, 10)
 	items := make([]ItemSpec, supply)
 	for i := range items {
@@ -197,8 +206,8 @@ func (s *Store) seedCollection(ctx context.Context, rng *mrand.Rand, dc demoColl
 	// Mint in batches, each owned by one party, as batch mints would.
 	const batch = 500
 	owners := map[int]string{}
-	for minted := 0; minted < count; minted += batch {
-		n := min(batch, count-minted)
+	for done := 0; done < count; done += batch {
+		n := min(batch, count-done)
 		owner := parties[rng.IntN(len(parties))]
 		err := s.commit(ctx, KindNFTMint, owner, func(tx *Tx, u *Update) error {
 			ct, err := tx.lockCollection(ctx, c.ID)
@@ -213,9 +222,10 @@ func (s *Store) seedCollection(ctx context.Context, rng *mrand.Rand, dc demoColl
 		if err != nil {
 			return err
 		}
-		for serial := minted + 1; serial <= minted+n; serial++ {
+		for serial := done + 1; serial <= done+n; serial++ {
 			owners[serial] = owner
 		}
+		minted(n)
 	}
 	sum.NFTs += count
 

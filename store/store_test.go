@@ -34,6 +34,41 @@ func TestMigrate_UpDownUp(t *testing.T) {
 	})
 }
 
+func TestMigrateWithProgress_TellsEachMigrationOfTheRunAsItEnds(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(new(storetest.Clock))) // migrated: one group
+		var calls [][2]int
+		tell := func(done, total int) { calls = append(calls, [2]int{done, total}) }
+		want := func(what string, names []string) {
+			t.Helper()
+			if len(names) == 0 || len(calls) != len(names) {
+				t.Fatalf("%s: %d migrations, progress %v", what, len(names), calls)
+			}
+			for i, c := range calls {
+				if c != [2]int{i + 1, len(names)} {
+					t.Errorf("%s: progress %v, want 1 to %d of %d", what, calls, len(names), len(names))
+					break
+				}
+			}
+			calls = nil
+		}
+		down, err := s.MigrateDownWithProgress(ctx, tell)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want("down", down)
+		up, err := s.MigrateWithProgress(ctx, tell)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want("up", up)
+		if again, err := s.MigrateWithProgress(ctx, tell); err != nil || len(again) != 0 || len(calls) != 0 {
+			t.Errorf("up with nothing pending: %v %v, progress %v", again, err, calls)
+		}
+	})
+}
+
 func TestOnboard_SameKeyTwiceIsSameParty(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
@@ -9,12 +10,14 @@ import (
 	"strings"
 	"time"
 
+	"marketd/cmd/internal/cmdline"
 	"marketd/store"
 	"marketd/store/signing"
 )
 
-// config is every setting of CONTRACT.md section 1. Each is a flag and a MARKETD_ variable:
-// the variable wins over the default, the flag over both.
+// config is every setting of the service. Each is a flag and a MARKETD_ variable: the
+// variable wins over the default, the flag over both. serve reads them all; an operator
+// command only those its entry in the command table names.
 type config struct {
 	addr           string
 	store          store.Config
@@ -166,15 +169,32 @@ func settings(c *config) []setting {
 	}
 }
 
-// parseConfig reads the environment, then args, into a config. extra adds a command's own flags.
+// parseConfig reads the environment, then args, into a config: the settings cmd reads (every
+// one for serve), each a flag and a MARKETD_ variable; the rest keep their defaults. extra adds
+// the command's own flags. -h prints the command's help on standard output and returns
+// flag.ErrHelp; a flag that does not parse is a *cmdline.UsageError.
 func parseConfig(cmd string, args []string, extra ...func(fs *flag.FlagSet)) (*config, []string, error) {
+	spec, ok := commandNamed(cmd)
+	if !ok {
+		return nil, nil, fmt.Errorf("unknown command %q", cmd)
+	}
 	c := new(config)
 	fs := flag.NewFlagSet("marketd "+cmd, flag.ContinueOnError)
+	own := flag.NewFlagSet("marketd "+cmd, flag.ContinueOnError) // the command's own flags, for its help
 	for _, add := range extra {
+		add(own)
 		add(fs)
 	}
+	var read []setting
 	for _, s := range settings(c) {
 		def := s.def
+		if !spec.reads(s.name) {
+			if err := s.set(def); err != nil {
+				panic(fmt.Sprintf("marketd: the default of -%s does not parse: %v", s.name, err))
+			}
+			continue
+		}
+		read = append(read, s)
 		if v, ok := os.LookupEnv(s.env); ok {
 			def = v
 		}
@@ -183,8 +203,12 @@ func parseConfig(cmd string, args []string, extra ...func(fs *flag.FlagSet)) (*c
 		}
 		fs.Func(s.name, fmt.Sprintf("%s (env %s, default %q)", s.usage, s.env, s.def), s.set)
 	}
-	if err := fs.Parse(args); err != nil {
+	rest, err := cmdline.Parse("marketd", spec.Command, fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(os.Stdout, spec, own, read)
+	}
+	if err != nil {
 		return nil, nil, err
 	}
-	return c, fs.Args(), nil
+	return c, rest, nil
 }

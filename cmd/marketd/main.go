@@ -1,5 +1,9 @@
 // Command marketd is the marketplace service: `marketd serve` runs it, `marketd migrate
-// up|down|status` manages its schema. Every setting is a flag and a MARKETD_ variable.
+// up|down|status` manages its schema, and operator commands (seed, collection, pool, oracle,
+// admin) act on its store, each printing one JSON object on success. Every setting is a flag
+// and a MARKETD_ variable; `marketd -h` lists the commands (commands.go) and `marketd
+// COMMAND -h` the flags and variables each reads. Long work (seed, migrations) draws its
+// progress on stderr when stderr is a terminal, and nothing otherwise.
 package main
 
 import (
@@ -36,56 +40,8 @@ func newLimiter(ctx context.Context, c *config, s *store.Store, log *slog.Logger
 	return r, func() { r.Close() }, nil
 }
 
-const usage = `marketd: the marketplace service
-
-usage:
-  marketd serve [flags]                  run the service (applies pending migrations first)
-  marketd migrate up|down|status [flags] manage the schema
-  marketd collection create --slug S --name N --creator PARTY --currency CC|USDCx --supply N
-          [--royalty-bps N] [--items FILE] [--description D] [--image URL]
-  marketd collection add-phase --collection ID|SLUG --name N --price DEC --start UNIX --end UNIX
-          --per-party-limit N [--supply N] [--allow PARTY,...]
-  marketd oracle set --base CC --quote USDCx --price DEC   set the oracle's price (quote per base)
-  marketd pool create --base CC --quote USDCx --fee-bps N  create a swap pool
-  marketd seed --demo [--nfts N]          fill an empty store with a demo market
-  marketd admin create-user --role viewer|operator NAME   an admin console user; password on stdin
-  marketd admin list | disable NAME | reset NAME          manage admin console users
-
-Run "marketd serve -h" for the flags; each is also a MARKETD_ environment variable.
-`
-
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
-	}
-	var err error
-	switch cmd, args := os.Args[1], os.Args[2:]; cmd {
-	case "serve":
-		err = serve(args)
-	case "migrate":
-		err = migrate(args)
-	case "collection":
-		err = collectionCmd(args)
-	case "seed":
-		err = seedCmd(args)
-	case "oracle":
-		err = oracleCmd(args)
-	case "pool":
-		err = poolCmd(args)
-	case "admin":
-		err = adminCmd(args)
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return
-	default:
-		fmt.Fprintf(os.Stderr, "marketd: unknown command %q\n\n%s", cmd, usage)
-		os.Exit(2)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "marketd:", err)
-		os.Exit(1)
-	}
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func newLogger(level string) *slog.Logger {
@@ -272,13 +228,17 @@ func migrate(args []string) error {
 	var out any
 	switch verb {
 	case "up":
-		names, err := s.Migrate(ctx)
+		p := newProgress(os.Stderr, "applied %s / %s migrations")
+		names, err := s.MigrateWithProgress(ctx, p.report)
+		p.end()
 		if err != nil {
 			return err
 		}
 		out = map[string]any{"applied": nonNil(names)}
 	case "down":
-		names, err := s.MigrateDown(ctx)
+		p := newProgress(os.Stderr, "rolled back %s / %s migrations")
+		names, err := s.MigrateDownWithProgress(ctx, p.report)
+		p.end()
 		if err != nil {
 			return err
 		}

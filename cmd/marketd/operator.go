@@ -20,7 +20,10 @@ func operatorStore(ctx context.Context, c *config) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.Migrate(ctx); err != nil {
+	p := newProgress(os.Stderr, "applied %s / %s migrations")
+	_, err = s.MigrateWithProgress(ctx, p.report)
+	p.end()
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -41,19 +44,6 @@ func storeError(err error) error {
 		return errors.New(e.Message)
 	}
 	return err
-}
-
-func collectionCmd(args []string) error {
-	if len(args) == 0 {
-		return errors.New("collection wants create or add-phase")
-	}
-	switch args[0] {
-	case "create":
-		return collectionCreate(args[1:])
-	case "add-phase":
-		return collectionAddPhase(args[1:])
-	}
-	return fmt.Errorf("collection wants create or add-phase, not %q", args[0])
 }
 
 func collectionCreate(args []string) error {
@@ -184,7 +174,10 @@ func seedCmd(args []string) error {
 	}
 	defer s.Close()
 	start := time.Now()
+	p := newProgress(os.Stderr, "seeded %s / %s NFTs")
+	o.Progress = p.report
 	sum, err := s.SeedDemo(ctx, o)
+	p.end()
 	if err != nil {
 		return storeError(err)
 	}

@@ -11,12 +11,9 @@ import (
 	"marketd/store"
 )
 
-func oracleCmd(args []string) error {
-	if len(args) == 0 || args[0] != "set" {
-		return errors.New("oracle wants set")
-	}
+func oracleSet(args []string) error {
 	var base, quote, price string
-	c, extra, err := parseConfig("oracle set", args[1:], func(fs *flag.FlagSet) {
+	c, extra, err := parseConfig("oracle set", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&base, "base", "", "the base instrument, CC or USDCx (required)")
 		fs.StringVar(&quote, "quote", "", "the quote instrument, CC or USDCx (required)")
 		fs.StringVar(&price, "price", "", "the price of one base in quote, a decimal (required)")
@@ -47,13 +44,10 @@ func oracleCmd(args []string) error {
 	return printResult(map[string]any{"base": p.Base, "quote": p.Quote, "price": p.Price, "priceAt": p.At.Unix()})
 }
 
-func poolCmd(args []string) error {
-	if len(args) == 0 || args[0] != "create" {
-		return errors.New("pool wants create")
-	}
+func poolCreate(args []string) error {
 	var base, quote string
 	feeBps := -1
-	c, extra, err := parseConfig("pool create", args[1:], func(fs *flag.FlagSet) {
+	c, extra, err := parseConfig("pool create", args, func(fs *flag.FlagSet) {
 		fs.StringVar(&base, "base", "", "the base instrument, CC or USDCx (required)")
 		fs.StringVar(&quote, "quote", "", "the quote instrument, CC or USDCx (required)")
 		fs.IntVar(&feeBps, "fee-bps", -1, "the fee every fill retains for the LP, basis points (required)")

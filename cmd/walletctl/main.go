@@ -20,51 +20,20 @@ import (
 	"strings"
 	"time"
 
+	"marketd/cmd/internal/cmdline"
 	"marketd/store/signing"
 )
 
-const usage = `walletctl: a wallet for marketd
-
-usage:
-  walletctl [flags] keygen [--hint NAME]    create a key file (mode 0600)
-  walletctl [flags] onboard                 onboard the key's party on the ledger
-  walletctl [flags] login                   sign in: get a challenge, check it, sign it, keep the token
-  walletctl [flags] logout                  end the session
-  walletctl [flags] whoami                  the key's party and the token's expiry, as the server sees them
-  walletctl [flags] party                   print the key's party id
-  walletctl [flags] token                   print the kept session token (for curl)
-  walletctl [flags] sign MESSAGE            sign a message (use - to read it from stdin)
-  walletctl [flags] sign --hash B64         sign a prepared transaction hash
-  walletctl [flags] call METHOD PATH [JSON] call the API with the token attached
-  walletctl [flags] exec PATH JSON          PATH/prepare, show the summary, sign, execute
-
-wallet shortcuts (each is a call or an exec):
-  walletctl [flags] balance                 the party's balances
-  walletctl [flags] utxos                   how many holdings make them up
-  walletctl [flags] tap CC|USDCx AMOUNT     dev mode: credit the party out of thin air
-  walletctl [flags] send PARTY AMOUNT       transfer CC
-  walletctl [flags] preapprove nft|usdcx    consent to receive NFTs or USDCx from others
-  walletctl [flags] renew nft|usdcx         move that consent's expiry later
-  walletctl [flags] rewards [history]       the party's activity rewards
-
-In PATH, {me} stands for the key's party id.
-
-flags:
-  --server URL  the service (env WALLETCTL_SERVER, default http://localhost:8080)
-  --key FILE    the key file (env WALLETCTL_KEY, default wallet.key); the token is kept in FILE.token
-`
-
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "walletctl:", err)
-		os.Exit(1)
-	}
+	os.Exit(cmdline.Exit(os.Stderr, "walletctl", run(os.Args[1:], os.Stdout, os.Stderr)))
 }
 
 // wallet is one invocation's settings.
 type wallet struct {
 	server  string
 	keyPath string
+	hint    string // keygen --hint
+	hash    string // sign --hash
 	out     io.Writer
 	log     io.Writer
 	http    *http.Client
@@ -73,24 +42,45 @@ type wallet struct {
 func run(args []string, out, log io.Writer) error {
 	w := &wallet{out: out, log: log, http: &http.Client{Timeout: 30 * time.Second}}
 	fs := flag.NewFlagSet("walletctl", flag.ContinueOnError)
-	fs.SetOutput(log)
-	fs.Usage = func() { fmt.Fprint(log, usage) }
-	fs.StringVar(&w.server, "server", envOr("WALLETCTL_SERVER", "http://localhost:8080"), "the service")
-	fs.StringVar(&w.keyPath, "key", envOr("WALLETCTL_KEY", "wallet.key"), "the key file")
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&w.server, "server", envOr(envServer, "http://localhost:8080"), "the service")
+	fs.StringVar(&w.keyPath, "key", envOr(envKey, "wallet.key"), "the key file")
 	globals, args := splitGlobalFlags(args)
-	if err := fs.Parse(globals); err != nil {
+	if _, err := cmdline.Parse("walletctl", cmdline.Command{}, fs, globals); err != nil {
 		return err
 	}
 	w.server = strings.TrimRight(w.server, "/")
 	args = append(fs.Args(), args...)
-	if len(args) == 0 {
-		fs.Usage()
-		return errors.New("no command")
+	switch {
+	case len(args) == 0:
+		printUsage(log)
+		return &cmdline.UsageError{Cmd: "walletctl", Err: errors.New("no command")}
+	case cmdline.IsHelp(args[0]) && len(args) > 1: // walletctl help CMD
+		args = append(args[1:], "-h")
+	case cmdline.IsHelp(args[0]):
+		printUsage(out)
+		return nil
+	case cmdline.GroupHelp(out, "walletctl", commands, args): // walletctl lp -h
+		return nil
 	}
-	cmd, args := args[0], args[1:]
+	c, rest, ok := cmdline.Find(commands, args)
+	if !ok {
+		return cmdline.NotFound("walletctl", commands, args)
+	}
+	args, err := w.parseOwn(c, rest)
+	if err != nil {
+		return err
+	}
+	if len(args) > 0 && (c.Args == "" || c.Name == "keygen") {
+		return &cmdline.UsageError{Cmd: "walletctl " + c.Name, Err: fmt.Errorf("takes no arguments, got %q", args)}
+	}
+	// The shortcuts of a group (lp, swap) take their verb as their first argument.
+	words := strings.Fields(c.Name)
+	cmd, args := words[0], append(words[1:], args...)
 	switch cmd {
 	case "keygen":
-		return w.keygen(args)
+		return w.keygen()
 	case "onboard":
 		return w.onboard()
 	case "login":
@@ -135,11 +125,8 @@ func run(args []string, out, log io.Writer) error {
 		return w.swapShortcut(cmd, args)
 	case "mint", "list", "cancel", "buy", "sweep", "transfer", "burn":
 		return w.nftShortcut(cmd, args)
-	case "help", "-h", "--help":
-		fmt.Fprint(out, usage+"\n"+nftUsage+"\n"+swapUsage)
-		return nil
 	}
-	return fmt.Errorf("unknown command %q; run walletctl help", cmd)
+	return fmt.Errorf("command %q has no runner", c.Name)
 }
 
 // shortcut runs one of the wallet shortcuts as the call or exec it stands for.
@@ -240,13 +227,8 @@ type keyFile struct {
 	PrivateKey string `json:"privateKey"`
 }
 
-func (w *wallet) keygen(args []string) error {
-	fs := flag.NewFlagSet("keygen", flag.ContinueOnError)
-	fs.SetOutput(w.log)
-	hint := fs.String("hint", "wallet", "the party id's hint: 1 to 64 of [A-Za-z0-9_-]")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
+func (w *wallet) keygen() error {
+	hint := &w.hint
 	if !signing.ValidHint(*hint) {
 		return fmt.Errorf("hint %q: want 1 to 64 of [A-Za-z0-9_-]", *hint)
 	}
@@ -443,8 +425,8 @@ func (w *wallet) sign(args []string) error {
 	}
 	var msg []byte
 	switch {
-	case len(args) == 2 && args[0] == "--hash":
-		msg, err = base64.StdEncoding.DecodeString(args[1])
+	case w.hash != "" && len(args) == 0:
+		msg, err = base64.StdEncoding.DecodeString(w.hash)
 		if err != nil || len(msg) != 32 {
 			return errors.New("--hash wants the 32-byte preparedTransactionHash in standard base64")
 		}

@@ -8,21 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"marketd/store"
 )
-
-const nftUsage = `NFT shortcuts (each is an exec: prepare, show the summary, sign, execute):
-  walletctl [flags] mint COLLECTION [QUANTITY]       mint from the open phase (QUANTITY 2 to 20: one batch)
-  walletctl [flags] list CONTRACT_ID PRICE [EXPIRY]  list an NFT; EXPIRY is Unix seconds or a duration (24h)
-  walletctl [flags] cancel CID...                    withdraw listings (several: one batch)
-  walletctl [flags] buy CID                          buy a listing
-  walletctl [flags] sweep COLLECTION MAX_TOTAL COUNT|CID...
-                                                     buy the COUNT cheapest listings, or the named ones,
-                                                     for at most MAX_TOTAL in all
-  walletctl [flags] transfer CONTRACT_ID PARTY       give an NFT to a party (it needs an NFT preapproval)
-  walletctl [flags] burn CONTRACT_ID                 destroy an NFT for good
-
-COLLECTION is a collection's id (col_...) or its slug.
-`
 
 // nftShortcut runs one of the NFT shortcuts as the exec it stands for.
 func (w *wallet) nftShortcut(cmd string, args []string) error {
@@ -36,16 +24,16 @@ func (w *wallet) nftShortcut(cmd string, args []string) error {
 		if len(args) < 1 || len(args) > 2 {
 			return usage("mint COLLECTION [QUANTITY]")
 		}
+		n := 1
+		if len(args) == 2 {
+			var err error
+			if n, err = strconv.Atoi(args[1]); err != nil || n < 1 || n > store.MaxBatch {
+				return fmt.Errorf("QUANTITY %q: want a whole number from 1 to %d (one signature covers at most %d)", args[1], store.MaxBatch, store.MaxBatch)
+			}
+		}
 		id, err := w.collectionID(args[0])
 		if err != nil {
 			return err
-		}
-		if len(args) == 1 {
-			return w.exec("/api/nft/mint/atomic", body(map[string]any{"collectionId": id}))
-		}
-		n, err := strconv.Atoi(args[1])
-		if err != nil || n < 1 {
-			return fmt.Errorf("QUANTITY %q: want a whole number from 1", args[1])
 		}
 		if n == 1 {
 			return w.exec("/api/nft/mint/atomic", body(map[string]any{"collectionId": id}))
@@ -71,6 +59,9 @@ func (w *wallet) nftShortcut(cmd string, args []string) error {
 		case 1:
 			return w.exec("/api/nft/list/"+url.PathEscape(args[0])+"/cancel", "{}")
 		}
+		if err := underBatchLimit("cancel", len(args)); err != nil {
+			return err
+		}
 		return w.exec("/api/nft/listing/batch/cancel", body(map[string]any{"cids": args}))
 	case "buy":
 		if len(args) != 1 {
@@ -82,10 +73,14 @@ func (w *wallet) nftShortcut(cmd string, args []string) error {
 			return usage("sweep COLLECTION MAX_TOTAL COUNT|CID...")
 		}
 		req := map[string]any{"collectionId": args[0], "maxTotal": args[1]}
-		if n, err := strconv.Atoi(args[2]); err == nil && len(args) == 3 && len(args[2]) <= 3 {
-			req["count"] = n
+		n := len(args) - 2
+		if c, err := strconv.Atoi(args[2]); err == nil && len(args) == 3 && len(args[2]) <= 3 {
+			n, req["count"] = c, c
 		} else {
 			req["cids"] = args[2:]
+		}
+		if err := underBatchLimit("sweep", n); err != nil {
+			return err
 		}
 		return w.exec("/api/nft/sweep/buy", body(req))
 	case "transfer":
@@ -100,6 +95,14 @@ func (w *wallet) nftShortcut(cmd string, args []string) error {
 		return w.exec("/api/nft/burn", body(map[string]any{"contractId": args[0]}))
 	}
 	return fmt.Errorf("unknown NFT shortcut %q", cmd)
+}
+
+// underBatchLimit refuses a batch the server would refuse, before any request is sent.
+func underBatchLimit(cmd string, n int) error {
+	if n > store.MaxBatch {
+		return fmt.Errorf("%s of %d: one signature covers at most %d; split it", cmd, n, store.MaxBatch)
+	}
+	return nil
 }
 
 // collectionID returns ref when it is a collection id, else the id of the collection whose

@@ -8,19 +8,6 @@ import (
 	"time"
 )
 
-const swapUsage = `swap shortcuts (each is a call or an exec):
-  walletctl [flags] pools                                  the swap pools and their oracle prices
-  walletctl [flags] quote CC|USDCx AMOUNT [POOL]           an indicative quote for selling AMOUNT
-  walletctl [flags] lp publish POOL ask|bid PRICE SIZE [TTL] publish an LP quote (TTL default 1h)
-  walletctl [flags] lp cancel CID                          cancel an LP quote, releasing what it locks
-  walletctl [flags] lp claim POOL                          claim the fees the pool's fills kept for you
-  walletctl [flags] lp active                              your open LP quotes
-  walletctl [flags] swap submit POOL CC|USDCx AMOUNT MIN [TTL]  sell AMOUNT for at least MIN by now+TTL (default 1h)
-  walletctl [flags] swap cancel INTENT                     cancel a pending intent
-  walletctl [flags] swap status INTENT                     an intent's status and fills
-  walletctl [flags] swap active|history                    your pending intents, your filled swaps
-`
-
 // swapShortcut runs one of the swap shortcuts as the call or exec it stands for.
 func (w *wallet) swapShortcut(cmd string, args []string) error {
 	usage := func(u string) error { return errors.New("usage: walletctl " + u) }

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"marketd/cmd/internal/cmdline"
+	"marketd/store"
+)
+
+// command is one walletctl command: where walletctl -h lists it, whether it reads the key
+// file only (never the server), and its own flags.
+type command struct {
+	cmdline.Command
+	section string
+	offline bool
+	flags   func(w *wallet, fs *flag.FlagSet)
+}
+
+const (
+	secWallet   = "wallet"
+	secShortcut = "wallet shortcuts (each is a call or an exec)"
+	secNFT      = "NFT shortcuts (each is an exec: prepare, show the summary, sign, execute)"
+	secSwap     = "swap shortcuts (each is a call or an exec)"
+)
+
+var commands = []command{
+	{cmdline.Command{Name: "keygen", Args: "[--hint NAME]", Summary: "create a key file (mode 0600); prints its party id and public key"}, secWallet, true,
+		func(w *wallet, fs *flag.FlagSet) {
+			fs.StringVar(&w.hint, "hint", "wallet", "the party id's hint: 1 to 64 of [A-Za-z0-9_-]")
+		}},
+	{cmdline.Command{Name: "onboard", Args: "", Summary: "onboard the key's party on the ledger: prepare, show the summary, sign, execute"}, secWallet, false, nil},
+	{cmdline.Command{Name: "login", Args: "", Summary: "sign in: get a challenge, check it, sign it, keep the token beside the key"}, secWallet, false, nil},
+	{cmdline.Command{Name: "logout", Args: "", Summary: "end the session on the server"}, secWallet, false, nil},
+	{cmdline.Command{Name: "whoami", Args: "", Summary: "the key's party and the token's expiry, as the server sees them"}, secWallet, false, nil},
+	{cmdline.Command{Name: "party", Args: "", Summary: "print the key's party id"}, secWallet, true, nil},
+	{cmdline.Command{Name: "token", Args: "", Summary: "print the kept session token (for curl)"}, secWallet, true, nil},
+	{cmdline.Command{Name: "sign", Args: "MESSAGE | - | --hash B64", Summary: "sign a message (- reads it from standard input), or a prepared transaction's hash"}, secWallet, true,
+		func(w *wallet, fs *flag.FlagSet) {
+			fs.StringVar(&w.hash, "hash", "", "sign this preparedTransactionHash (standard base64 of 32 bytes) instead of a message")
+		}},
+	{cmdline.Command{Name: "call", Args: "METHOD PATH [JSON]", Summary: "call the API with the token attached; {me} in PATH is the key's party id"}, secWallet, false, nil},
+	{cmdline.Command{Name: "exec", Args: "PATH JSON", Summary: "PATH/prepare, check the hash is the transaction's, show the summary, sign, execute"}, secWallet, false, nil},
+
+	{cmdline.Command{Name: "balance", Args: "", Summary: "the party's balances"}, secShortcut, false, nil},
+	{cmdline.Command{Name: "utxos", Args: "", Summary: "how many holdings make them up"}, secShortcut, false, nil},
+	{cmdline.Command{Name: "tap", Args: "CC|USDCx AMOUNT", Summary: "dev mode: credit the party out of thin air"}, secShortcut, false, nil},
+	{cmdline.Command{Name: "send", Args: "PARTY AMOUNT", Summary: "transfer CC to a party"}, secShortcut, false, nil},
+	{cmdline.Command{Name: "preapprove", Args: "nft|usdcx", Summary: "consent to receive NFTs or USDCx from others"}, secShortcut, false, nil},
+	{cmdline.Command{Name: "renew", Args: "nft|usdcx", Summary: "move that consent's expiry later"}, secShortcut, false, nil},
+	{cmdline.Command{Name: "rewards", Args: "[history]", Summary: "the party's activity rewards, or their history"}, secShortcut, false, nil},
+
+	{cmdline.Command{Name: "mint", Args: "COLLECTION [QUANTITY]", Summary: fmt.Sprintf("mint from the open phase (QUANTITY 2 to %d: one batch)", store.MaxBatch)}, secNFT, false, nil},
+	{cmdline.Command{Name: "list", Args: "CONTRACT_ID PRICE [EXPIRY]", Summary: "list an NFT for sale; EXPIRY is Unix seconds or a duration (24h)"}, secNFT, false, nil},
+	{cmdline.Command{Name: "cancel", Args: "CID...", Summary: fmt.Sprintf("withdraw listings (2 to %d: one batch)", store.MaxBatch)}, secNFT, false, nil},
+	{cmdline.Command{Name: "buy", Args: "CID", Summary: "buy a listing"}, secNFT, false, nil},
+	{cmdline.Command{Name: "sweep", Args: "COLLECTION MAX_TOTAL COUNT|CID...", Summary: fmt.Sprintf("buy the COUNT cheapest listings, or the named ones (at most %d), for at most MAX_TOTAL in all", store.MaxBatch)}, secNFT, false, nil},
+	{cmdline.Command{Name: "transfer", Args: "CONTRACT_ID PARTY", Summary: "give an NFT to a party (it needs an NFT preapproval)"}, secNFT, false, nil},
+	{cmdline.Command{Name: "burn", Args: "CONTRACT_ID", Summary: "destroy an NFT for good"}, secNFT, false, nil},
+
+	{cmdline.Command{Name: "pools", Args: "", Summary: "the swap pools and their oracle prices"}, secSwap, false, nil},
+	{cmdline.Command{Name: "quote", Args: "CC|USDCx AMOUNT [POOL]", Summary: "an indicative quote for selling AMOUNT"}, secSwap, false, nil},
+	{cmdline.Command{Name: "lp publish", Args: "POOL ask|bid PRICE SIZE [TTL]", Summary: "publish an LP quote (TTL default 1h)"}, secSwap, false, nil},
+	{cmdline.Command{Name: "lp cancel", Args: "CID", Summary: "cancel an LP quote, releasing what it locks"}, secSwap, false, nil},
+	{cmdline.Command{Name: "lp claim", Args: "POOL", Summary: "claim the fees the pool's fills kept for you"}, secSwap, false, nil},
+	{cmdline.Command{Name: "lp active", Args: "", Summary: "your open LP quotes"}, secSwap, false, nil},
+	{cmdline.Command{Name: "swap submit", Args: "POOL CC|USDCx AMOUNT MIN [TTL]", Summary: "sell AMOUNT for at least MIN by now+TTL (default 1h)"}, secSwap, false, nil},
+	{cmdline.Command{Name: "swap cancel", Args: "INTENT", Summary: "cancel a pending intent"}, secSwap, false, nil},
+	{cmdline.Command{Name: "swap status", Args: "INTENT", Summary: "an intent's status and fills"}, secSwap, false, nil},
+	{cmdline.Command{Name: "swap active", Args: "", Summary: "your pending intents"}, secSwap, false, nil},
+	{cmdline.Command{Name: "swap history", Args: "", Summary: "your filled swaps"}, secSwap, false, nil},
+}
+
+// The settings every command shares: a flag anywhere on the line, or its variable.
+const (
+	envServer = "WALLETCTL_SERVER"
+	envKey    = "WALLETCTL_KEY"
+)
+
+// printUsage is walletctl -h: every command by section, and the settings they share.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, "walletctl: a wallet for marketd\n\nusage: walletctl [--server URL] [--key FILE] COMMAND [ARGS]\n")
+	section := ""
+	var cs []command
+	flush := func() {
+		if len(cs) > 0 {
+			fmt.Fprintf(w, "\n%s:\n", section)
+			cmdline.List(w, "walletctl", cs)
+		}
+		cs = nil
+	}
+	for _, c := range commands {
+		if c.section != section {
+			flush()
+			section = c.section
+		}
+		cs = append(cs, c)
+	}
+	flush()
+	fmt.Fprint(w, "\nCOLLECTION is a collection's id (col_...) or its slug.\n")
+	printSettings(w, false)
+	fmt.Fprint(w, "\nRun \"walletctl COMMAND -h\" for a command's own flags and the variables it reads.\n")
+}
+
+// printSettings lists the variables a command reads (offline ones never reach a server).
+func printSettings(w io.Writer, offline bool) {
+	fmt.Fprint(w, "\nenvironment (each variable is also a flag, anywhere on the line, which wins over it):\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if !offline {
+		fmt.Fprintf(tw, "  %s\t--server URL\tthe service (default http://localhost:8080)\n", envServer)
+	}
+	fmt.Fprintf(tw, "  %s\t--key FILE\tthe key file; the session token is kept in FILE.token (default wallet.key)\n", envKey)
+	tw.Flush()
+}
+
+// printHelp is "walletctl COMMAND -h".
+func printHelp(w io.Writer, c command, own *flag.FlagSet) {
+	globals := "[--server URL] [--key FILE]"
+	if c.offline {
+		globals = "[--key FILE]"
+	}
+	cmdline.Help(w, "walletctl", globals, c.Command, own)
+	printSettings(w, c.offline)
+}
+
+// parseOwn parses the command's own flags (most have none, so any flag is an error) and
+// returns its arguments. -h prints its help and returns flag.ErrHelp.
+func (w *wallet) parseOwn(c command, args []string) ([]string, error) {
+	fs := flag.NewFlagSet("walletctl "+c.Name, flag.ContinueOnError)
+	if c.flags != nil {
+		c.flags(w, fs)
+	}
+	rest, err := cmdline.Parse("walletctl", c.Command, fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(w.out, c, fs)
+	}
+	return rest, err
+}
