@@ -132,7 +132,7 @@ const nftPageQuery = `query($id: ID!, $first: Int!) {
     nfts(first: $first) {
       edges { cursor node {
         contractId serial name owner traits { type value }
-        collection { id slug name floorPrice volume phases { name active } }
+        collection { collectionId slug name floorPrice volume phases { name active } }
         listing { cid seller price currency expiresAt }
       } }
       pageInfo { hasNextPage endCursor }
@@ -150,7 +150,7 @@ func TestGraphQL_NFTPageCostsTheSameStatementsAt20And100Items(t *testing.T) {
 					Edges []struct {
 						Node struct {
 							Serial     int
-							Collection struct{ ID string }
+							Collection struct{ CollectionID string }
 							Listing    *struct{ Price string }
 						}
 					}
@@ -168,8 +168,8 @@ func TestGraphQL_NFTPageCostsTheSameStatementsAt20And100Items(t *testing.T) {
 			}
 			listed := 0
 			for _, e := range edges {
-				if e.Node.Collection.ID != id {
-					t.Fatalf("NFT %d names collection %q", e.Node.Serial, e.Node.Collection.ID)
+				if e.Node.Collection.CollectionID != id {
+					t.Fatalf("NFT %d names collection %q", e.Node.Serial, e.Node.Collection.CollectionID)
 				}
 				if e.Node.Listing != nil {
 					listed++
@@ -213,7 +213,7 @@ func TestGraphQL_HistoriesOfAPageAreOneQuery(t *testing.T) {
 			for _, e := range p.Collection.NFTs.Edges {
 				h := e.Node.History.Edges
 				// A listed NFT was minted, then listed: its newest event is the listing.
-				if len(h) < 2 || h[0].Node.Kind != store.EventListed && h[0].Node.Kind != store.EventSold {
+				if len(h) < 2 || h[0].Node.Kind != "LISTED" && h[0].Node.Kind != "SOLD" {
 					t.Fatalf("NFT %d history %+v", e.Node.Serial, h)
 				}
 			}

@@ -121,6 +121,7 @@ func config(s *store.Store) Config {
 		return listCost(child, first, last)
 	}
 	c.Complexity.NFT.History = func(child int, first *int, _ *string, last *int, _ *string) int { return listCost(child, first, last) }
+	c.Complexity.Query.Nodes = func(child int, ids []string) int { return 1 + len(ids)*child }
 	return c
 }
 
