@@ -60,7 +60,7 @@ func newTestGraphWith(t testing.TB, b storetest.Backend, nfts int, cfg store.Con
 	}
 	g := &testGraph{t: t, store: s}
 	s.AddQueryHook(g)
-	g.http = httptest.NewServer(NewHandler(s, Options{Logger: slog.New(slog.DiscardHandler)}))
+	g.http = httptest.NewServer(NewHandler(s, Options{Logger: slog.New(slog.DiscardHandler), Authenticate: bearer(s)}))
 	t.Cleanup(g.http.Close)
 	return g
 }
@@ -75,13 +75,36 @@ type gqlResponse struct {
 	} `json:"errors"`
 }
 
+// bearer reads a request's token as the service does: the store checks the signed token of a
+// session opened by a signed challenge; no Authorization header is unauthenticated.
+func bearer(s *store.Store) func(*http.Request) (*store.Auth, error) {
+	return func(r *http.Request) (*store.Auth, error) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			return nil, store.Errorf(store.CodeUnauthenticated, "sign in first")
+		}
+		return s.Authenticate(r.Context(), tok)
+	}
+}
+
 // query posts a query with variables and returns the response and the number of SQL
 // statements it cost.
 func (g *testGraph) query(q string, vars map[string]any) (gqlResponse, int64) {
 	g.t.Helper()
+	return g.queryAs("", q, vars)
+}
+
+// queryAs is query with a token ("" for none).
+func (g *testGraph) queryAs(token, q string, vars map[string]any) (gqlResponse, int64) {
+	g.t.Helper()
 	body, _ := json.Marshal(map[string]any{"query": q, "variables": vars})
 	before := g.queries.Load()
-	res, err := http.Post(g.http.URL+"/graphql", "application/json", bytes.NewReader(body))
+	req, _ := http.NewRequest("POST", g.http.URL+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		g.t.Fatal(err)
 	}
