@@ -323,7 +323,7 @@ func TestConnection_LastHistoriesOfAPageAreOneQuery(t *testing.T) {
 			for _, e := range r.Collection.NFTs.Edges {
 				// A listed NFT's oldest event is its mint, and a listing followed.
 				h := e.Node.History
-				if len(h.Edges) != 1 || !strings.Contains(string(h.Edges[0].Node), `"minted"`) || !h.PageInfo.HasPreviousPage {
+				if len(h.Edges) != 1 || !strings.Contains(string(h.Edges[0].Node), `"MINTED"`) || !h.PageInfo.HasPreviousPage {
 					t.Fatalf("NFT %s: last history page %s %+v", e.Node.ContractID, h.nodes(), h.PageInfo)
 				}
 			}

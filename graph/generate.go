@@ -1,6 +1,9 @@
 // Package graph is marketd's GraphQL read facade for dashboards: the schema in
 // schema.graphqls, resolvers that call store operations only, dataloaders that batch every
-// association, and the HTTP handler with its limits and the embedded GraphiQL page.
+// association, and the HTTP handler with its limits, the embedded GraphiQL page and the
+// schema as SDL. Collections, NFTs, pools, LP quotes and intents are Relay nodes with global
+// ids (node.go), so client caches normalise them with no configuration; closed sets of
+// values are enums.
 package graph
 
 //go:generate sh -c "cd .. && go tool gqlgen generate --config gqlgen.yml"

@@ -33,6 +33,7 @@ type ResolverRoot interface {
 	CollectionActivity() CollectionActivityResolver
 	CollectionConnection() CollectionConnectionResolver
 	Intent() IntentResolver
+	LPQuote() LPQuoteResolver
 	MintPhase() MintPhaseResolver
 	NFT() NFTResolver
 	Pool() PoolResolver
@@ -118,6 +119,7 @@ type ComplexityRoot struct {
 		Amount     func(childComplexity int) int
 		Deadline   func(childComplexity int) int
 		Fills      func(childComplexity int) int
+		ID         func(childComplexity int) int
 		IntentCID  func(childComplexity int) int
 		MinReceive func(childComplexity int) int
 		PoolID     func(childComplexity int) int
@@ -140,6 +142,7 @@ type ComplexityRoot struct {
 	LPQuote struct {
 		ExpiresAt   func(childComplexity int) int
 		FeesAccrued func(childComplexity int) int
+		ID          func(childComplexity int) int
 		LP          func(childComplexity int) int
 		PoolID      func(childComplexity int) int
 		Price       func(childComplexity int) int
@@ -184,6 +187,7 @@ type ComplexityRoot struct {
 		CollectionID func(childComplexity int) int
 		ContractID   func(childComplexity int) int
 		History      func(childComplexity int, first *int, after *string, last *int, before *string) int
+		ID           func(childComplexity int) int
 		Image        func(childComplexity int) int
 		Listing      func(childComplexity int) int
 		Name         func(childComplexity int) int
@@ -256,6 +260,7 @@ type ComplexityRoot struct {
 		Base        func(childComplexity int) int
 		FeeBps      func(childComplexity int) int
 		History     func(childComplexity int, first *int, after *string, last *int, before *string) int
+		ID          func(childComplexity int) int
 		LpQuotes    func(childComplexity int, first *int, after *string, last *int, before *string) int
 		OraclePrice func(childComplexity int) int
 		Outcomes    func(childComplexity int, first *int, after *string, last *int, before *string) int
@@ -299,6 +304,8 @@ type ComplexityRoot struct {
 		Collections func(childComplexity int, sort *CollectionSort, first *int, after *string, last *int, before *string) int
 		Intents     func(childComplexity int, taker string, first *int, after *string, last *int, before *string) int
 		Nft         func(childComplexity int, contractID string) int
+		Node        func(childComplexity int, id string) int
+		Nodes       func(childComplexity int, ids []string) int
 		Pool        func(childComplexity int, id string) int
 		Pools       func(childComplexity int, first *int, after *string, last *int, before *string) int
 		SwapHistory func(childComplexity int, taker string, first *int, after *string, last *int, before *string) int
@@ -352,6 +359,8 @@ type ComplexityRoot struct {
 // region    ************************** generated!.gotpl **************************
 
 type CollectionResolver interface {
+	ID(ctx context.Context, obj *store.Collection) (string, error)
+
 	Phases(ctx context.Context, obj *store.Collection) ([]*store.MintPhase, error)
 	Nfts(ctx context.Context, obj *store.Collection, filter *NFTFilter, sort *NFTSort, first *int, after *string, last *int, before *string) (*NFTConnection, error)
 }
@@ -362,17 +371,26 @@ type CollectionConnectionResolver interface {
 	TotalCount(ctx context.Context, obj *CollectionConnection) (int, error)
 }
 type IntentResolver interface {
+	ID(ctx context.Context, obj *store.IntentView) (string, error)
+
 	Fills(ctx context.Context, obj *store.IntentView) ([]*store.Fill, error)
+}
+type LPQuoteResolver interface {
+	ID(ctx context.Context, obj *store.LPQuote) (string, error)
 }
 type MintPhaseResolver interface {
 	Active(ctx context.Context, obj *store.MintPhase) (bool, error)
 }
 type NFTResolver interface {
+	ID(ctx context.Context, obj *store.NFTView) (string, error)
+
 	Collection(ctx context.Context, obj *store.NFTView) (*store.Collection, error)
 
 	History(ctx context.Context, obj *store.NFTView, first *int, after *string, last *int, before *string) (*NFTEventConnection, error)
 }
 type PoolResolver interface {
+	ID(ctx context.Context, obj *store.Pool) (string, error)
+
 	OraclePrice(ctx context.Context, obj *store.Pool) (*store.Amount, error)
 	PriceAt(ctx context.Context, obj *store.Pool) (*store.Timestamp, error)
 	Aggregates(ctx context.Context, obj *store.Pool) (*PoolAggregates, error)
@@ -384,11 +402,11 @@ type PoolConnectionResolver interface {
 	TotalCount(ctx context.Context, obj *PoolConnection) (int, error)
 }
 type PreapprovalResolver interface {
-	Kind(ctx context.Context, obj *store.Preapproval) (string, error)
-
 	Active(ctx context.Context, obj *store.Preapproval) (bool, error)
 }
 type QueryResolver interface {
+	Node(ctx context.Context, id string) (Node, error)
+	Nodes(ctx context.Context, ids []string) ([]Node, error)
 	Collections(ctx context.Context, sort *CollectionSort, first *int, after *string, last *int, before *string) (*CollectionConnection, error)
 	Collection(ctx context.Context, id *string, slug *string) (*store.Collection, error)
 	Nft(ctx context.Context, contractID string) (*store.NFTView, error)
@@ -491,7 +509,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Collection.FloorPrice(childComplexity), true
-	case "Collection.id":
+	case "Collection.id", "Collection.collectionId":
 		if e.ComplexityRoot.Collection.ID == nil {
 			break
 		}
@@ -730,6 +748,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Intent.Fills(childComplexity), true
+	case "Intent.id":
+		if e.ComplexityRoot.Intent.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Intent.ID(childComplexity), true
 	case "Intent.intentCid":
 		if e.ComplexityRoot.Intent.IntentCID == nil {
 			break
@@ -811,6 +835,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.LPQuote.FeesAccrued(childComplexity), true
+	case "LPQuote.id":
+		if e.ComplexityRoot.LPQuote.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.LPQuote.ID(childComplexity), true
 	case "LPQuote.lp":
 		if e.ComplexityRoot.LPQuote.LP == nil {
 			break
@@ -995,6 +1025,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NFT.History(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
+	case "NFT.id":
+		if e.ComplexityRoot.NFT.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NFT.ID(childComplexity), true
 	case "NFT.image":
 		if e.ComplexityRoot.NFT.Image == nil {
 			break
@@ -1262,6 +1298,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Pool.History(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
+	case "Pool.id":
+		if e.ComplexityRoot.Pool.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Pool.ID(childComplexity), true
 	case "Pool.lpQuotes":
 		if e.ComplexityRoot.Pool.LpQuotes == nil {
 			break
@@ -1449,6 +1491,28 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Nft(childComplexity, args["contractId"].(string)), true
+	case "Query.node":
+		if e.ComplexityRoot.Query.Node == nil {
+			break
+		}
+
+		args, err := ec.field_Query_node_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Node(childComplexity, args["id"].(string)), true
+	case "Query.nodes":
+		if e.ComplexityRoot.Query.Nodes == nil {
+			break
+		}
+
+		args, err := ec.field_Query_nodes_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.Nodes(childComplexity, args["ids"].([]string)), true
 	case "Query.pool":
 		if e.ComplexityRoot.Query.Pool == nil {
 			break
@@ -1768,6 +1832,8 @@ func (ec *executionContext) childFields_Collection(ctx context.Context, field gr
 	switch field.Name {
 	case "id":
 		return ec.fieldContext_Collection_id(ctx, field)
+	case "collectionId":
+		return ec.fieldContext_Collection_collectionId(ctx, field)
 	case "slug":
 		return ec.fieldContext_Collection_slug(ctx, field)
 	case "name":
@@ -1884,6 +1950,8 @@ func (ec *executionContext) childFields_InstrumentAmount(ctx context.Context, fi
 
 func (ec *executionContext) childFields_Intent(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Intent_id(ctx, field)
 	case "intentCid":
 		return ec.fieldContext_Intent_intentCid(ctx, field)
 	case "status":
@@ -1930,6 +1998,8 @@ func (ec *executionContext) childFields_IntentEdge(ctx context.Context, field gr
 
 func (ec *executionContext) childFields_LPQuote(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_LPQuote_id(ctx, field)
 	case "cid":
 		return ec.fieldContext_LPQuote_cid(ctx, field)
 	case "poolId":
@@ -2014,6 +2084,8 @@ func (ec *executionContext) childFields_MintPhase(ctx context.Context, field gra
 
 func (ec *executionContext) childFields_NFT(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_NFT_id(ctx, field)
 	case "contractId":
 		return ec.fieldContext_NFT_contractId(ctx, field)
 	case "collectionId":
@@ -2158,6 +2230,8 @@ func (ec *executionContext) childFields_PageInfo(ctx context.Context, field grap
 
 func (ec *executionContext) childFields_Pool(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "id":
+		return ec.fieldContext_Pool_id(ctx, field)
 	case "poolId":
 		return ec.fieldContext_Pool_poolId(ctx, field)
 	case "base":
@@ -2776,6 +2850,34 @@ func (ec *executionContext) field_Query_nft_args(ctx context.Context, rawArgs ma
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_node_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "id",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["id"] = arg0
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_nodes_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "ids",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalNID2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["ids"] = arg0
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_pool_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -3145,7 +3247,7 @@ func (ec *executionContext) _Collection_id(ctx context.Context, field graphql.Co
 			return ec.fieldContext_Collection_id(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ID, nil
+			return ec.Resolvers.Collection().ID(ctx, obj)
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -3156,6 +3258,29 @@ func (ec *executionContext) _Collection_id(ctx context.Context, field graphql.Co
 	)
 }
 func (ec *executionContext) fieldContext_Collection_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Collection", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Collection_collectionId(ctx context.Context, field graphql.CollectedField, obj *store.Collection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Collection_collectionId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Collection_collectionId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Collection", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
@@ -3685,14 +3810,14 @@ func (ec *executionContext) _CollectionActivity_kind(ctx context.Context, field 
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNNFTEventKind2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_CollectionActivity_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type NFTEventKind does not have child fields"))
 }
 
 func (ec *executionContext) _CollectionActivity_at(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
@@ -4136,6 +4261,29 @@ func (ec *executionContext) fieldContext_InstrumentAmount_amount(_ context.Conte
 	return graphql.NewScalarFieldContext("InstrumentAmount", field, false, false, errors.New("field of type Decimal does not have child fields"))
 }
 
+func (ec *executionContext) _Intent_id(ctx context.Context, field graphql.CollectedField, obj *store.IntentView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Intent_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Intent().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Intent_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Intent", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _Intent_intentCid(ctx context.Context, field graphql.CollectedField, obj *store.IntentView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4172,14 +4320,14 @@ func (ec *executionContext) _Intent_status(ctx context.Context, field graphql.Co
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNIntentStatus2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_Intent_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Intent", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Intent", field, false, false, errors.New("field of type IntentStatus does not have child fields"))
 }
 
 func (ec *executionContext) _Intent_taker(ctx context.Context, field graphql.CollectedField, obj *store.IntentView) (ret graphql.Marshaler) {
@@ -4494,6 +4642,29 @@ func (ec *executionContext) fieldContext_IntentEdge_node(_ context.Context, fiel
 	return fc, nil
 }
 
+func (ec *executionContext) _LPQuote_id(ctx context.Context, field graphql.CollectedField, obj *store.LPQuote) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_LPQuote_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.LPQuote().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_LPQuote_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("LPQuote", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _LPQuote_cid(ctx context.Context, field graphql.CollectedField, obj *store.LPQuote) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4576,14 +4747,14 @@ func (ec *executionContext) _LPQuote_side(ctx context.Context, field graphql.Col
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNLPQuoteSide2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_LPQuote_side(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("LPQuote", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("LPQuote", field, false, false, errors.New("field of type LPQuoteSide does not have child fields"))
 }
 
 func (ec *executionContext) _LPQuote_price(ctx context.Context, field graphql.CollectedField, obj *store.LPQuote) (ret graphql.Marshaler) {
@@ -5142,6 +5313,29 @@ func (ec *executionContext) fieldContext_MintPhase_active(_ context.Context, fie
 	return graphql.NewScalarFieldContext("MintPhase", field, true, true, errors.New("field of type Boolean does not have child fields"))
 }
 
+func (ec *executionContext) _NFT_id(ctx context.Context, field graphql.CollectedField, obj *store.NFTView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NFT_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.NFT().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_NFT_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NFT", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _NFT_contractId(ctx context.Context, field graphql.CollectedField, obj *store.NFTView) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -5598,14 +5792,14 @@ func (ec *executionContext) _NFTEvent_kind(ctx context.Context, field graphql.Co
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNNFTEventKind2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_NFTEvent_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NFTEvent", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("NFTEvent", field, false, false, errors.New("field of type NFTEventKind does not have child fields"))
 }
 
 func (ec *executionContext) _NFTEvent_at(ctx context.Context, field graphql.CollectedField, obj *store.NFTEvent) (ret graphql.Marshaler) {
@@ -6255,6 +6449,29 @@ func (ec *executionContext) fieldContext_PageInfo_endCursor(_ context.Context, f
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _Pool_id(ctx context.Context, field graphql.CollectedField, obj *store.Pool) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Pool_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Pool().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Pool_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Pool", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
 func (ec *executionContext) _Pool_poolId(ctx context.Context, field graphql.CollectedField, obj *store.Pool) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6887,18 +7104,18 @@ func (ec *executionContext) _Preapproval_kind(ctx context.Context, field graphql
 			return ec.fieldContext_Preapproval_kind(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.Preapproval().Kind(ctx, obj)
+			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v store.PreapprovalKind) graphql.Marshaler {
+			return ec.marshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_Preapproval_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("Preapproval", field, true, true, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("Preapproval", field, false, false, errors.New("field of type PreapprovalKind does not have child fields"))
 }
 
 func (ec *executionContext) _Preapproval_expiresAt(ctx context.Context, field graphql.CollectedField, obj *store.Preapproval) (ret graphql.Marshaler) {
@@ -6945,6 +7162,94 @@ func (ec *executionContext) _Preapproval_active(ctx context.Context, field graph
 }
 func (ec *executionContext) fieldContext_Preapproval_active(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Preapproval", field, true, true, errors.New("field of type Boolean does not have child fields"))
+}
+
+func (ec *executionContext) _Query_node(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Node(ctx, fc.Args["id"].(string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v Node) graphql.Marshaler {
+			return ec.marshalONode2marketdᚋgraphᚐNode(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Query_node(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("FieldContext.Child cannot be called on type INTERFACE")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_node_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_nodes(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_nodes(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().Nodes(ctx, fc.Args["ids"].([]string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []Node) graphql.Marshaler {
+			return ec.marshalNNode2ᚕmarketdᚋgraphᚐNode(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_nodes(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return nil, errors.New("FieldContext.Child cannot be called on type INTERFACE")
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_nodes_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _Query_collections(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
@@ -7530,14 +7835,14 @@ func (ec *executionContext) _RewardEntry_kind(ctx context.Context, field graphql
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNString2string(ctx, selections, v)
+			return ec.marshalNRewardKind2string(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_RewardEntry_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("RewardEntry", field, false, false, errors.New("field of type String does not have child fields"))
+	return graphql.NewScalarFieldContext("RewardEntry", field, false, false, errors.New("field of type RewardKind does not have child fields"))
 }
 
 func (ec *executionContext) _RewardEntry_amount(ctx context.Context, field graphql.CollectedField, obj *store.RewardEntry) (ret graphql.Marshaler) {
@@ -9131,6 +9436,54 @@ func (ec *executionContext) unmarshalInputTraitFilter(ctx context.Context, obj a
 
 // region    ************************** interface.gotpl ***************************
 
+func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj Node) graphql.Marshaler {
+	switch obj := (obj).(type) {
+	case nil:
+		return graphql.Null
+	case store.Pool:
+		return ec._Pool(ctx, sel, &obj)
+	case *store.Pool:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Pool(ctx, sel, obj)
+	case store.NFTView:
+		return ec._NFT(ctx, sel, &obj)
+	case *store.NFTView:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._NFT(ctx, sel, obj)
+	case store.LPQuote:
+		return ec._LPQuote(ctx, sel, &obj)
+	case *store.LPQuote:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._LPQuote(ctx, sel, obj)
+	case store.IntentView:
+		return ec._Intent(ctx, sel, &obj)
+	case *store.IntentView:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Intent(ctx, sel, obj)
+	case store.Collection:
+		return ec._Collection(ctx, sel, &obj)
+	case *store.Collection:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Collection(ctx, sel, obj)
+	default:
+		if typedObj, ok := obj.(graphql.Marshaler); ok {
+			return typedObj
+		} else {
+			panic(fmt.Errorf("unexpected type %T; non-generated variants of Node must implement graphql.Marshaler", obj))
+		}
+	}
+}
+
 // endregion ************************** interface.gotpl ***************************
 
 // region    **************************** object.gotpl ****************************
@@ -9188,7 +9541,7 @@ func (ec *executionContext) _Balance(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
-var collectionImplementors = []string{"Collection"}
+var collectionImplementors = []string{"Collection", "Node"}
 
 func (ec *executionContext) _Collection(ctx context.Context, sel ast.SelectionSet, obj *store.Collection) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, collectionImplementors)
@@ -9201,7 +9554,45 @@ func (ec *executionContext) _Collection(ctx context.Context, sel ast.SelectionSe
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Collection")
 		case "id":
-			out.Values[i] = ec._Collection_id(ctx, field, obj)
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Collection_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "collectionId":
+			out.Values[i] = ec._Collection_collectionId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -9723,7 +10114,7 @@ func (ec *executionContext) _InstrumentAmount(ctx context.Context, sel ast.Selec
 	return out
 }
 
-var intentImplementors = []string{"Intent"}
+var intentImplementors = []string{"Intent", "Node"}
 
 func (ec *executionContext) _Intent(ctx context.Context, sel ast.SelectionSet, obj *store.IntentView) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, intentImplementors)
@@ -9735,6 +10126,44 @@ func (ec *executionContext) _Intent(ctx context.Context, sel ast.SelectionSet, o
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Intent")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Intent_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "intentCid":
 			out.Values[i] = ec._Intent_intentCid(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -9925,7 +10354,7 @@ func (ec *executionContext) _IntentEdge(ctx context.Context, sel ast.SelectionSe
 	return out
 }
 
-var lPQuoteImplementors = []string{"LPQuote"}
+var lPQuoteImplementors = []string{"LPQuote", "Node"}
 
 func (ec *executionContext) _LPQuote(ctx context.Context, sel ast.SelectionSet, obj *store.LPQuote) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, lPQuoteImplementors)
@@ -9937,50 +10366,88 @@ func (ec *executionContext) _LPQuote(ctx context.Context, sel ast.SelectionSet, 
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("LPQuote")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._LPQuote_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "cid":
 			out.Values[i] = ec._LPQuote_cid(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "poolId":
 			out.Values[i] = ec._LPQuote_poolId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "lp":
 			out.Values[i] = ec._LPQuote_lp(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "side":
 			out.Values[i] = ec._LPQuote_side(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "price":
 			out.Values[i] = ec._LPQuote_price(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "size":
 			out.Values[i] = ec._LPQuote_size(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "remaining":
 			out.Values[i] = ec._LPQuote_remaining(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "feesAccrued":
 			out.Values[i] = ec._LPQuote_feesAccrued(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "expiresAt":
 			out.Values[i] = ec._LPQuote_expiresAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
-				out.Invalids++
+				atomic.AddUint32(&out.Invalids, 1)
 			}
 		default:
 			panic("unknown field " + strconv.Quote(field.Name))
@@ -10258,7 +10725,7 @@ func (ec *executionContext) _MintPhase(ctx context.Context, sel ast.SelectionSet
 	return out
 }
 
-var nFTImplementors = []string{"NFT"}
+var nFTImplementors = []string{"NFT", "Node"}
 
 func (ec *executionContext) _NFT(ctx context.Context, sel ast.SelectionSet, obj *store.NFTView) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, nFTImplementors)
@@ -10270,6 +10737,44 @@ func (ec *executionContext) _NFT(ctx context.Context, sel ast.SelectionSet, obj 
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("NFT")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._NFT_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "contractId":
 			out.Values[i] = ec._NFT_contractId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -10864,7 +11369,7 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 	return out
 }
 
-var poolImplementors = []string{"Pool"}
+var poolImplementors = []string{"Pool", "Node"}
 
 func (ec *executionContext) _Pool(ctx context.Context, sel ast.SelectionSet, obj *store.Pool) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, poolImplementors)
@@ -10876,6 +11381,44 @@ func (ec *executionContext) _Pool(ctx context.Context, sel ast.SelectionSet, obj
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Pool")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Pool_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "poolId":
 			out.Values[i] = ec._Pool_poolId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11383,43 +11926,10 @@ func (ec *executionContext) _Preapproval(ctx context.Context, sel ast.SelectionS
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "kind":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._Preapproval_kind(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._Preapproval_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "expiresAt":
 			out.Values[i] = ec._Preapproval_expiresAt(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11504,6 +12014,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("Query")
+		case "node":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_node(ctx, field)
+				if res == graphql.RequiredNull {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "nodes":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_nodes(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "collections":
 			field := field
 
@@ -12724,6 +13278,35 @@ func (ec *executionContext) marshalNID2string(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) unmarshalNID2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNID2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	ret := make(graphql.Array, len(v))
+	for i := range v {
+		ret[i] = ec.marshalNID2string(ctx, sel, v[i])
+	}
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
 func (ec *executionContext) unmarshalNInstrument2marketdᚋstoreᚐInstrument(ctx context.Context, v any) (store.Instrument, error) {
 	tmp, err := graphql.UnmarshalString(v)
 	res := unmarshalNInstrument2marketdᚋstoreᚐInstrument[tmp]
@@ -12844,6 +13427,38 @@ func (ec *executionContext) marshalNIntentEdge2ᚖmarketdᚋgraphᚐIntentEdge(c
 	return ec._IntentEdge(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNIntentStatus2string(ctx context.Context, v any) (string, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNIntentStatus2string[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNIntentStatus2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNIntentStatus2string[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNIntentStatus2string = map[string]string{
+		"PENDING":   store.IntentPending,
+		"FILLED":    store.IntentFilled,
+		"CANCELLED": store.IntentCancelled,
+		"EXPIRED":   store.IntentExpired,
+	}
+	marshalNIntentStatus2string = map[string]string{
+		store.IntentPending:   "PENDING",
+		store.IntentFilled:    "FILLED",
+		store.IntentCancelled: "CANCELLED",
+		store.IntentExpired:   "EXPIRED",
+	}
+)
+
 func (ec *executionContext) marshalNLPQuote2ᚖmarketdᚋstoreᚐLPQuote(ctx context.Context, sel ast.SelectionSet, v *store.LPQuote) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -12889,6 +13504,34 @@ func (ec *executionContext) marshalNLPQuoteEdge2ᚖmarketdᚋgraphᚐLPQuoteEdge
 	}
 	return ec._LPQuoteEdge(ctx, sel, v)
 }
+
+func (ec *executionContext) unmarshalNLPQuoteSide2string(ctx context.Context, v any) (string, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNLPQuoteSide2string[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNLPQuoteSide2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNLPQuoteSide2string[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNLPQuoteSide2string = map[string]string{
+		"ASK": store.SideAsk,
+		"BID": store.SideBid,
+	}
+	marshalNLPQuoteSide2string = map[string]string{
+		store.SideAsk: "ASK",
+		store.SideBid: "BID",
+	}
+)
 
 func (ec *executionContext) marshalNMintPhase2ᚕᚖmarketdᚋstoreᚐMintPhaseᚄ(ctx context.Context, sel ast.SelectionSet, v []*store.MintPhase) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
@@ -13006,6 +13649,52 @@ func (ec *executionContext) marshalNNFTEventEdge2ᚖmarketdᚋgraphᚐNFTEventEd
 		return graphql.Null
 	}
 	return ec._NFTEventEdge(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNNFTEventKind2string(ctx context.Context, v any) (string, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNNFTEventKind2string[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNNFTEventKind2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNNFTEventKind2string[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNNFTEventKind2string = map[string]string{
+		"MINTED":      store.EventMinted,
+		"LISTED":      store.EventListed,
+		"DELISTED":    store.EventDelisted,
+		"SOLD":        store.EventSold,
+		"TRANSFERRED": store.EventTransferred,
+		"BURNED":      store.EventBurned,
+	}
+	marshalNNFTEventKind2string = map[string]string{
+		store.EventMinted:      "MINTED",
+		store.EventListed:      "LISTED",
+		store.EventDelisted:    "DELISTED",
+		store.EventSold:        "SOLD",
+		store.EventTransferred: "TRANSFERRED",
+		store.EventBurned:      "BURNED",
+	}
+)
+
+func (ec *executionContext) marshalNNode2ᚕmarketdᚋgraphᚐNode(ctx context.Context, sel ast.SelectionSet, v []Node) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalONode2marketdᚋgraphᚐNode(ctx, sel, v[i])
+	})
+
+	return ret
 }
 
 func (ec *executionContext) marshalNOutcome2ᚖmarketdᚋstoreᚐOutcome(ctx context.Context, sel ast.SelectionSet, v *store.Outcome) graphql.Marshaler {
@@ -13156,6 +13845,34 @@ func (ec *executionContext) marshalNPreapproval2ᚖmarketdᚋstoreᚐPreapproval
 	return ec._Preapproval(ctx, sel, v)
 }
 
+func (ec *executionContext) unmarshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind(ctx context.Context, v any) (store.PreapprovalKind, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind(ctx context.Context, sel ast.SelectionSet, v store.PreapprovalKind) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind = map[string]store.PreapprovalKind{
+		"NFT":   store.PreapprovalNFT,
+		"USDCX": store.PreapprovalUSDCx,
+	}
+	marshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind = map[store.PreapprovalKind]string{
+		store.PreapprovalNFT:   "NFT",
+		store.PreapprovalUSDCx: "USDCX",
+	}
+)
+
 func (ec *executionContext) marshalNRewardConnection2ᚖmarketdᚋgraphᚐRewardConnection(ctx context.Context, sel ast.SelectionSet, v *RewardConnection) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
@@ -13201,6 +13918,32 @@ func (ec *executionContext) marshalNRewardEntry2ᚖmarketdᚋstoreᚐRewardEntry
 	}
 	return ec._RewardEntry(ctx, sel, v)
 }
+
+func (ec *executionContext) unmarshalNRewardKind2string(ctx context.Context, v any) (string, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNRewardKind2string[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNRewardKind2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNRewardKind2string[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNRewardKind2string = map[string]string{
+		"CC_TRANSFER": store.KindCCTransfer,
+	}
+	marshalNRewardKind2string = map[string]string{
+		store.KindCCTransfer: "CC_TRANSFER",
+	}
+)
 
 func (ec *executionContext) marshalNRewards2ᚖmarketdᚋgraphᚐRewards(ctx context.Context, sel ast.SelectionSet, v *Rewards) graphql.Marshaler {
 	if v == nil {
@@ -13643,6 +14386,13 @@ func (ec *executionContext) marshalONFTSort2ᚖmarketdᚋgraphᚐNFTSort(ctx con
 		return graphql.Null
 	}
 	return v
+}
+
+func (ec *executionContext) marshalONode2marketdᚋgraphᚐNode(ctx context.Context, sel ast.SelectionSet, v Node) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Node(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalOPool2ᚖmarketdᚋstoreᚐPool(ctx context.Context, sel ast.SelectionSet, v *store.Pool) graphql.Marshaler {

@@ -60,7 +60,7 @@ func newTestGraphWith(t testing.TB, b storetest.Backend, nfts int, cfg store.Con
 	}
 	g := &testGraph{t: t, store: s}
 	s.AddQueryHook(g)
-	g.http = httptest.NewServer(NewHandler(s, Options{Logger: slog.New(slog.DiscardHandler)}))
+	g.http = httptest.NewServer(NewHandler(s, Options{Logger: slog.New(slog.DiscardHandler), Authenticate: bearer(s)}))
 	t.Cleanup(g.http.Close)
 	return g
 }
@@ -75,13 +75,36 @@ type gqlResponse struct {
 	} `json:"errors"`
 }
 
+// bearer reads a request's token as the service does: the store checks the signed token of a
+// session opened by a signed challenge; no Authorization header is unauthenticated.
+func bearer(s *store.Store) func(*http.Request) (*store.Auth, error) {
+	return func(r *http.Request) (*store.Auth, error) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			return nil, store.Errorf(store.CodeUnauthenticated, "sign in first")
+		}
+		return s.Authenticate(r.Context(), tok)
+	}
+}
+
 // query posts a query with variables and returns the response and the number of SQL
 // statements it cost.
 func (g *testGraph) query(q string, vars map[string]any) (gqlResponse, int64) {
 	g.t.Helper()
+	return g.queryAs("", q, vars)
+}
+
+// queryAs is query with a token ("" for none).
+func (g *testGraph) queryAs(token, q string, vars map[string]any) (gqlResponse, int64) {
+	g.t.Helper()
 	body, _ := json.Marshal(map[string]any{"query": q, "variables": vars})
 	before := g.queries.Load()
-	res, err := http.Post(g.http.URL+"/graphql", "application/json", bytes.NewReader(body))
+	req, _ := http.NewRequest("POST", g.http.URL+"/graphql", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -132,7 +155,7 @@ const nftPageQuery = `query($id: ID!, $first: Int!) {
     nfts(first: $first) {
       edges { cursor node {
         contractId serial name owner traits { type value }
-        collection { id slug name floorPrice volume phases { name active } }
+        collection { collectionId slug name floorPrice volume phases { name active } }
         listing { cid seller price currency expiresAt }
       } }
       pageInfo { hasNextPage endCursor }
@@ -150,7 +173,7 @@ func TestGraphQL_NFTPageCostsTheSameStatementsAt20And100Items(t *testing.T) {
 					Edges []struct {
 						Node struct {
 							Serial     int
-							Collection struct{ ID string }
+							Collection struct{ CollectionID string }
 							Listing    *struct{ Price string }
 						}
 					}
@@ -168,8 +191,8 @@ func TestGraphQL_NFTPageCostsTheSameStatementsAt20And100Items(t *testing.T) {
 			}
 			listed := 0
 			for _, e := range edges {
-				if e.Node.Collection.ID != id {
-					t.Fatalf("NFT %d names collection %q", e.Node.Serial, e.Node.Collection.ID)
+				if e.Node.Collection.CollectionID != id {
+					t.Fatalf("NFT %d names collection %q", e.Node.Serial, e.Node.Collection.CollectionID)
 				}
 				if e.Node.Listing != nil {
 					listed++
@@ -213,7 +236,7 @@ func TestGraphQL_HistoriesOfAPageAreOneQuery(t *testing.T) {
 			for _, e := range p.Collection.NFTs.Edges {
 				h := e.Node.History.Edges
 				// A listed NFT was minted, then listed: its newest event is the listing.
-				if len(h) < 2 || h[0].Node.Kind != store.EventListed && h[0].Node.Kind != store.EventSold {
+				if len(h) < 2 || h[0].Node.Kind != "LISTED" && h[0].Node.Kind != "SOLD" {
 					t.Fatalf("NFT %d history %+v", e.Node.Serial, h)
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -46,7 +47,8 @@ type Options struct {
 var graphiqlFiles embed.FS
 
 // NewHandler serves POST /graphql (and GET with a query, for persisted queries), the GraphiQL
-// page at GET /graphql, and its assets under /graphql/assets/.
+// page at GET /graphql, its assets under /graphql/assets/, and the schema as SDL at
+// GET /graphql/schema.graphql.
 func NewHandler(s *store.Store, cfg Options) http.Handler {
 	if cfg.MaxDepth == 0 {
 		cfg.MaxDepth = 12
@@ -80,6 +82,14 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	page, _ := fs.ReadFile(assets, "index.html")
 	mux := http.NewServeMux()
 	mux.Handle("/graphql/assets/", http.StripPrefix("/graphql/assets/", http.FileServerFS(assets)))
+	// The schema is fixed at build time: like the page's assets it is not a read of the store,
+	// and costs no read budget.
+	sdl := schemaSDL(es.Schema())
+	mux.HandleFunc("GET /graphql/schema.graphql", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Content-Length", strconv.Itoa(len(sdl)))
+		w.Write(sdl)
+	})
 	serve := withCaller(cfg.Authenticate, withLoaders(s, gql))
 	answers := &responseCache{store: s, metrics: cfg.Metrics}
 	mux.HandleFunc("/graphql", func(w http.ResponseWriter, r *http.Request) {
@@ -121,6 +131,7 @@ func config(s *store.Store) Config {
 		return listCost(child, first, last)
 	}
 	c.Complexity.NFT.History = func(child int, first *int, _ *string, last *int, _ *string) int { return listCost(child, first, last) }
+	c.Complexity.Query.Nodes = func(child int, ids []string) int { return 1 + len(ids)*child }
 	return c
 }
 

@@ -10,87 +10,129 @@ import (
 	"strconv"
 )
 
+// A page of collections.
 type CollectionConnection struct {
-	Edges    []*CollectionEdge `json:"edges"`
-	PageInfo *PageInfo         `json:"pageInfo"`
+	// The page's collections, each with its cursor.
+	Edges []*CollectionEdge `json:"edges"`
+	// Where the page lies in the list.
+	PageInfo *PageInfo `json:"pageInfo"`
 	// How many collections there are (a count of a small table).
 	TotalCount int `json:"totalCount"`
 }
 
+// A collection in a page, with its place in the list.
 type CollectionEdge struct {
-	Cursor string            `json:"cursor"`
-	Node   *store.Collection `json:"node"`
+	// Read on from this collection with after (or before) set to this.
+	Cursor string `json:"cursor"`
+	// The collection.
+	Node *store.Collection `json:"node"`
 }
 
+// A page of intents.
 type IntentConnection struct {
-	Edges    []*IntentEdge `json:"edges"`
-	PageInfo *PageInfo     `json:"pageInfo"`
+	// The page's intents, each with its cursor.
+	Edges []*IntentEdge `json:"edges"`
+	// Where the page lies in the list.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// An intent in a page, with its place in the list.
 type IntentEdge struct {
-	Cursor string            `json:"cursor"`
-	Node   *store.IntentView `json:"node"`
+	// Read on from this intent with after (or before) set to this.
+	Cursor string `json:"cursor"`
+	// The intent.
+	Node *store.IntentView `json:"node"`
 }
 
+// A page of LP quotes.
 type LPQuoteConnection struct {
-	Edges    []*LPQuoteEdge `json:"edges"`
-	PageInfo *PageInfo      `json:"pageInfo"`
+	// The page's quotes, each with its cursor.
+	Edges []*LPQuoteEdge `json:"edges"`
+	// Where the page lies in the list.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// An LP quote in a page, with its place in the list.
 type LPQuoteEdge struct {
-	Cursor string         `json:"cursor"`
-	Node   *store.LPQuote `json:"node"`
+	// Read on from this quote with after (or before) set to this.
+	Cursor string `json:"cursor"`
+	// The quote.
+	Node *store.LPQuote `json:"node"`
 }
 
+// A page of a collection's NFTs.
 type NFTConnection struct {
-	Edges    []*NFTEdge `json:"edges"`
-	PageInfo *PageInfo  `json:"pageInfo"`
+	// The page's NFTs, each with its cursor.
+	Edges []*NFTEdge `json:"edges"`
+	// Where the page lies in the list.
+	PageInfo *PageInfo `json:"pageInfo"`
 	// How many live NFTs the collection holds (minted less burned, a stat it keeps); null with a
 	// filter, whose count would scan the NFTs the page skips.
 	TotalCount *int `json:"totalCount,omitempty"`
 }
 
+// An NFT in a page, with its place in the list.
 type NFTEdge struct {
-	Cursor string         `json:"cursor"`
-	Node   *store.NFTView `json:"node"`
+	// Read on from this NFT with after (or before) set to this.
+	Cursor string `json:"cursor"`
+	// The NFT.
+	Node *store.NFTView `json:"node"`
 }
 
+// A page of an NFT's events.
 type NFTEventConnection struct {
-	Edges    []*NFTEventEdge `json:"edges"`
-	PageInfo *PageInfo       `json:"pageInfo"`
+	// The page's events, each with its cursor.
+	Edges []*NFTEventEdge `json:"edges"`
+	// Where the page lies in the list.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// An event in a page, with its place in the list.
 type NFTEventEdge struct {
-	Cursor string          `json:"cursor"`
-	Node   *store.NFTEvent `json:"node"`
+	// Read on from this event with after (or before) set to this.
+	Cursor string `json:"cursor"`
+	// The event.
+	Node *store.NFTEvent `json:"node"`
 }
 
+// Which NFTs of a collection to list; every condition given must hold.
 type NFTFilter struct {
+	// NFTs with these traits.
 	Traits []*TraitFilter `json:"traits,omitempty"`
 	// Only NFTs with a live listing.
 	Listed *bool `json:"listed,omitempty"`
-	// Listing price bounds, in the collection's currency; either implies listed.
+	// The lowest listing price, in the collection's currency; implies listed.
 	MinPrice *store.Amount `json:"minPrice,omitempty"`
+	// The highest listing price, in the collection's currency; implies listed.
 	MaxPrice *store.Amount `json:"maxPrice,omitempty"`
-	Owner    *string       `json:"owner,omitempty"`
+	// Only the NFTs this party owns.
+	Owner *string `json:"owner,omitempty"`
 }
 
+// A page of fills.
 type OutcomeConnection struct {
-	Edges    []*OutcomeEdge `json:"edges"`
-	PageInfo *PageInfo      `json:"pageInfo"`
+	// The page's fills, each with its cursor.
+	Edges []*OutcomeEdge `json:"edges"`
+	// Where the page lies in the list.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// A fill in a page, with its place in the list.
 type OutcomeEdge struct {
-	Cursor string         `json:"cursor"`
-	Node   *store.Outcome `json:"node"`
+	// Read on from this fill with after (or before) set to this.
+	Cursor string `json:"cursor"`
+	// The fill.
+	Node *store.Outcome `json:"node"`
 }
 
-// Reading forwards (first/after), hasNextPage says whether items follow the page and
-// hasPreviousPage is true when the page was asked for after a cursor (edges may precede it).
-// Reading backwards (last/before), hasPreviousPage says whether items precede the page and
-// hasNextPage is true when it was asked for before a cursor.
+// Where a page lies in its list. Reading forwards (first/after), hasNextPage says whether items
+// follow the page and hasPreviousPage is true when the page was asked for after a cursor (edges
+// may precede it). Reading backwards (last/before), hasPreviousPage says whether items precede
+// the page and hasNextPage is true when it was asked for before a cursor.
 type PageInfo struct {
-	HasNextPage     bool `json:"hasNextPage"`
+	// Whether items may follow the page (see the type's description for each direction).
+	HasNextPage bool `json:"hasNextPage"`
+	// Whether items may precede the page (see the type's description for each direction).
 	HasPreviousPage bool `json:"hasPreviousPage"`
 	// The first edge's cursor; null on an empty page.
 	StartCursor *string `json:"startCursor,omitempty"`
@@ -98,38 +140,56 @@ type PageInfo struct {
 	EndCursor *string `json:"endCursor,omitempty"`
 }
 
-// tvl = Σ ask locked base × oracle + Σ bid locked quote (in quote); depthWeightedSpreadBps =
-// 2 × Σ(remaining × |price − oracle|) / (oracle × Σ remaining) × 10000 (0 with no open quote).
+// A pool's depth and fees, over its open LP quotes.
 type PoolAggregates struct {
-	Tvl                    store.Amount              `json:"tvl"`
-	LpCount                int                       `json:"lpCount"`
-	AccruedFees            []*store.InstrumentAmount `json:"accruedFees"`
-	DepthWeightedSpreadBps store.Amount              `json:"depthWeightedSpreadBps"`
+	// Total value locked, in quote: Σ ask locked base × oracle price + Σ bid locked quote, rounded down to 6 decimals.
+	Tvl store.Amount `json:"tvl"`
+	// How many distinct parties have an open LP quote in the pool.
+	LpCount int `json:"lpCount"`
+	// Fees retained for LPs and not yet claimed, one entry per instrument.
+	AccruedFees []*store.InstrumentAmount `json:"accruedFees"`
+	// The spread of the open quotes around the oracle price, weighted by depth, in basis points:
+	// 2 × Σ(remaining × |price − oracle|) ÷ (oracle × Σ remaining) × 10000, rounded down to 2
+	// decimals; 0 with no open quote.
+	DepthWeightedSpreadBps store.Amount `json:"depthWeightedSpreadBps"`
 }
 
+// A page of pools.
 type PoolConnection struct {
-	Edges    []*PoolEdge `json:"edges"`
-	PageInfo *PageInfo   `json:"pageInfo"`
+	// The page's pools, each with its cursor.
+	Edges []*PoolEdge `json:"edges"`
+	// Where the page lies in the list.
+	PageInfo *PageInfo `json:"pageInfo"`
 	// How many active pools there are (a count of a small table).
 	TotalCount int `json:"totalCount"`
 }
 
+// A pool in a page, with its place in the list.
 type PoolEdge struct {
-	Cursor string      `json:"cursor"`
-	Node   *store.Pool `json:"node"`
+	// Read on from this pool with after (or before) set to this.
+	Cursor string `json:"cursor"`
+	// The pool.
+	Node *store.Pool `json:"node"`
 }
 
+// The reads: each list, and each object by its id.
 type Query struct {
 }
 
+// A page of rewards.
 type RewardConnection struct {
-	Edges    []*RewardEdge `json:"edges"`
-	PageInfo *PageInfo     `json:"pageInfo"`
+	// The page's rewards, each with its cursor.
+	Edges []*RewardEdge `json:"edges"`
+	// Where the page lies in the list.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// A reward in a page, with its place in the list.
 type RewardEdge struct {
-	Cursor string             `json:"cursor"`
-	Node   *store.RewardEntry `json:"node"`
+	// Read on from this reward with after (or before) set to this.
+	Cursor string `json:"cursor"`
+	// The reward.
+	Node *store.RewardEntry `json:"node"`
 }
 
 // Live feeds over WebSocket (the graphql-transport-ws protocol), read from the update log: every
@@ -138,12 +198,15 @@ type RewardEdge struct {
 type Subscription struct {
 }
 
-// Values of one trait type are OR-ed; types are AND-ed.
+// NFTs whose trait of one type has one of the values. Values of one type are OR-ed; types are AND-ed.
 type TraitFilter struct {
-	Type   string   `json:"type"`
+	// The trait type, as an NFT's traits name it.
+	Type string `json:"type"`
+	// The values that match, at least one.
 	Values []string `json:"values"`
 }
 
+// The orders of the collections list.
 type CollectionSort string
 
 const (
@@ -204,9 +267,11 @@ func (e CollectionSort) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// The orders of a collection's NFTs.
 type NFTSort string
 
 const (
+	// By serial, lowest first.
 	NFTSortSerial NFTSort = "SERIAL"
 	// Cheapest listing first; unlisted NFTs last, by serial.
 	NFTSortPriceAsc NFTSort = "PRICE_ASC"

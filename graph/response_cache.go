@@ -55,6 +55,12 @@ var reusableResolvers = map[string]bool{
 	"Collection.phases": true, // the collection's own field
 	"Collection.nfts":   true, // Store.NFTs: a cached page
 	"NFT.collection":    true, // primed from the page's collection, else a statement
+	// The global ids (node.go) read nothing but their object.
+	"Collection.id": true,
+	"NFT.id":        true,
+	"Pool.id":       true,
+	"LPQuote.id":    true,
+	"Intent.id":     true,
 }
 
 // serve answers r from the cache when it can, else runs next and keeps what it answered if

@@ -142,13 +142,16 @@ func (m *reuseMarket) settle(step, q, want string) {
 func TestResponseCache_AnAnswerIsServedAgainUntilAWriteOrAnExpiryChangesIt(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		m := newReuseMarket(t, b, time.Hour)
-		const q = `{ collections(sort: FLOOR, first: 5) { edges { node { slug floorPrice listedCount nfts(sort: PRICE_ASC, first: 1) { edges { node { serial listing { price } } } } } } } }`
-		unlisted := `{"data":{"collections":{"edges":[{"node":{"slug":"apes","floorPrice":null,"listedCount":0,"nfts":{"edges":[{"node":{"serial":1,"listing":null}}]}}}]}}}`
-		listed := `{"data":{"collections":{"edges":[{"node":{"slug":"apes","floorPrice":"3","listedCount":1,"nfts":{"edges":[{"node":{"serial":1,"listing":{"price":"3"}}}]}}}]}}}`
+		// Global ids read nothing but their object: asking for them keeps the answer reusable.
+		// The NFT's id is the same listed or not, though listing gives it a new contract.
+		ids := strings.NewReplacer("$col", globalID(nodeCollection, m.col.ID), "$nft", globalID(nodeNFT, m.col.ID+"#1"))
+		const q = `{ collections(sort: FLOOR, first: 5) { edges { node { id slug floorPrice listedCount nfts(sort: PRICE_ASC, first: 1) { edges { node { id serial listing { price } } } } } } } }`
+		unlisted := ids.Replace(`{"data":{"collections":{"edges":[{"node":{"id":"$col","slug":"apes","floorPrice":null,"listedCount":0,"nfts":{"edges":[{"node":{"id":"$nft","serial":1,"listing":null}}]}}}]}}}`)
+		listed := ids.Replace(`{"data":{"collections":{"edges":[{"node":{"id":"$col","slug":"apes","floorPrice":"3","listedCount":1,"nfts":{"edges":[{"node":{"id":"$nft","serial":1,"listing":{"price":"3"}}}]}}}]}}}`)
 
-		const one = `{ collection(slug: "apes") { floorPrice listedCount nfts(sort: PRICE_ASC, first: 1) { edges { node { serial listing { price } } } } } }`
-		oneUnlisted := `{"data":{"collection":{"floorPrice":null,"listedCount":0,"nfts":{"edges":[{"node":{"serial":1,"listing":null}}]}}}}`
-		oneListed := `{"data":{"collection":{"floorPrice":"3","listedCount":1,"nfts":{"edges":[{"node":{"serial":1,"listing":{"price":"3"}}}]}}}}`
+		const one = `{ collection(slug: "apes") { floorPrice listedCount nfts(sort: PRICE_ASC, first: 1) { edges { node { id serial listing { price } } } } } }`
+		oneUnlisted := ids.Replace(`{"data":{"collection":{"floorPrice":null,"listedCount":0,"nfts":{"edges":[{"node":{"id":"$nft","serial":1,"listing":null}}]}}}}`)
+		oneListed := ids.Replace(`{"data":{"collection":{"floorPrice":"3","listedCount":1,"nfts":{"edges":[{"node":{"id":"$nft","serial":1,"listing":{"price":"3"}}}]}}}}`)
 
 		m.settle("before any listing", q, unlisted)
 		m.want("asked again", q, unlisted, true)

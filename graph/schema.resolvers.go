@@ -10,6 +10,11 @@ import (
 	"marketd/store"
 )
 
+// ID is the field id: the collection's global id.
+func (r *collectionResolver) ID(ctx context.Context, obj *store.Collection) (string, error) {
+	return globalID(nodeCollection, obj.ID), nil
+}
+
 // Phases is the field phases.
 func (r *collectionResolver) Phases(ctx context.Context, obj *store.Collection) ([]*store.MintPhase, error) {
 	return pointers(obj.Phases), nil
@@ -56,6 +61,11 @@ func (r *mintPhaseResolver) Active(ctx context.Context, obj *store.MintPhase) (b
 	return obj.ActiveAt(r.store.Now()), nil
 }
 
+// ID is the field id: the NFT's global id, the same across its contracts.
+func (r *nFTResolver) ID(ctx context.Context, obj *store.NFTView) (string, error) {
+	return globalID(nodeNFT, nftKey(obj.Ref())), nil
+}
+
 // Collection is the field collection.
 func (r *nFTResolver) Collection(ctx context.Context, obj *store.NFTView) (*store.Collection, error) {
 	return loadersOf(ctx).collection.Load(ctx, obj.CollectionID)()
@@ -84,6 +94,27 @@ func (r *nFTResolver) History(ctx context.Context, obj *store.NFTView, first *in
 	return conn, nil
 }
 
+// Node is the field node.
+func (r *queryResolver) Node(ctx context.Context, id string) (Node, error) {
+	return r.node(ctx, id)
+}
+
+// Nodes is the field nodes.
+func (r *queryResolver) Nodes(ctx context.Context, ids []string) ([]Node, error) {
+	if len(ids) > maxNodes {
+		return nil, store.Errorf(store.CodeInvalidRequest, "ask for at most %d ids, not %d", maxNodes, len(ids))
+	}
+	out := make([]Node, len(ids))
+	for i, id := range ids {
+		n, err := r.node(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
 // Collections is the field collections.
 func (r *queryResolver) Collections(ctx context.Context, sort *CollectionSort, first *int, after *string, last *int, before *string) (*CollectionConnection, error) {
 	pr, err := pageRequest(first, after, last, before)
@@ -109,7 +140,7 @@ func (r *queryResolver) Collection(ctx context.Context, id *string, slug *string
 	case (id == nil) == (slug == nil):
 		return nil, store.Errorf(store.CodeInvalidRequest, "give exactly one of id and slug")
 	case id != nil:
-		c, err = r.store.CollectionByID(ctx, *id)
+		c, err = r.collectionByAnyID(ctx, *id)
 	default:
 		c, err = r.store.CollectionBySlug(ctx, *slug)
 	}

@@ -187,7 +187,7 @@ func TestSubscription_CollectionActivityInOrderAndResumesFromItsPosition(t *test
 				t.Fatalf("event %d did not arrive", i)
 			}
 			a := ev["collectionActivity"].(map[string]any)
-			if a["kind"] != store.EventMinted || a["to"] != m.id {
+			if a["kind"] != "MINTED" || a["to"] != m.id {
 				t.Fatalf("event %d: %v", i, a)
 			}
 			if pos := a["position"].(string); last != "" && !positionBefore(t, last, pos) {

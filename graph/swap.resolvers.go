@@ -12,9 +12,24 @@ import (
 	"time"
 )
 
+// ID is the field id: the intent's global id.
+func (r *intentResolver) ID(ctx context.Context, obj *store.IntentView) (string, error) {
+	return globalID(nodeIntent, obj.IntentCID), nil
+}
+
 // Fills is the field fills.
 func (r *intentResolver) Fills(ctx context.Context, obj *store.IntentView) ([]*store.Fill, error) {
 	return pointers(obj.Fills), nil
+}
+
+// ID is the field id: the LP quote's global id, the same across its versions.
+func (r *lPQuoteResolver) ID(ctx context.Context, obj *store.LPQuote) (string, error) {
+	return globalID(nodeLPQuote, obj.QuoteID), nil
+}
+
+// ID is the field id: the pool's global id.
+func (r *poolResolver) ID(ctx context.Context, obj *store.Pool) (string, error) {
+	return globalID(nodePool, obj.PoolID), nil
 }
 
 // OraclePrice is the field oraclePrice.
@@ -211,6 +226,9 @@ func (r *subscriptionResolver) IntentStatus(ctx context.Context, intentCid strin
 // Intent returns IntentResolver implementation.
 func (r *Resolver) Intent() IntentResolver { return &intentResolver{r} }
 
+// LPQuote returns LPQuoteResolver implementation.
+func (r *Resolver) LPQuote() LPQuoteResolver { return &lPQuoteResolver{r} }
+
 // Pool returns PoolResolver implementation.
 func (r *Resolver) Pool() PoolResolver { return &poolResolver{r} }
 
@@ -219,6 +237,7 @@ func (r *Resolver) PoolConnection() PoolConnectionResolver { return &poolConnect
 
 type (
 	intentResolver         struct{ *Resolver }
+	lPQuoteResolver        struct{ *Resolver }
 	poolResolver           struct{ *Resolver }
 	poolConnectionResolver struct{ *Resolver }
 )

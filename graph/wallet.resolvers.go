@@ -10,11 +10,6 @@ import (
 	"marketd/store"
 )
 
-// Kind is the field kind.
-func (r *preapprovalResolver) Kind(ctx context.Context, obj *store.Preapproval) (string, error) {
-	return string(obj.Kind), nil
-}
-
 // Active is the field active.
 func (r *preapprovalResolver) Active(ctx context.Context, obj *store.Preapproval) (bool, error) {
 	return obj.ActiveAt(r.store.Now()), nil

@@ -178,12 +178,11 @@ func (s *Store) NFTByContract(ctx context.Context, contractID string) (*NFTDetai
 	if len(ids) == 0 {
 		return nil, notFound
 	}
-	it := new(nftItem)
-	err := s.db.NewSelect().Model(it).Where("nft_id = ?", ids[0]).Scan(ctx)
-	if isNoRows(err) {
-		return nil, notFound // burned
-	}
+	it, err := s.liveItem(ctx, ids[0])
 	if err != nil {
+		if ErrorCode(err) == CodeNotFound {
+			return nil, notFound // burned
+		}
 		return nil, err
 	}
 	var acts []nftActivity
@@ -191,6 +190,27 @@ func (s *Store) NFTByContract(ctx context.Context, contractID string) (*NFTDetai
 		return nil, err
 	}
 	return &NFTDetail{NFTView: it.view(s.now()), History: eventsOf(acts)}, nil
+}
+
+// NFTByRef returns the NFT a collection and serial name, as it is now; not_found when it was
+// burned or never minted.
+func (s *Store) NFTByRef(ctx context.Context, ref NFTRef) (*NFTView, error) {
+	it, err := s.liveItem(ctx, ref.nftID())
+	if err != nil {
+		return nil, err
+	}
+	v := it.view(s.now())
+	return &v, nil
+}
+
+// liveItem reads a live NFT's read model by its nft_id, or not_found.
+func (s *Store) liveItem(ctx context.Context, nftID string) (*nftItem, error) {
+	it := new(nftItem)
+	err := s.db.NewSelect().Model(it).Where("nft_id = ?", nftID).Scan(ctx)
+	if isNoRows(err) {
+		return nil, Errorf(CodeNotFound, "no live NFT %s", truncate(nftID, 100))
+	}
+	return it, err
 }
 
 // NFTSort orders a collection's NFTs.

@@ -25,6 +25,19 @@ func (s *Store) PoolCount(ctx context.Context) (int, error) {
 	return int(n), err
 }
 
+// LPQuoteByID returns an open LP quote by the cid that names it for its whole life; not_found
+// once it is filled, cancelled or swept as expired.
+func (s *Store) LPQuoteByID(ctx context.Context, quoteID string) (*LPQuote, error) {
+	var rows []LPQuote
+	if err := s.db.NewSelect().Model(&rows).Where("quote_id = ?", quoteID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, Errorf(CodeNotFound, "no open LP quote %s", truncate(quoteID, 80))
+	}
+	return &rows[0], nil
+}
+
 // PoolLPQuotes pages through a pool's open LP quotes, newest first.
 func (s *Store) PoolLPQuotes(ctx context.Context, poolID string, r PageRequest) (Page[LPQuote], error) {
 	if _, err := s.PoolByID(ctx, poolID); err != nil {
