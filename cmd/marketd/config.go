@@ -13,8 +13,9 @@ import (
 	"marketd/store/signing"
 )
 
-// config is every setting of CONTRACT.md section 1. Each is a flag and a MARKETD_ variable:
-// the variable wins over the default, the flag over both.
+// config is every setting of marketd serve and migrate. Each is a flag and a MARKETD_
+// variable: the variable wins over the default, the flag over both (marketd serve -h lists
+// them with their defaults).
 type config struct {
 	addr           string
 	store          store.Config
