@@ -315,7 +315,7 @@ func TestGraphQL_LimitsRefuseAQueryBeforeItTouchesTheStore(t *testing.T) {
 	})
 }
 
-func TestGraphQL_ErrorsCarryTheContractsCodes(t *testing.T) {
+func TestGraphQL_ErrorsCarryTheStoresCodes(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		g := newTestGraph(t, b, 60)
 		id := g.collectionID("ledger-apes")

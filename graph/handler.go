@@ -146,8 +146,8 @@ func listCost(child int, first, last *int) int {
 	return 1 + n*child
 }
 
-// presentError gives every error an extensions.code from CONTRACT.md section 6: the store's
-// code, invalid_request for a query that does not parse, validate or fit the limits, and
+// presentError gives every error an extensions.code, the same codes REST's problem+json
+// bodies carry (store.Code, one meaning each): the store's code, invalid_request for a query that does not parse, validate or fit the limits, and
 // internal (with a generic message, the cause logged) for anything else.
 func presentError(log *slog.Logger) graphql.ErrorPresenterFunc {
 	return func(ctx context.Context, err error) *gqlerror.Error {
@@ -217,7 +217,7 @@ func (e operationMetrics) InterceptResponse(ctx context.Context, next graphql.Re
 	}
 	outcome := "ok"
 	if len(resp.Errors) > 0 {
-		// Every presented error has a code from the contract's table, a bounded set.
+		// Every presented error has one of the store's codes, a bounded set.
 		outcome, _ = resp.Errors[0].Extensions["code"].(string)
 		if outcome == "" {
 			outcome = string(store.CodeInternal)

@@ -5,8 +5,10 @@ import (
 	"fmt"
 )
 
-// Code is a machine-readable error code from CONTRACT.md section 6. Each code has exactly one
-// meaning; the front doors map it to a status in one place each.
+// Code is the machine-readable error code every problem+json body and GraphQL error carries.
+// Each code has exactly one meaning, and a code is never reused for another; the front doors
+// map it to an HTTP status in one place each (rest/problem.go, graph/handler.go), and
+// rest/openapi.yaml lists which codes each endpoint answers.
 type Code string
 
 const (

@@ -331,7 +331,7 @@ func (s *Store) PrepareMint(ctx context.Context, minter, collectionID string, qu
 	if quantity < 1 || quantity > MaxBatch {
 		return nil, Errorf(CodeInvalidRequest, "quantity must be 1 to %d", MaxBatch)
 	}
-	// A collection is named by its id or its slug (SEED-SPEC.md 2.3), as everywhere else.
+	// A collection is named by its id or its slug, as everywhere else.
 	ref, err := s.collectionByIDOrSlug(ctx, collectionID)
 	if err != nil {
 		return nil, err

@@ -1,5 +1,34 @@
-// Package store is the domain layer of marketd: bun models and queries, the embedded ledger's
-// atomic apply, and sign-in state. Nothing here knows about HTTP, GraphQL or HTML.
+// Package store is the domain layer of marketd: every operation the REST API, the GraphQL API
+// and the admin console offer is one method here, over bun models on PostgreSQL or the
+// embedded SQLite. Nothing here knows about HTTP, GraphQL or HTML; the front doors parse,
+// authorize, call one method and render what it returns.
+//
+// The rules it keeps, whichever front door calls it:
+//
+//   - Every write is prepare, then execute. Prepare reserves nothing and returns the canonical
+//     bytes of the exact effects (inputs consumed, outputs created, amounts, fees), which the
+//     signer's Ed25519 key signs by their SHA-256. Execute checks that signature, applies every
+//     effect in one database transaction or none, and is idempotent: the same prepared
+//     transaction executed again answers its first receipt and applies nothing twice. An input
+//     consumed since the prepare makes it stale, changing nothing.
+//   - The embedded ledger (ledger.go) holds value as UTXO-style holdings of exact decimals, CC
+//     with 10 decimals and USDCx with 6, never floats; it conserves every instrument (only the
+//     dev tap mints), lets only a contract's owner spend it, and credits USDCx or an NFT to a
+//     party other than the signer only under that party's active receive-preapproval. A party's
+//     own signed offer (a listing, an LP quote) is its consent to receive what the offer pays it.
+//     Every committed transaction appends an update to the log, in commit order.
+//   - Errors carry a Code (errors.go), each with one meaning, which the front doors map to a
+//     status in one place each.
+//   - Lists are keyset pages (page.go): opaque signed cursors, 1 to 100 items, 20 by default,
+//     a deep page costing what the first costs, stable while rows are inserted.
+//   - Time comes from the store's Clock; instants are kept as Unix microseconds and shown as Unix
+//     seconds.
+//   - Sign-in (signin.go, session.go, token.go) issues single-use challenges and EdDSA tokens
+//     whose sessions rotate and end on every instance sharing the store.
+//
+// Read models (the NFT index, the page caches, kept GraphQL answers) are derived state, rebuilt
+// from the tables and kept current from the update log, with the SQL path as the reference they
+// must equal.
 package store
 
 import (
@@ -65,7 +94,9 @@ type Config struct {
 	NFTIndexOff bool
 }
 
-// DefaultConfig returns the settings of CONTRACT.md section 1.
+// DefaultConfig returns the documented defaults: the embedded store in ./data, challenges of
+// ten minutes, tokens of four hours rotated after thirty minutes with five of grace, prepared
+// transactions of ten minutes, preapprovals of thirty days, a marketplace fee of 250 bps.
 func DefaultConfig() Config {
 	return Config{
 		DB:             "sqlite://./data/marketd.db",

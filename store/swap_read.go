@@ -218,8 +218,8 @@ type InstrumentAmount struct {
 	Amount     Amount     `json:"amount"`
 }
 
-// Outcome is a filled intent as the outcome and history lists show it (CONTRACT.md section
-// 11): what the taker sold, what it received net of the fee, and the fee.
+// Outcome is a filled intent as the outcome and history lists show it: what the taker sold,
+// what it received net of the fee (the fills' amountOut less their fees), and the fee.
 type Outcome struct {
 	IntentCID string
 	UpdateID  string

@@ -12,7 +12,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// tokenClaims are the claims of a session token (CONTRACT.md section 4).
+// tokenClaims are the claims of a session token, an EdDSA JWT whose header names its key
+// (kid): iss, sub (the party id), iat, exp, jti, and sid, the session it belongs to.
 type tokenClaims struct {
 	jwt.RegisteredClaims
 	SID string `json:"sid"`

@@ -11,7 +11,10 @@ import (
 	"time"
 )
 
-// Challenge is the sign-in message a wallet signs (SEED-SPEC.md 2.1, CONTRACT.md section 4).
+// Challenge is the sign-in message a wallet signs, laid out as EIP-4361 with the ledger's
+// fields: the domain (the public URL's authority) wants the party to sign in, then the URI,
+// Version 1, the Network, a single-use nonce of 32 letters and digits, and the issue and
+// expiry instants in RFC 3339 UTC. The wallet signs the text's UTF-8 bytes exactly as served.
 type Challenge struct {
 	Domain    string
 	PartyID   string
