@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // IndexedNFTs reads a page of a collection's NFTs from the NFT index, past the page cache,
 // once the index is built.
@@ -32,3 +35,16 @@ func (s *Store) ReferenceNFTs(ctx context.Context, collectionID string, f NFTFil
 // instead of walking the price order (-1: always walk, 0: by their costs, as it runs), so
 // tests take both ways.
 func (s *Store) SortNFTRunsUnder(n int) { s.nftIndex.sortUnder.Store(int64(n)) }
+
+// SlowWrite holds a write transaction for d: on PostgreSQL with a pg_sleep the server runs,
+// on SQLite by keeping the single writer's transaction open.
+func (s *Store) SlowWrite(ctx context.Context, d time.Duration) error {
+	return s.inTx(ctx, func(tx *Tx) error {
+		if s.dialect == Postgres {
+			_, err := tx.ExecContext(ctx, "SELECT pg_sleep(?)", d.Seconds())
+			return err
+		}
+		time.Sleep(d)
+		return nil
+	})
+}
