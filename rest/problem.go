@@ -66,7 +66,9 @@ func (srv *Server) writeError(w http.ResponseWriter, r *http.Request, err error)
 	if store.DatabaseFault(err) {
 		srv.metrics.DatabaseFault(code)
 	}
-	if code == store.CodeInternal || code == store.CodeUnavailable || code == store.CodeOutcomeUnknown {
+	// A refusal for a busy pool is counted, not logged: under a burst a line each would add
+	// to the load it sheds.
+	if code == store.CodeInternal || (code == store.CodeUnavailable || code == store.CodeOutcomeUnknown) && !store.Overloaded(err) {
 		srv.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err.Error())
 	}
 	switch status {

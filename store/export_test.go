@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // IndexedNFTs reads a page of a collection's NFTs from the NFT index, past the page cache,
 // once the index is built.
@@ -37,4 +40,17 @@ func (s *Store) SortNFTRunsUnder(n int) { s.nftIndex.sortUnder.Store(int64(n)) }
 // reference its running figures equal.
 func (s *Store) AggregatesFromContracts(ctx context.Context, poolID string) (*PoolAggregates, error) {
 	return s.aggregatesFromContracts(ctx, poolID)
+}
+
+// SlowWrite holds a write transaction for d: on PostgreSQL with a pg_sleep the server runs,
+// on SQLite by keeping the single writer's transaction open.
+func (s *Store) SlowWrite(ctx context.Context, d time.Duration) error {
+	return s.inTx(ctx, func(tx *Tx) error {
+		if s.dialect == Postgres {
+			_, err := tx.ExecContext(ctx, "SELECT pg_sleep(?)", d.Seconds())
+			return err
+		}
+		time.Sleep(d)
+		return nil
+	})
 }

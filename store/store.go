@@ -80,6 +80,10 @@ type Config struct {
 	Clock          Clock         // nil means the system clock
 	Logger         *slog.Logger  // nil means slog.Default()
 	MaxConns       int           // PostgreSQL pool size, or SQLite reader pool size; 0 picks a default
+	// AdmissionWait bounds how long a request waits for a connection of a busy pool before
+	// it is refused 503 unavailable (admission.go); 0 means DefaultAdmissionWait, below 0
+	// no bound.
+	AdmissionWait time.Duration
 
 	// PageCacheTTL bounds how long a page of collections or of a collection's NFTs is served
 	// from memory. A write through this store, or through another instance on the same
@@ -146,6 +150,8 @@ type Store struct {
 	commitObserver atomic.Pointer[CommitObserver]  // observe.go
 	hooks          atomic.Pointer[[]bun.QueryHook] // AddQueryHook
 	submits        sync.Map                        // pool id -> *submitQueue (swap_batch.go)
+	sheds          atomic.Int64                    // requests refused for a busy pool (admission.go)
+	writer         writerSlot                      // SQLite's single writer, admitted within the wait
 
 	refusals refusalTally // rate-limit refusals not yet written (refusal.go)
 }
@@ -231,13 +237,16 @@ func (s *Store) openPostgres(ctx context.Context, dsn string) error {
 		return fmt.Errorf("postgres: cannot listen for session changes")
 	}
 	s.dialect = Postgres
-	s.db = bun.NewDB(stdlib.OpenDBFromPool(pool), pgdialect.New())
+	sqldb := sql.OpenDB(admittedConnector{stdlib.GetPoolConnector(pool), s})
+	sqldb.SetMaxIdleConns(0) // the pool keeps the idle connections: each use asks it again
+	s.db = bun.NewDB(sqldb, pgdialect.New())
 	s.wdb = s.db
 	return nil
 }
 
 func (s *Store) openSQLite(path string) error {
 	s.dialect = SQLite
+	s.writer = make(writerSlot, 1)
 	const pragmas = "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)"
 	if path == ":memory:" || path == "" {
 		// One connection: every connection to :memory: would be a database of its own.
@@ -315,7 +324,7 @@ func (s *Store) Config() Config { return s.cfg }
 // Ping answers nil while the store answers.
 func (s *Store) Ping(ctx context.Context) error {
 	var one int
-	if err := s.db.NewSelect().ColumnExpr("1").Scan(ctx, &one); err != nil {
+	if err := s.db.NewSelect().ColumnExpr("1").Scan(patient(ctx), &one); err != nil {
 		return &Error{Code: CodeUnavailable, Message: "the store does not answer", Err: err}
 	}
 	return nil
@@ -347,7 +356,11 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var recorded string
 	var touched, nfts []string
 	committing := false // fn succeeded: an error from here on comes from COMMIT
-	err := s.wdb.RunInTx(ctx, nil, func(ctx context.Context, btx bun.Tx) error {
+	release, err := s.enterWriter(ctx)
+	if err != nil {
+		return err
+	}
+	err = s.runWriteTx(ctx, release, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now()}
 		defer func() { touched, nfts = tx.touched, tx.nfts }()
 		if err := fn(tx); err != nil {
@@ -369,7 +382,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	// The NFT index reads what committed (or may have, when the commit's answer was lost)
 	// before the write answers; the pages it changed end after that.
 	if len(nfts) > 0 {
-		s.nftIndex.sync(context.WithoutCancel(ctx), nfts)
+		s.nftIndex.sync(patient(context.WithoutCancel(ctx)), nfts)
 	}
 	// Whatever committed may have moved a collection's statistics, and changed the NFT pages
 	// of the collections it touched.
@@ -386,6 +399,13 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 	}
 	return err
+}
+
+// runWriteTx runs fn in a write transaction and gives the writer back (release) as soon as it
+// ends, even if fn panics.
+func (s *Store) runWriteTx(ctx context.Context, release func(), fn func(ctx context.Context, btx bun.Tx) error) error {
+	defer release()
+	return s.wdb.RunInTx(ctx, nil, fn)
 }
 
 // writeQuery is a bun write that can render itself as SQL.

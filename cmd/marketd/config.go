@@ -118,6 +118,17 @@ func settings(c *config) []setting {
 			}
 			return nil
 		}},
+		{"db-admission-wait", "MARKETD_DB_ADMISSION_WAIT", store.DefaultAdmissionWait.String(), "how long a request waits for a database connection when all are busy before it is refused 503 unavailable; 0s = as long as it takes", func(v string) error {
+			x, err := time.ParseDuration(v)
+			if err != nil || x < 0 {
+				return fmt.Errorf("want a Go duration such as 100ms, or 0s for no bound")
+			}
+			c.store.AdmissionWait = x
+			if x == 0 {
+				c.store.AdmissionWait = -1 // the store's zero is its default
+			}
+			return nil
+		}},
 		{"nft-index", "MARKETD_NFT_INDEX", "on", "on: serve NFT pages from the in-memory NFT index (/readyz fails until it is built); off: by SQL queries", func(v string) error {
 			switch v {
 			case "on", "off":

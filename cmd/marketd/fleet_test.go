@@ -154,6 +154,7 @@ func newClient(t testing.TB) *client {
 
 type reply struct {
 	status int
+	header http.Header
 	body   map[string]any
 	raw    []byte
 }
@@ -183,7 +184,7 @@ func (c *client) try(method, url, tok string, body any) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	r := reply{status: res.StatusCode, raw: raw}
+	r := reply{status: res.StatusCode, header: res.Header, raw: raw}
 	json.Unmarshal(raw, &r.body)
 	return r, nil
 }
