@@ -63,7 +63,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	gql := handler.New(es)
 	gql.AddTransport(transport.Websocket{KeepAlivePingInterval: 15 * time.Second})
 	gql.AddTransport(transport.GET{})
-	gql.AddTransport(transport.POST{})
+	gql.AddTransport(postJSON{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
 	gql.Use(extension.Introspection{})
 	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})

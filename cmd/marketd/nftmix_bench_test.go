@@ -3,12 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,34 +112,9 @@ func nftMix(b *testing.B, dsn, base string) (rest []string, gql [][]byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	const fields = `contractId serial name image owner traits { type value } listing { cid price currency expiresAt }`
-	query := `query($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { nfts(filter: $f, sort: $s, first: 20) { edges { node { ` + fields + ` } } pageInfo { hasNextPage endCursor } } } }`
 	for _, r := range mix {
-		q := url.Values{"sort": {string(r.Sort)}, "limit": {"20"}}
-		type traitFilter struct {
-			Type   string   `json:"type"`
-			Values []string `json:"values"`
-		}
-		f := map[string]any{}
-		var traits []traitFilter
-		for typ, values := range r.Filter.Traits {
-			for _, v := range values {
-				q.Add("trait", typ+":"+v)
-			}
-			traits = append(traits, traitFilter{typ, values})
-		}
-		f["traits"] = traits
-		if r.Filter.Listed {
-			q.Set("listed", "true")
-			f["listed"] = true
-		}
-		if r.Filter.MinPrice != "" {
-			q.Set("minPrice", r.Filter.MinPrice)
-			f["minPrice"] = r.Filter.MinPrice
-		}
-		rest = append(rest, base+"/api/nft/collection/"+r.Collection.ID+"/nfts?"+q.Encode())
-		body, _ := json.Marshal(map[string]any{"query": query, "variables": map[string]any{"id": r.Collection.ID, "f": f, "s": strings.ToUpper(string(r.Sort))}})
-		gql = append(gql, body)
+		rest = append(rest, base+r.RESTPath())
+		gql = append(gql, r.GraphQLBody())
 	}
 	return rest, gql
 }

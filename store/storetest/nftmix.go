@@ -2,9 +2,14 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 
 	"marketd/store"
 )
@@ -97,4 +102,47 @@ func NFTPageMix(ctx context.Context, s *store.Store, n int, seed uint64) ([]NFTP
 		out = append(out, req)
 	}
 	return out, nil
+}
+
+// NFTPageQuery asks for a page of a collection's NFTs as a dApp's grid shows it: the NFT's
+// fields, its traits and its listing. NFTPageRequest.GraphQLBody sends it.
+const NFTPageQuery = `query($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { nfts(filter: $f, sort: $s, first: 20) { edges { node { contractId serial name image owner traits { type value } listing { cid price currency expiresAt } } } pageInfo { hasNextPage endCursor } } } }`
+
+// RESTPath is the request's page as REST's path and query, 20 NFTs a page.
+func (r NFTPageRequest) RESTPath() string {
+	q := url.Values{"sort": {string(r.Sort)}, "limit": {strconv.Itoa(store.DefaultPageSize)}}
+	for _, typ := range slices.Sorted(maps.Keys(r.Filter.Traits)) {
+		for _, v := range r.Filter.Traits[typ] {
+			q.Add("trait", typ+":"+v)
+		}
+	}
+	if r.Filter.Listed {
+		q.Set("listed", "true")
+	}
+	if r.Filter.MinPrice != "" {
+		q.Set("minPrice", r.Filter.MinPrice)
+	}
+	return "/api/nft/collection/" + r.Collection.ID + "/nfts?" + q.Encode()
+}
+
+// GraphQLBody is the same page as RESTPath asked as NFTPageQuery, a POST body.
+func (r NFTPageRequest) GraphQLBody() []byte {
+	type traitFilter struct {
+		Type   string   `json:"type"`
+		Values []string `json:"values"`
+	}
+	f := map[string]any{}
+	var traits []traitFilter
+	for _, typ := range slices.Sorted(maps.Keys(r.Filter.Traits)) {
+		traits = append(traits, traitFilter{typ, r.Filter.Traits[typ]})
+	}
+	f["traits"] = traits
+	if r.Filter.Listed {
+		f["listed"] = true
+	}
+	if r.Filter.MinPrice != "" {
+		f["minPrice"] = r.Filter.MinPrice
+	}
+	body, _ := json.Marshal(map[string]any{"query": NFTPageQuery, "variables": map[string]any{"id": r.Collection.ID, "f": f, "s": strings.ToUpper(string(r.Sort))}})
+	return body
 }

@@ -1,0 +1,72 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"marketd/store"
+	"marketd/store/storetest"
+)
+
+// BenchmarkNFTPages is the GraphQL half of cmd/marketd's BenchmarkNFTMix without the network:
+// the same distinct pages of the demo market's NFTs (storetest.NFTPageMix) asked as the same
+// query, each once, straight to the handler (httptest, one client), on each store. Every page
+// is new, so every request runs the executor, through the kept-answer cache's miss path as a
+// served request does. ns/op is what one executed query costs. MARKETD_BENCH_NFTS sets the
+// market's size (default 100,000); keep -benchtime at or under 20000x, past which pages repeat
+// and are answered from the kept answers.
+func BenchmarkNFTPages(b *testing.B) {
+	nfts := 100_000
+	if v := os.Getenv("MARKETD_BENCH_NFTS"); v != "" {
+		var err error
+		if nfts, err = strconv.Atoi(v); err != nil {
+			b.Fatalf("MARKETD_BENCH_NFTS=%q: %v", v, err)
+		}
+	}
+	ctx := context.Background()
+	for _, be := range storetest.Backends() {
+		// Seeded once per store: the sub-benchmark runs more than once as b.N grows.
+		s := be.Open(b, storetest.Config(nil))
+		start := time.Now()
+		if _, err := s.SeedDemo(ctx, store.DemoOptions{NFTs: nfts, Seed: 1}); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.AwaitNFTIndex(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%s: seeded %d NFTs in %v", be.Name, nfts, time.Since(start).Round(time.Millisecond))
+		mix, err := storetest.NFTPageMix(ctx, s, 20_000, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies := make([][]byte, len(mix))
+		for i, r := range mix {
+			bodies[i] = r.GraphQLBody()
+		}
+		b.Run(be.Name, func(b *testing.B) {
+			// A handler per run: its kept answers start empty, so no page is served twice.
+			h := NewHandler(s, Options{Logger: slog.New(slog.DiscardHandler)})
+			var bytesOut int
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(bodies[i%len(bodies)]))
+				req.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != http.StatusOK || bytes.Contains(w.Body.Bytes(), []byte(`"errors"`)) {
+					b.Fatalf("%d %s", w.Code, w.Body.Bytes())
+				}
+				bytesOut += w.Body.Len()
+			}
+			b.ReportMetric(float64(bytesOut)/float64(b.N), "B/answer")
+		})
+	}
+}
