@@ -12,9 +12,10 @@ import (
 	"marketd/store/storetest"
 )
 
-// BenchmarkHistoryPages reads the first page and a deep page of three growing histories, at
+// BenchmarkHistoryPages reads the first page and a deep page of five growing histories, at
 // one size and at ten times it, on each store: an NFT's history (one NFT listed and cancelled
-// over and over), a seller's listings (the same cycles) and a party's rewards (cc-transfers).
+// over and over), a seller's listings (the same cycles), a party's rewards (cc-transfers), and
+// a pool's outcomes and a taker's swap history (a swap that fills each cycle).
 // A page costs the same at both sizes when the read walks only the page.
 func BenchmarkHistoryPages(b *testing.B) {
 	for _, be := range storetest.Backends() {
@@ -31,20 +32,32 @@ func BenchmarkHistoryPages(b *testing.B) {
 			if _, err := s.AddPhase(ctx, store.PhaseSpec{Collection: col.ID, Name: "open", Price: "0", Start: clock.Now().Add(-time.Hour), End: clock.Now().Add(time.Hour), PerPartyLimit: 10}); err != nil {
 				b.Fatal(err)
 			}
-			run := func(kind string, prep *store.Prepared, err error) store.Receipt {
+			runAs := func(p *ledgerParty, kind string, prep *store.Prepared, err error) store.Receipt {
 				if err != nil {
 					b.Fatal(err)
 				}
-				r, err := s.Execute(ctx, store.Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(alice.priv, prep.Hash), Caller: alice.id})
+				r, err := s.Execute(ctx, store.Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(p.priv, prep.Hash), Caller: p.id})
 				if err != nil {
 					b.Fatal(err)
 				}
 				return r
 			}
-			prep, err := s.PrepareMint(ctx, alice.id, col.ID, 1)
+			run := func(kind string, prep *store.Prepared, err error) store.Receipt { return runAs(alice, kind, prep, err) }
+			// A pool where bob bids for whatever CC alice sells.
+			if _, err := s.SetOraclePrice(ctx, store.CC, store.USDCx, "2.5"); err != nil {
+				b.Fatal(err)
+			}
+			pool, err := s.CreatePool(ctx, store.CC, store.USDCx, 30)
+			if err != nil {
+				b.Fatal(err)
+			}
+			tap(b, s, bob, store.USDCx, "1000000")
+			prep, err := s.PrepareLPQuote(ctx, bob.id, store.LPQuoteTerms{PoolID: pool.PoolID, Side: store.SideBid, Price: "2.5", Size: "100000", ExpiresAt: clock.Now().Add(24 * time.Hour).Unix()})
+			runAs(bob, store.KindLPQuote, prep, err)
+			prep, err = s.PrepareMint(ctx, alice.id, col.ID, 1)
 			run(store.KindNFTMint, prep, err)
 			ref := store.NFTRef{CollectionID: col.ID, Serial: 1}
-			grow := func(cycles int) { // each cycle: a listing, its cancel, and a rewarded transfer
+			grow := func(cycles int) { // each cycle: a listing, its cancel, a rewarded transfer and a swap
 				for range cycles {
 					page, err := s.NFTs(ctx, col.ID, store.NFTFilter{Owner: alice.id}, store.SortSerial, store.PageRequest{})
 					if err != nil || len(page.Items) == 0 {
@@ -60,6 +73,8 @@ func BenchmarkHistoryPages(b *testing.B) {
 					run(store.KindNFTCancel, prep, err)
 					prep, err = s.PrepareCCTransfer(ctx, alice.id, bob.id, store.MustAmount("1"))
 					run(store.KindCCTransfer, prep, err)
+					prep, err = s.PrepareSwap(ctx, alice.id, store.SwapTerms{PoolID: pool.PoolID, Sell: "CC", Amount: "1", MinReceive: "2", Deadline: clock.Now().Add(time.Hour).Unix()})
+					run(store.KindSwapIntent, prep, err)
 				}
 			}
 			reads := []struct {
@@ -73,6 +88,14 @@ func BenchmarkHistoryPages(b *testing.B) {
 				}},
 				{"rewards", func(r store.PageRequest) (string, error) {
 					p, err := s.RewardHistory(ctx, alice.id, r)
+					return p.Cursor, err
+				}},
+				{"pool-outcomes", func(r store.PageRequest) (string, error) {
+					p, err := s.SwapHistory(ctx, store.SwapHistoryFilter{PoolID: pool.PoolID}, r)
+					return p.Cursor, err
+				}},
+				{"taker-history", func(r store.PageRequest) (string, error) {
+					p, err := s.SwapHistory(ctx, store.SwapHistoryFilter{Taker: alice.id}, r)
 					return p.Cursor, err
 				}},
 			}
