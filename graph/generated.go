@@ -187,11 +187,11 @@ type ComplexityRoot struct {
 		CollectionID func(childComplexity int) int
 		ContractID   func(childComplexity int) int
 		History      func(childComplexity int, first *int, after *string, last *int, before *string) int
-		ID           func(childComplexity int) int
 		Image        func(childComplexity int) int
 		Listing      func(childComplexity int) int
 		Name         func(childComplexity int) int
 		Owner        func(childComplexity int) int
+		Ref          func(childComplexity int) int
 		Serial       func(childComplexity int) int
 		Traits       func(childComplexity int) int
 	}
@@ -382,8 +382,6 @@ type MintPhaseResolver interface {
 	Active(ctx context.Context, obj *store.MintPhase) (bool, error)
 }
 type NFTResolver interface {
-	ID(ctx context.Context, obj *store.NFTView) (string, error)
-
 	Collection(ctx context.Context, obj *store.NFTView) (*store.Collection, error)
 
 	History(ctx context.Context, obj *store.NFTView, first *int, after *string, last *int, before *string) (*NFTEventConnection, error)
@@ -1025,12 +1023,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NFT.History(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
-	case "NFT.id":
-		if e.ComplexityRoot.NFT.ID == nil {
-			break
-		}
-
-		return e.ComplexityRoot.NFT.ID(childComplexity), true
 	case "NFT.image":
 		if e.ComplexityRoot.NFT.Image == nil {
 			break
@@ -1055,6 +1047,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NFT.Owner(childComplexity), true
+	case "NFT.id":
+		if e.ComplexityRoot.NFT.Ref == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NFT.Ref(childComplexity), true
 	case "NFT.serial":
 		if e.ComplexityRoot.NFT.Serial == nil {
 			break
@@ -5322,18 +5320,18 @@ func (ec *executionContext) _NFT_id(ctx context.Context, field graphql.Collected
 			return ec.fieldContext_NFT_id(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return ec.Resolvers.NFT().ID(ctx, obj)
+			return obj.Ref(), nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNID2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v store.NFTRef) graphql.Marshaler {
+			return ec.marshalNID2marketdᚋstoreᚐNFTRef(ctx, selections, v)
 		},
 		true,
 		true,
 	)
 }
 func (ec *executionContext) fieldContext_NFT_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("NFT", field, true, true, errors.New("field of type ID does not have child fields"))
+	return graphql.NewScalarFieldContext("NFT", field, true, false, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _NFT_contractId(ctx context.Context, field graphql.CollectedField, obj *store.NFTView) (ret graphql.Marshaler) {
@@ -10738,43 +10736,10 @@ func (ec *executionContext) _NFT(ctx context.Context, sel ast.SelectionSet, obj 
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("NFT")
 		case "id":
-			field := field
-
-			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
-				defer func() {
-					if r := recover(); r != nil {
-						ec.Error(ctx, ec.Recover(ctx, r))
-					}
-				}()
-				res = ec._NFT_id(ctx, field, obj)
-				if res == graphql.Null {
-					atomic.AddUint32(&fs.Invalids, 1)
-				}
-				return res
+			out.Values[i] = ec._NFT_id(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
 			}
-
-			if field.IsDeferred() {
-				deferredFieldSet.AddField(field)
-				fieldIndex := len(deferredFieldSet.Values) - 1
-				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
-					return innerFunc(ctx, deferredFieldSet)
-				})
-
-				for _, deferrable := range field.Deferrables {
-					view, ok := deferLabelToView[deferrable.Label]
-					if !ok {
-						view = deferredFieldSet.NewView()
-						deferLabelToView[deferrable.Label] = view
-					}
-					view.AddIndices(fieldIndex)
-				}
-
-				// don't run the out.Concurrently() call below
-				out.Values[i] = graphql.Null
-				continue
-			}
-
-			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
 		case "contractId":
 			out.Values[i] = ec._NFT_contractId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -13260,6 +13225,22 @@ func (ec *executionContext) marshalNFill2ᚖmarketdᚋstoreᚐFill(ctx context.C
 		return graphql.Null
 	}
 	return ec._Fill(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalNID2marketdᚋstoreᚐNFTRef(ctx context.Context, v any) (store.NFTRef, error) {
+	res, err := UnmarshalNFTGlobalID(v)
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNID2marketdᚋstoreᚐNFTRef(ctx context.Context, sel ast.SelectionSet, v store.NFTRef) graphql.Marshaler {
+	_ = sel
+	res := MarshalNFTGlobalID(v)
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
 }
 
 func (ec *executionContext) unmarshalNID2string(ctx context.Context, v any) (string, error) {

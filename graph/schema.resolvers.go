@@ -61,11 +61,6 @@ func (r *mintPhaseResolver) Active(ctx context.Context, obj *store.MintPhase) (b
 	return obj.ActiveAt(r.store.Now()), nil
 }
 
-// ID is the field id: the NFT's global id, the same across its contracts.
-func (r *nFTResolver) ID(ctx context.Context, obj *store.NFTView) (string, error) {
-	return globalID(nodeNFT, nftKey(obj.Ref())), nil
-}
-
 // Collection is the field collection.
 func (r *nFTResolver) Collection(ctx context.Context, obj *store.NFTView) (*store.Collection, error) {
 	return loadersOf(ctx).collection.Load(ctx, obj.CollectionID)()
