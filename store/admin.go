@@ -247,10 +247,13 @@ func (tx *Tx) audit(ctx context.Context, e AuditEntry) error {
 	return err
 }
 
+// firstPage asks for a list's first limit items, limit kept within 1 and MaxPageSize.
+func firstPage(limit int) PageRequest { return PageRequest{Limit: min(max(limit, 1), MaxPageSize)} }
+
 // AuditLog lists up to limit audit entries newest first (at most MaxPageSize), of one actor
 // when actor is not empty.
 func (s *Store) AuditLog(ctx context.Context, actor string, limit int) ([]AuditEntry, error) {
-	p, err := s.AuditPage(ctx, actor, PageRequest{Limit: min(max(limit, 1), MaxPageSize)})
+	p, err := s.AuditPage(ctx, actor, firstPage(limit))
 	return p.Items, err
 }
 
@@ -335,7 +338,7 @@ func (s *Store) SessionsPage(ctx context.Context, f AdminSessionQuery, r PageReq
 // LatestUpdates lists the newest committed updates (at most MaxPageSize), of one party when
 // party is not empty.
 func (s *Store) LatestUpdates(ctx context.Context, party string, limit int) ([]Update, error) {
-	p, err := s.UpdatesPage(ctx, party, PageRequest{Limit: min(max(limit, 1), MaxPageSize)})
+	p, err := s.UpdatesPage(ctx, party, firstPage(limit))
 	return p.Items, err
 }
 
