@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,4 +155,42 @@ func TestRefusalsPerMinute_SumsTheFleetAndCloseFlushes(t *testing.T) {
 		return
 	}
 	t.Skip("needs PostgreSQL (TEST_DATABASE_URL): SQLite is one instance's store")
+}
+
+// Refusals counted while flushes run are each written once: none lost, none twice.
+func TestCountRefusal_ConcurrentWithFlushesLosesNone(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
+		const workers, each = 8, 500
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for range each {
+					s.CountRefusal("read")
+				}
+			})
+		}
+		flushing := make(chan struct{})
+		go func() {
+			defer close(flushing)
+			for range 20 {
+				if err := s.FlushRefusals(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+		wg.Wait()
+		<-flushing
+		if err := s.FlushRefusals(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.RefusalsPerMinute(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Count["read"]; len(got) != 1 || got[0] != workers*each {
+			t.Fatalf("refusals written: %v, want %d", got, workers*each)
+		}
+	})
 }
