@@ -247,10 +247,13 @@ func (tx *Tx) audit(ctx context.Context, e AuditEntry) error {
 	return err
 }
 
+// firstPage asks for a list's first limit items, limit kept within 1 and MaxPageSize.
+func firstPage(limit int) PageRequest { return PageRequest{Limit: min(max(limit, 1), MaxPageSize)} }
+
 // AuditLog lists up to limit audit entries newest first (at most MaxPageSize), of one actor
 // when actor is not empty.
 func (s *Store) AuditLog(ctx context.Context, actor string, limit int) ([]AuditEntry, error) {
-	p, err := s.AuditPage(ctx, actor, PageRequest{Limit: min(max(limit, 1), MaxPageSize)})
+	p, err := s.AuditPage(ctx, actor, firstPage(limit))
 	return p.Items, err
 }
 
@@ -332,15 +335,30 @@ func (s *Store) SessionsPage(ctx context.Context, f AdminSessionQuery, r PageReq
 	return s.sessionsPage(ctx, q, sel, &rows)
 }
 
-// LatestUpdates lists the newest committed updates, of one party when party is not empty.
+// LatestUpdates lists the newest committed updates (at most MaxPageSize), of one party when
+// party is not empty.
 func (s *Store) LatestUpdates(ctx context.Context, party string, limit int) ([]Update, error) {
-	var us []Update
-	q := s.db.NewSelect().Model(&us).Where("ledger_offset IS NOT NULL")
-	if party != "" {
-		q = q.Where("act_as = ?", party)
+	p, err := s.UpdatesPage(ctx, party, firstPage(limit))
+	return p.Items, err
+}
+
+// UpdatesPage is one page of committed updates, newest first, of one party when party is not
+// empty.
+func (s *Store) UpdatesPage(ctx context.Context, party string, r PageRequest) (Page[Update], error) {
+	q, err := startPage[int64](ctx, s, "admin-updates:"+hashText(party), r)
+	if err != nil {
+		return Page[Update]{}, err
 	}
-	err := q.OrderExpr("ledger_offset DESC").Limit(int64(limit)).Scan(ctx)
-	return us, err
+	var us []Update
+	sel := s.db.NewSelect().Model(&us).Where("ledger_offset IS NOT NULL")
+	if party != "" {
+		sel = sel.Where("act_as = ?", party)
+	}
+	sel = q.seek(sel, true, []string{"ledger_offset"}, q.at(func(offset int64) []any { return []any{offset} }))
+	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+		return Page[Update]{}, err
+	}
+	return finish(ctx, s, q, us, func(u Update) int64 { return u.Offset })
 }
 
 // PreparedState is where a prepared transaction stands.

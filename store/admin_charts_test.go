@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,6 +114,83 @@ func BenchmarkCountRefusal(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			s.CountRefusal("read")
+		}
+	})
+}
+
+// Two instances on one PostgreSQL add their refusals to the same rows, and an instance that
+// closes writes what it had not flushed yet.
+func TestRefusalsPerMinute_SumsTheFleetAndCloseFlushes(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		if b.Dialect != store.Postgres {
+			continue
+		}
+		ctx := context.Background()
+		cfg := storetest.Config(storetest.NewClock(storetest.Epoch))
+		a := b.Open(t, cfg)
+		cfg.DB = a.Config().DB
+		other, err := store.Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			a.CountRefusal("read")
+		}
+		for range 2 {
+			other.CountRefusal("read")
+		}
+		if err := a.FlushRefusals(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.Close(); err != nil { // flushes its 2
+			t.Fatal(err)
+		}
+		c, err := a.RefusalsPerMinute(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Count["read"]; len(got) != 1 || got[0] != 5 {
+			t.Fatalf("the fleet's refusals this minute: %v, want 5", got)
+		}
+		return
+	}
+	t.Skip("needs PostgreSQL (TEST_DATABASE_URL): SQLite is one instance's store")
+}
+
+// Refusals counted while flushes run are each written once: none lost, none twice.
+func TestCountRefusal_ConcurrentWithFlushesLosesNone(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
+		const workers, each = 8, 500
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Go(func() {
+				for range each {
+					s.CountRefusal("read")
+				}
+			})
+		}
+		flushing := make(chan struct{})
+		go func() {
+			defer close(flushing)
+			for range 20 {
+				if err := s.FlushRefusals(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+		wg.Wait()
+		<-flushing
+		if err := s.FlushRefusals(ctx); err != nil {
+			t.Fatal(err)
+		}
+		c, err := s.RefusalsPerMinute(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Count["read"]; len(got) != 1 || got[0] != workers*each {
+			t.Fatalf("refusals written: %v, want %d", got, workers*each)
 		}
 	})
 }

@@ -116,13 +116,48 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := s.RewardHistory(ctx, party, r)
 				return err
 			}},
-			{"admin audit log", func(bool) error { _, err := s.AuditLog(ctx, "", 50); return err }},
-			{"admin audit log of an actor", func(bool) error { _, err := s.AuditLog(ctx, "ops", 50); return err }},
-			{"admin latest updates", func(bool) error { _, err := s.LatestUpdates(ctx, "", 50); return err }},
-			{"admin latest updates of a party", func(bool) error { _, err := s.LatestUpdates(ctx, party, 50); return err }},
+			{"admin audit log", func(c bool) error {
+				r := PageRequest{Limit: 50}
+				if c {
+					r.Cursor = mintCursor(t, s, "admin-audit:"+hashText(""), int64(5))
+				}
+				_, err := s.AuditPage(ctx, "", r)
+				return err
+			}},
+			{"admin audit log of an actor", func(c bool) error {
+				r := PageRequest{Limit: 50}
+				if c {
+					r.Cursor = mintCursor(t, s, "admin-audit:"+hashText("ops"), int64(5))
+				}
+				_, err := s.AuditPage(ctx, "ops", r)
+				return err
+			}},
+			{"admin updates", func(c bool) error {
+				r := PageRequest{Limit: 50}
+				if c {
+					r.Cursor = mintCursor(t, s, "admin-updates:"+hashText(""), int64(5))
+				}
+				_, err := s.UpdatesPage(ctx, "", r)
+				return err
+			}},
+			{"admin updates of a party", func(c bool) error {
+				r := PageRequest{Limit: 50}
+				if c {
+					r.Cursor = mintCursor(t, s, "admin-updates:"+hashText(party), int64(5))
+				}
+				_, err := s.UpdatesPage(ctx, party, r)
+				return err
+			}},
 			{"admin latest prepared", func(bool) error { _, err := s.LatestPrepared(ctx, "", 50); return err }},
 			{"admin latest prepared of a party", func(bool) error { _, err := s.LatestPrepared(ctx, party, 50); return err }},
-			{"admin sessions", func(bool) error { _, err := s.SearchSessions(ctx, AdminSessionQuery{}); return err }},
+			{"admin sessions", func(c bool) error {
+				r := PageRequest{Limit: 50}
+				if c {
+					r.Cursor = mintCursor(t, s, "admin-sessions:"+hashText("|"), sessionKey{CreatedAt: 5, SID: "s"})
+				}
+				_, err := s.SessionsPage(ctx, AdminSessionQuery{}, r)
+				return err
+			}},
 		}
 		for _, f := range feeds {
 			for _, cursor := range []bool{false, true} {

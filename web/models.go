@@ -73,6 +73,7 @@ type listingModel struct {
 type ledgerModel struct {
 	Page     pageModel
 	Updates  []store.Update
+	Pager    pager // of the updates
 	Prepared []store.PreparedTx
 	Now      time.Time
 }

@@ -83,3 +83,55 @@ func TestAudit_PagesWalkBothWaysWithTheFilterKept(t *testing.T) {
 		}
 	})
 }
+
+var updateOffset = regexp.MustCompile(`<tr><td class="num">(\d+)</td>`)
+
+// The ledger's update log is paged 50 at a time by offset, newest first, both ways.
+func TestLedger_UpdatesArePagedByOffsetBothWays(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		e := newConsoleEnv(t, b)
+		e.user("watcher", store.RoleViewer)
+		if _, err := e.store.SeedDemo(context.Background(), store.DemoOptions{NFTs: 24, Seed: 5}); err != nil {
+			t.Fatal(err)
+		}
+		all, err := e.store.LatestUpdates(context.Background(), "", store.MaxPageSize)
+		if err != nil || len(all) < 60 {
+			t.Fatalf("the demo market made %d updates (%v); the test needs more than 50", len(all), err)
+		}
+		c := e.client()
+		c.mustLogin("watcher")
+		open := func(path string) (offsets []string, prev, next string) {
+			t.Helper()
+			p := c.get(path)
+			if p.status != http.StatusOK {
+				t.Fatalf("GET %s: %d", path, p.status)
+			}
+			updates := between(p.body, `<table class="updates">`, "</table>")
+			for _, m := range updateOffset.FindAllStringSubmatch(updates, -1) {
+				offsets = append(offsets, m[1])
+			}
+			if m := pageLink("page-prev").FindStringSubmatch(p.body); m != nil {
+				prev = html.UnescapeString(m[1])
+			}
+			if m := pageLink("page-next").FindStringSubmatch(p.body); m != nil {
+				next = html.UnescapeString(m[1])
+			}
+			return offsets, prev, next
+		}
+		var want []string
+		for _, u := range all {
+			want = append(want, fmt.Sprint(u.Offset))
+		}
+		first, prev, next := open("/admin/ledger")
+		if !slices.Equal(first, want[:50]) || prev != "" || next == "" {
+			t.Fatalf("first page: %v, prev %q, next %q; want %v", first, prev, next, want[:50])
+		}
+		second, prev, _ := open(next)
+		if !slices.Equal(second, want[50:min(100, len(want))]) || prev == "" {
+			t.Fatalf("second page: %v, prev %q; want %v", second, prev, want[50:min(100, len(want))])
+		}
+		if back, _, _ := open(prev); !slices.Equal(back, first) {
+			t.Fatalf("back: %v, want %v", back, first)
+		}
+	})
+}

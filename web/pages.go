@@ -149,10 +149,11 @@ func (c *Console) listingPage(w http.ResponseWriter, r *http.Request, u *viewer)
 	c.render(w, r, http.StatusOK, listingView(v))
 }
 
-// ledgerPage shows the latest updates and prepared transactions.
+// ledgerPage shows the update log, paged, and the latest prepared transactions.
 func (c *Console) ledgerPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 	ctx := r.Context()
-	ups, err := c.store.LatestUpdates(ctx, "", 50)
+	req := pageRequest(r, 50)
+	ups, err := c.store.UpdatesPage(ctx, "", req)
 	if err != nil {
 		c.storeFail(w, r, u, err)
 		return
@@ -162,7 +163,7 @@ func (c *Console) ledgerPage(w http.ResponseWriter, r *http.Request, u *viewer) 
 		c.storeFail(w, r, u, err)
 		return
 	}
-	c.render(w, r, http.StatusOK, ledgerView(ledgerModel{Page: c.page(r, u, "Ledger activity"), Updates: ups, Prepared: preps, Now: c.store.Now()}))
+	c.render(w, r, http.StatusOK, ledgerView(ledgerModel{Page: c.page(r, u, "Ledger activity"), Updates: ups.Items, Pager: pagerOf(r, req, ups), Prepared: preps, Now: c.store.Now()}))
 }
 
 // partyPage joins one party's sessions, balances, listings, updates and prepared transactions.
