@@ -2,10 +2,14 @@
 -- expiry and claim (the ledger counts each quote and fee contract it creates or archives),
 -- so reading a pool's aggregates is one row however long the pool has traded. Sums of
 -- remaining × price carry more fractional digits than an amount: {{.Exact}} keeps them all.
+-- The pool's own terms (pairs, fee, operator) never change: they are copied here so the read
+-- touches one table.
 CREATE TABLE swap_pool_figures (
     pool_id      TEXT PRIMARY KEY,
     base         TEXT NOT NULL,
     quote        TEXT NOT NULL,
+    fee_bps      INTEGER NOT NULL,
+    operator     TEXT NOT NULL,
     pivot        {{.Exact}} NOT NULL,
     base_locked  {{.Exact}} NOT NULL,
     quote_locked {{.Exact}} NOT NULL,
