@@ -260,18 +260,9 @@ func checkAfterCrash(t *testing.T, db *sql.DB, acked []string, traders int) {
 	// and pending intents, or retained as unclaimed fees.
 	held := map[string]decimal.Decimal{}
 	for _, table := range []string{"holdings", "lp_quotes", "swap_intents", "lp_fees"} {
-		rows, err := db.Query("SELECT instrument, CAST(amount AS TEXT) FROM " + table + " WHERE consumed_update IS NULL")
-		if err != nil {
-			t.Fatal(err)
+		for inst, a := range liveAmounts(t, db, table, "") {
+			held[inst] = held[inst].Add(a)
 		}
-		for rows.Next() {
-			var inst, a string
-			if err := rows.Scan(&inst, &a); err != nil {
-				t.Fatal(err)
-			}
-			held[inst] = held[inst].Add(decimal.RequireFromString(a))
-		}
-		rows.Close()
 	}
 	for _, inst := range []string{"CC", "USDCx"} {
 		if !held[inst].Equal(decimal.NewFromInt(int64(1000 * traders))) {
@@ -322,6 +313,30 @@ func comparePages(t *testing.T, c *client, indexed, bySQL, col string, traders [
 	}
 }
 
+// liveAmounts sums what the live contracts of a valued template hold, by instrument (those of
+// one pool when pool is set).
+func liveAmounts(t *testing.T, db *sql.DB, table, pool string) map[string]decimal.Decimal {
+	t.Helper()
+	q := "SELECT instrument, CAST(amount AS TEXT) FROM " + table + " WHERE consumed_update IS NULL"
+	if pool != "" {
+		q += " AND pool_id = '" + pool + "'"
+	}
+	rows, err := db.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	sum := map[string]decimal.Decimal{"CC": decimal.Zero, "USDCx": decimal.Zero}
+	for rows.Next() {
+		var inst, a string
+		if err := rows.Scan(&inst, &a); err != nil {
+			t.Fatal(err)
+		}
+		sum[inst] = sum[inst].Add(decimal.RequireFromString(a))
+	}
+	return sum
+}
+
 // compareAggregates reads the pool's aggregates from the instance (its running figures) and
 // wants what the pool's live quotes and fees in the store give at the oracle price.
 func compareAggregates(t *testing.T, c *client, url string, db *sql.DB, pool, oracle string) {
@@ -347,19 +362,7 @@ func compareAggregates(t *testing.T, c *client, url string, db *sql.DB, pool, or
 		weighted = weighted.Add(r.Mul(decimal.RequireFromString(price).Sub(o).Abs()))
 	}
 	rows.Close()
-	fees := map[string]decimal.Decimal{"CC": decimal.Zero, "USDCx": decimal.Zero}
-	rows, err = db.Query("SELECT instrument, CAST(amount AS TEXT) FROM lp_fees WHERE consumed_update IS NULL AND pool_id = '" + pool + "'")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var inst, a string
-		if err := rows.Scan(&inst, &a); err != nil {
-			t.Fatal(err)
-		}
-		fees[inst] = fees[inst].Add(decimal.RequireFromString(a))
-	}
-	rows.Close()
+	fees := liveAmounts(t, db, "lp_fees", pool)
 	spread := decimal.Zero
 	if depth.IsPositive() {
 		spread = weighted.Mul(decimal.NewFromInt(20000)).DivRound(o.Mul(depth), 8).Truncate(2)
