@@ -3,11 +3,14 @@ package graph
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +21,7 @@ import (
 
 // BenchmarkNFTPages is the GraphQL half of cmd/marketd's BenchmarkNFTMix without the network:
 // the same distinct pages of the demo market's NFTs (storetest.NFTPageMix) asked as the same
-// query, each once, straight to the handler (httptest, one client), on each store. Every page
+// query, each once, straight to the handler (httptest), from one client and from 32, on each store. Every page
 // is new, so every request runs the executor, through the kept-answer cache's miss path as a
 // served request does. cpu-ns/op is what one executed query costs the process's cores, its
 // goroutines and garbage collection included: on a shared machine it moves far less than
@@ -53,26 +56,35 @@ func BenchmarkNFTPages(b *testing.B) {
 		for i, r := range mix {
 			bodies[i] = r.GraphQLBody()
 		}
-		b.Run(be.Name, func(b *testing.B) {
-			// A handler per run: its kept answers start empty, so no page is served twice.
-			h := NewHandler(s, Options{Logger: slog.New(slog.DiscardHandler)})
-			var bytesOut int
-			b.ReportAllocs()
-			cpu := processCPU()
-			b.ResetTimer()
-			for i := range b.N {
-				req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(bodies[i%len(bodies)]))
-				req.Header.Set("Content-Type", "application/json")
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, req)
-				if w.Code != http.StatusOK || bytes.Contains(w.Body.Bytes(), []byte(`"errors"`)) {
-					b.Fatalf("%d %s", w.Code, w.Body.Bytes())
-				}
-				bytesOut += w.Body.Len()
-			}
-			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
-			b.ReportMetric(float64(bytesOut)/float64(b.N), "B/answer")
-		})
+		// One client, then 32 at once as BenchmarkNFTMix sends them: the executor's goroutines
+		// (one per item of every list) then share the cores with 31 other queries' own.
+		for _, clients := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%s/clients=%d", be.Name, clients), func(b *testing.B) {
+				// A handler per run: its kept answers start empty, so no page is served twice.
+				h := NewHandler(s, Options{Logger: slog.New(slog.DiscardHandler)})
+				var next, bytesOut atomic.Int64
+				b.ReportAllocs()
+				b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+				cpu := processCPU()
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						i := int(next.Add(1) - 1)
+						req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(bodies[i%len(bodies)]))
+						req.Header.Set("Content-Type", "application/json")
+						w := httptest.NewRecorder()
+						h.ServeHTTP(w, req)
+						if w.Code != http.StatusOK || bytes.Contains(w.Body.Bytes(), []byte(`"errors"`)) {
+							b.Errorf("%d %s", w.Code, w.Body.Bytes())
+							return
+						}
+						bytesOut.Add(int64(w.Body.Len()))
+					}
+				})
+				b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(bytesOut.Load())/float64(b.N), "B/answer")
+			})
+		}
 	}
 }
 
