@@ -7,9 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"runtime"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -29,13 +27,7 @@ import (
 // market's size (default 100,000); keep -benchtime at or under 20000x, past which pages repeat
 // and are answered from the kept answers.
 func BenchmarkNFTPages(b *testing.B) {
-	nfts := 100_000
-	if v := os.Getenv("MARKETD_BENCH_NFTS"); v != "" {
-		var err error
-		if nfts, err = strconv.Atoi(v); err != nil {
-			b.Fatalf("MARKETD_BENCH_NFTS=%q: %v", v, err)
-		}
-	}
+	nfts := storetest.BenchNFTs(b)
 	ctx := context.Background()
 	for _, be := range storetest.Backends() {
 		// Seeded once per store: the sub-benchmark runs more than once as b.N grows.
