@@ -7,3 +7,4 @@
 package graph
 
 //go:generate sh -c "cd .. && go tool gqlgen generate --config gqlgen.yml"
+//go:generate go run ./internal/resolverfields

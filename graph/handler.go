@@ -71,7 +71,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	gql.Use(depthLimit(cfg.MaxDepth))
 	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
 	gql.Use(operationMetrics{cfg.Metrics})
-	gql.Use(reuseGuard{})
+	gql.Use(reuseGuard{schema: es.Schema()})
 	gql.SetErrorPresenter(presentError(cfg.Logger))
 	gql.SetRecoverFunc(func(ctx context.Context, v any) error {
 		cfg.Logger.ErrorContext(ctx, "graphql resolver panicked", "panic", v)

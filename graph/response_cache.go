@@ -13,6 +13,7 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"marketd/store"
 	"marketd/store/metrics"
@@ -47,8 +48,9 @@ const (
 )
 
 // reusableResolvers are the resolvers that read only through the store's page caches (whose
-// other reads, a cache miss included, spoil the record themselves) or not at all. Any other
-// resolver spoils the answer: it may read the caller, the clock or the oracle.
+// other reads, a cache miss included, spoil the record themselves) or not at all. A query
+// that selects any other resolver (or model method) is not kept: it may read the caller, the
+// clock or the oracle.
 var reusableResolvers = map[string]bool{
 	"Query.collections": true, // Store.Collections: a cached page
 	"Query.collection":  true, // Store.CollectionByID or BySlug: a cached page of one
@@ -177,21 +179,65 @@ func (v *reuseVerdict) keep() bool { return v.answers.Load() == 1 && v.clean.Loa
 
 type reuseVerdictKey struct{}
 
-// reuseGuard is the extension that spoils an answer's reads when a resolver outside
-// reusableResolvers runs, and gives the verdict on the answer.
-type reuseGuard struct{}
+// reuseGuard is the extension that spoils an answer's reads when its query selects a field
+// that runs a resolver or a model's method (resolverFields, listed from the generated executor
+// by go generate) outside reusableResolvers, and gives the verdict on the answer. It reads the
+// query once, before it runs, rather than intercepting each of its fields as they resolve: a
+// page of NFTs is hundreds of fields. Introspection reads the schema only and is let through.
+type reuseGuard struct{ schema *ast.Schema }
 
 func (reuseGuard) ExtensionName() string                   { return "ReuseGuard" }
 func (reuseGuard) Validate(graphql.ExecutableSchema) error { return nil }
 
-func (reuseGuard) InterceptField(ctx context.Context, next graphql.Resolver) (any, error) {
-	if fc := graphql.GetFieldContext(ctx); fc != nil && (fc.IsResolver || fc.IsMethod) {
-		introspection := strings.HasPrefix(fc.Object, "__") || strings.HasPrefix(fc.Field.Name, "__")
-		if !introspection && !reusableResolvers[fc.Object+"."+fc.Field.Name] {
-			store.Spoil(ctx)
+func (g reuseGuard) MutateOperationContext(ctx context.Context, oc *graphql.OperationContext) *gqlerror.Error {
+	if oc.Operation != nil && g.spoils(oc.Operation.SelectionSet) {
+		store.Spoil(ctx)
+	}
+	return nil
+}
+
+// spoils tells whether set selects, at any depth, a field that may run code not known to read
+// only cached pages. A field asked of an interface or a union counts for every type that can
+// stand there; @skip and @include are not read, so a field they leave out still counts.
+func (g reuseGuard) spoils(set ast.SelectionSet) bool {
+	for _, sel := range set {
+		switch sel := sel.(type) {
+		case *ast.Field:
+			if strings.HasPrefix(sel.Name, "__") {
+				continue // __typename, __schema, __type
+			}
+			parent := sel.ObjectDefinition
+			if parent == nil {
+				return true
+			}
+			if strings.HasPrefix(parent.Name, "__") {
+				continue
+			}
+			types := []*ast.Definition{parent}
+			if parent.Kind != ast.Object {
+				types = g.schema.GetPossibleTypes(parent)
+			}
+			for _, t := range types {
+				if key := t.Name + "." + sel.Name; resolverFields[key] && !reusableResolvers[key] {
+					return true
+				}
+			}
+			if g.spoils(sel.SelectionSet) {
+				return true
+			}
+		case *ast.InlineFragment:
+			if g.spoils(sel.SelectionSet) {
+				return true
+			}
+		case *ast.FragmentSpread:
+			if sel.Definition == nil || g.spoils(sel.Definition.SelectionSet) {
+				return true
+			}
+		default:
+			return true
 		}
 	}
-	return next(ctx)
+	return false
 }
 
 func (reuseGuard) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {

@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler"
+
 	"marketd/store"
 	"marketd/store/metrics"
 	"marketd/store/ratelimit"
@@ -216,6 +219,30 @@ func TestResponseCache_NeverKeepsWhatReadsTheClockTheDatabaseOrFails(t *testing.
 	})
 }
 
+// The guard reads the query, not the fields that happen to run: a resolver that reads the
+// clock spoils the answer wherever the query names it, in a fragment, an inline fragment, or
+// under a collection that is not there; fragments of plain fields and kept pages are kept.
+func TestResponseCache_AResolverAnywhereInTheQuerySpoilsItsAnswer(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		m := newReuseMarket(t, b, time.Hour)
+		plain := `query { collection(slug: "apes") { ...C } } fragment C on Collection { slug ... on Collection { phases { name } } }`
+		m.settle("plain fields through fragments", plain, `{"data":{"collection":{"slug":"apes","phases":[{"name":"free"}]}}}`)
+		for name, q := range map[string]string{
+			"a fragment":               `query { collection(slug: "apes") { ...C } } fragment C on Collection { slug phases { active } }`,
+			"an inline fragment":       `{ collection(slug: "apes") { slug ... on Collection { phases { active } } } }`,
+			"a fragment in a fragment": `query { collection(slug: "apes") { ...C } } fragment C on Collection { slug phases { ...P } } fragment P on MintPhase { active }`,
+		} {
+			for i := range 3 {
+				m.want(fmt.Sprintf("%s, asked %d times", name, i+1), q, `{"data":{"collection":{"slug":"apes","phases":[{"active":true}]}}}`, false)
+			}
+		}
+		missing := `{ collection(slug: "none") { phases { active } } }`
+		for i := range 3 {
+			m.want(fmt.Sprintf("a missing collection, asked %d times", i+1), missing, `{"data":{"collection":null}}`, false)
+		}
+	})
+}
+
 func TestResponseCache_OffWithThePageCache(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		m := newReuseMarket(t, b, -1)
@@ -288,6 +315,69 @@ func TestResponseCache_EachWriteShowsInTheNextAnswerWhileOthersReadAtOnce(t *tes
 			t.Fatal("no answer was served again: the test did not exercise kept answers")
 		} else {
 			t.Logf("%v answers served again", n)
+		}
+	})
+}
+
+// resolverRecorder records every field the executor runs through a resolver or a model's
+// method, as the executor itself reports it.
+type resolverRecorder struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (*resolverRecorder) ExtensionName() string                   { return "ResolverRecorder" }
+func (*resolverRecorder) Validate(graphql.ExecutableSchema) error { return nil }
+func (r *resolverRecorder) InterceptField(ctx context.Context, next graphql.Resolver) (any, error) {
+	if fc := graphql.GetFieldContext(ctx); fc != nil && (fc.IsResolver || fc.IsMethod) && !strings.HasPrefix(fc.Field.Name, "__") {
+		r.mu.Lock()
+		r.seen[fc.Object+"."+fc.Field.Name] = true
+		r.mu.Unlock()
+	}
+	return next(ctx)
+}
+
+// The guard's list of resolver fields, made by go generate from the generated executor, holds
+// every field the executor reports running through a resolver or method, and only those.
+func TestResolverFields_AreWhatTheExecutorRunsThroughResolvers(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		g := newTestGraph(t, b, 20)
+		rec := &resolverRecorder{seen: map[string]bool{}}
+		gql := handler.New(NewExecutableSchema(config(g.store)))
+		gql.AddTransport(postJSON{})
+		gql.Use(rec)
+		h := withCaller(nil, withLoaders(g.store, gql))
+		for _, q := range []string{
+			`{ collections(first: 2) { totalCount edges { node { slug phases { name active } nfts(first: 2) { totalCount edges { node { contractId serial traits { type value } listing { cid price } collection { slug } history(first: 2) { edges { node { kind at } } } } } } } } } }`,
+			`{ collection(slug: "ledger-apes") { name } }`,
+			`{ pools(first: 2) { totalCount edges { node { poolId } } } }`,
+		} {
+			body, _ := json.Marshal(map[string]any{"query": q})
+			r := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(body))
+			r.Header.Set("Content-Type", "application/json")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if bytes.Contains(w.Body.Bytes(), []byte(`"errors"`)) {
+				t.Fatalf("%s: %s", q, w.Body)
+			}
+		}
+		for f := range rec.seen {
+			if !resolverFields[f] {
+				t.Errorf("the executor ran %s through a resolver; resolverFields does not list it", f)
+			}
+		}
+		for _, f := range []string{"Collection.nfts", "Collection.phases", "MintPhase.active", "NFT.collection", "NFT.history", "Query.collections", "Query.collection", "CollectionConnection.totalCount", "PoolConnection.totalCount", "Query.pools"} {
+			if !rec.seen[f] {
+				t.Errorf("the queries never ran %s", f)
+			}
+			if !resolverFields[f] {
+				t.Errorf("resolverFields does not list %s", f)
+			}
+		}
+		for _, f := range []string{"NFT.contractId", "NFT.traits", "Trait.type", "NFT.listing", "Listing.price", "NFTConnection.edges"} {
+			if resolverFields[f] || rec.seen[f] {
+				t.Errorf("%s reads a struct field, yet is counted as a resolver", f)
+			}
 		}
 	})
 }

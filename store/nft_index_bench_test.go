@@ -2,27 +2,13 @@ package store_test
 
 import (
 	"context"
-	"os"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
 	"marketd/store"
 	"marketd/store/storetest"
 )
-
-// benchNFTs is the demo market's size for the NFT benchmarks: MARKETD_BENCH_NFTS, else 100,000.
-func benchNFTs(b *testing.B) int {
-	if v := os.Getenv("MARKETD_BENCH_NFTS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			b.Fatalf("MARKETD_BENCH_NFTS=%q: %v", v, err)
-		}
-		return n
-	}
-	return 100_000
-}
 
 // BenchmarkNFTIndex reads 20,000 distinct NFT pages of the demo market's own traits (see
 // storetest.NFTPageMix) straight from the store, one core, no HTTP: from the NFT index and by
@@ -35,10 +21,10 @@ func BenchmarkNFTIndex(b *testing.B) {
 			cfg.PageCacheTTL = -1
 			s := be.Open(b, cfg)
 			start := time.Now()
-			if _, err := s.SeedDemo(ctx, store.DemoOptions{NFTs: benchNFTs(b), Seed: 1}); err != nil {
+			if _, err := s.SeedDemo(ctx, store.DemoOptions{NFTs: storetest.BenchNFTs(b), Seed: 1}); err != nil {
 				b.Fatal(err)
 			}
-			b.Logf("seeded %d NFTs in %v", benchNFTs(b), time.Since(start))
+			b.Logf("seeded %d NFTs in %v", storetest.BenchNFTs(b), time.Since(start))
 			mix, err := storetest.NFTPageMix(ctx, s, 20_000, 1)
 			if err != nil {
 				b.Fatal(err)

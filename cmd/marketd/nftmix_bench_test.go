@@ -29,13 +29,7 @@ import (
 // resident memory. MARKETD_BENCH_NFTS sets the market's size (default 100,000; seeding it takes
 // about 30 s per store).
 func BenchmarkNFTMix(b *testing.B) {
-	nfts := 100_000
-	if v := os.Getenv("MARKETD_BENCH_NFTS"); v != "" {
-		var err error
-		if nfts, err = strconv.Atoi(v); err != nil {
-			b.Fatalf("MARKETD_BENCH_NFTS=%q: %v", v, err)
-		}
-	}
+	nfts := storetest.BenchNFTs(b)
 	bin, err := binary()
 	if err != nil {
 		b.Fatal(err)

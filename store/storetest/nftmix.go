@@ -7,12 +7,28 @@ import (
 	"maps"
 	"math/rand/v2"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
 
 	"marketd/store"
 )
+
+// BenchNFTs is the demo market's size for the NFT benchmarks: MARKETD_BENCH_NFTS, else
+// 100,000.
+func BenchNFTs(b testing.TB) int {
+	v := os.Getenv("MARKETD_BENCH_NFTS")
+	if v == "" {
+		return 100_000
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		b.Fatalf("MARKETD_BENCH_NFTS=%q: %v", v, err)
+	}
+	return n
+}
 
 // NFTPageRequest is one request for a page of a collection's NFTs.
 type NFTPageRequest struct {
