@@ -201,7 +201,8 @@ func (srv *Server) limit(w http.ResponseWriter, key string, perMinute int) error
 		scope, _, _ := strings.Cut(key, ":")
 		srv.metrics.RateLimited(scope)
 		h.Set("Retry-After", strconv.FormatInt(reset, 10))
-		return store.Errorf(store.CodeRateLimited, "the limit here is %d requests a minute; retry in %s", d.Limit, time.Duration(reset)*time.Second)
+		return &store.Error{Code: store.CodeRateLimited, // without fmt: a flood is refused here
+			Message: "the limit here is " + strconv.Itoa(d.Limit) + " requests a minute; retry in " + (time.Duration(reset) * time.Second).String()}
 	}
 	return nil
 }
