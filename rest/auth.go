@@ -209,7 +209,8 @@ func (srv *Server) limit(w http.ResponseWriter, key string, perMinute int) error
 		srv.metrics.RateLimited(scope)
 		srv.store.CountRefusal(scope) // in memory; flushed to the store in batches, for the console's chart
 		h.Set("Retry-After", strconv.FormatInt(reset, 10))
-		return store.Errorf(store.CodeRateLimited, "the limit here is %d requests a minute; retry in %s", d.Limit, time.Duration(reset)*time.Second)
+		return &store.Error{Code: store.CodeRateLimited, // without fmt: a flood is refused here
+			Message: "the limit here is " + strconv.Itoa(d.Limit) + " requests a minute; retry in " + (time.Duration(reset) * time.Second).String()}
 	}
 	return nil
 }

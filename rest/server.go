@@ -207,7 +207,9 @@ func (srv *Server) withRequestLog(next http.Handler) http.Handler {
 		}
 		srv.metrics.Request(route, r.Method, rec.status, time.Since(start))
 		level := slog.LevelInfo
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		// Probes, and refusals over a rate limit (counted in marketd_ratelimit_rejections_total):
+		// under a flood a line each would cost more than the refusal itself.
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || rec.status == http.StatusTooManyRequests {
 			level = slog.LevelDebug
 		}
 		if !srv.log.Enabled(ctx, level) {

@@ -22,7 +22,11 @@ const msgUnreachable = "the database is unavailable; retry in a moment"
 // DatabaseFault tells whether err comes from the database failing (unreachable, or a lost
 // commit) rather than from the request: what operators count as an outage.
 func DatabaseFault(err error) bool {
-	return unreachable(err) || ErrorCode(err) == CodeOutcomeUnknown
+	var e *Error
+	if errors.As(err, &e) { // a refusal the domain decided is never one: no need to look further
+		return e.Code == CodeOutcomeUnknown || e.Code == CodeUnavailable && unreachable(e.Err)
+	}
+	return unreachable(err)
 }
 
 // unreachable tells whether err says the database could not be reached or dropped the

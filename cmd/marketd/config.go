@@ -51,6 +51,21 @@ func settings(c *config) []setting {
 			return nil
 		}
 	}
+	// zeroIsOff parses a duration of which 0s turns the feature off: the store's -1, its zero
+	// being its default.
+	zeroIsOff := func(dst *time.Duration, example string) func(string) error {
+		return func(v string) error {
+			x, err := time.ParseDuration(v)
+			if err != nil || x < 0 {
+				return fmt.Errorf("want a Go duration such as %s, or 0s for none", example)
+			}
+			*dst = x
+			if x == 0 {
+				*dst = -1
+			}
+			return nil
+		}
+	}
 	num := func(dst *int) func(string) error {
 		return func(v string) error {
 			x, err := strconv.Atoi(v)
@@ -107,28 +122,8 @@ func settings(c *config) []setting {
 		{"rotate-grace", "MARKETD_ROTATE_GRACE", d.RotateGrace.String(), "how long a superseded token is still accepted", dur(&c.store.RotateGrace)},
 		{"prepared-ttl", "MARKETD_PREPARED_TTL", d.PreparedTTL.String(), "how long a prepared transaction can be executed", dur(&c.store.PreparedTTL)},
 		{"preapproval-ttl", "MARKETD_PREAPPROVAL_TTL", d.PreapprovalTTL.String(), "how long a receive-preapproval lasts from creation or renewal", dur(&c.store.PreapprovalTTL)},
-		{"page-cache-ttl", "MARKETD_PAGE_CACHE_TTL", "1s", "how long a page of collections or NFTs is served from memory at most (writes and expiries end it sooner); 0s = no page cache", func(v string) error {
-			x, err := time.ParseDuration(v)
-			if err != nil || x < 0 {
-				return fmt.Errorf("want a Go duration such as 1s, or 0s for none")
-			}
-			c.store.PageCacheTTL = x
-			if x == 0 {
-				c.store.PageCacheTTL = -1 // the store's zero is its default
-			}
-			return nil
-		}},
-		{"db-admission-wait", "MARKETD_DB_ADMISSION_WAIT", store.DefaultAdmissionWait.String(), "how long a request waits for a database connection when all are busy before it is refused 503 unavailable; 0s = as long as it takes", func(v string) error {
-			x, err := time.ParseDuration(v)
-			if err != nil || x < 0 {
-				return fmt.Errorf("want a Go duration such as 100ms, or 0s for no bound")
-			}
-			c.store.AdmissionWait = x
-			if x == 0 {
-				c.store.AdmissionWait = -1 // the store's zero is its default
-			}
-			return nil
-		}},
+		{"page-cache-ttl", "MARKETD_PAGE_CACHE_TTL", "1s", "how long a page of collections or NFTs is served from memory at most (writes and expiries end it sooner); 0s = no page cache", zeroIsOff(&c.store.PageCacheTTL, "1s")},
+		{"db-admission-wait", "MARKETD_DB_ADMISSION_WAIT", store.DefaultAdmissionWait.String(), "how long a request waits for a database connection when all are busy before it is refused 503 unavailable; 0s = as long as it takes", zeroIsOff(&c.store.AdmissionWait, "100ms")},
 		{"nft-index", "MARKETD_NFT_INDEX", "on", "on: serve NFT pages from the in-memory NFT index (/readyz fails until it is built); off: by SQL queries", func(v string) error {
 			switch v {
 			case "on", "off":
