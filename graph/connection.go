@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"context"
+
 	"marketd/store"
 )
 
@@ -115,4 +117,31 @@ func (f *NFTFilter) store() (store.NFTFilter, error) {
 		out.Owner = *f.Owner
 	}
 	return out, nil
+}
+
+// nftPage reads a page of the collection's NFTs as Collection.nfts answers it, and the NFTs.
+func (r *Resolver) nftPage(ctx context.Context, c *store.Collection, filter *NFTFilter, sort *NFTSort, first *int, after *string, last *int, before *string) (*NFTConnection, []store.NFTView, error) {
+	pr, err := pageRequest(first, after, last, before)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := filter.store()
+	if err != nil {
+		return nil, nil, err
+	}
+	page, err := r.store.NFTs(ctx, c.ID, f, sort.store(), pr)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn := &NFTConnection{PageInfo: pageInfo(pr, page)}
+	if filter == nil {
+		// The collection keeps its live supply; a filtered count would scan.
+		live := c.Minted - c.Burned
+		conn.TotalCount = &live
+	}
+	conn.Edges = make([]*NFTEdge, len(page.Items))
+	for i := range page.Items {
+		conn.Edges[i] = &NFTEdge{Cursor: page.ItemCursors[i], Node: &page.Items[i]}
+	}
+	return conn, page.Items, nil
 }

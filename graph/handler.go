@@ -41,6 +41,11 @@ type Options struct {
 	// RunEveryQuery runs each query, even one whose kept answer is current (response_cache.go):
 	// for measuring the executor.
 	RunEveryQuery bool
+	// NoFastPath sends every query through gqlgen's executor, even a page of NFTs that
+	// nftpage_fast.go answers itself: for tests that compare the two.
+	NoFastPath bool
+
+	fastAnswers *atomic.Int64 // when set, counts the fast path's answers (tests)
 }
 
 //go:embed graphiql
@@ -59,7 +64,9 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	es := NewExecutableSchema(config(s))
+	cfgs := config(s)
+	resolvers := cfgs.Resolvers.(*Resolver)
+	es := NewExecutableSchema(cfgs)
 	gql := handler.New(es)
 	gql.AddTransport(transport.Websocket{KeepAlivePingInterval: 15 * time.Second})
 	gql.AddTransport(transport.GET{})
@@ -72,6 +79,10 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
 	gql.Use(operationMetrics{cfg.Metrics})
 	gql.Use(reuseGuard{schema: es.Schema()})
+	// Innermost: the extensions above see its answers as the executor's.
+	if !cfg.NoFastPath {
+		gql.Use(&nftPageFastPath{es: es.(*executableSchema), r: resolvers, answers: cfg.fastAnswers})
+	}
 	gql.SetErrorPresenter(presentError(cfg.Logger))
 	gql.SetRecoverFunc(func(ctx context.Context, v any) error {
 		cfg.Logger.ErrorContext(ctx, "graphql resolver panicked", "panic", v)

@@ -22,31 +22,14 @@ func (r *collectionResolver) Phases(ctx context.Context, obj *store.Collection) 
 
 // Nfts is the field nfts.
 func (r *collectionResolver) Nfts(ctx context.Context, obj *store.Collection, filter *NFTFilter, sort *NFTSort, first *int, after *string, last *int, before *string) (*NFTConnection, error) {
-	pr, err := pageRequest(first, after, last, before)
-	if err != nil {
-		return nil, err
-	}
-	f, err := filter.store()
-	if err != nil {
-		return nil, err
-	}
 	// Every NFT of the page belongs to obj: its collection loads from here, not the store.
 	loadersOf(ctx).collection.Prime(ctx, obj.ID, obj)
-	page, err := r.store.NFTs(ctx, obj.ID, f, sort.store(), pr)
+	conn, nfts, err := r.nftPage(ctx, obj, filter, sort, first, after, last, before)
 	if err != nil {
 		return nil, err
 	}
-	if err := primeHistories(ctx, r.store, page.Items); err != nil {
+	if err := primeHistories(ctx, r.store, nfts); err != nil {
 		return nil, err
-	}
-	conn := &NFTConnection{PageInfo: pageInfo(pr, page)}
-	if filter == nil {
-		// The collection keeps its live supply; a filtered count would scan.
-		live := obj.Minted - obj.Burned
-		conn.TotalCount = &live
-	}
-	for i := range page.Items {
-		conn.Edges = append(conn.Edges, &NFTEdge{Cursor: page.ItemCursors[i], Node: &page.Items[i]})
 	}
 	return conn, nil
 }
