@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -40,9 +41,9 @@ func (s *statements) take() []string {
 // Every page of a growing history (NFT histories, listings, rewards, swap outcomes and
 // histories, open intents and quotes, sessions) is a keyset read that an index serves in
 // order: on PostgreSQL, with sequential scans and sorts priced out, its plan has neither, so
-// the database walks only the page however long the history grows. (A collection's activity
-// feed, read in log order, is not yet: it orders by the update's offset, which its events do
-// not carry.)
+// the database walks only the page however long the history grows. That holds for a
+// collection's activity feed and a pool's outcomes feed too, read in log order from a
+// position: their rows carry their update's offset.
 func TestHistories_EveryPageIsAnIndexWalkWithoutASort(t *testing.T) {
 	for _, b := range storetest.Backends() {
 		if b.Dialect != store.Postgres {
@@ -98,6 +99,22 @@ func TestHistories_EveryPageIsAnIndexWalkWithoutASort(t *testing.T) {
 				{"open intents of a taker", func() error { _, err := s.ActiveIntents(ctx, party, page); return err }},
 				{"open quotes of an LP", func() error { _, err := s.ActiveLPQuotes(ctx, party, page); return err }},
 				{"sessions of a party", func() error { _, err := s.Sessions(ctx, party, page); return err }},
+				{"a pool's outcomes from a position", func() error {
+					outs, err := s.PoolOutcomesAfter(ctx, pool, store.LogPosition{}, 2)
+					if err != nil || len(outs) == 0 {
+						return fmt.Errorf("the feed's start: %d outcomes, %v", len(outs), err)
+					}
+					_, err = s.PoolOutcomesAfter(ctx, pool, outs[len(outs)-1].Position(), 5)
+					return err
+				}},
+				{"a collection's activity from a position", func() error {
+					evs, err := s.CollectionActivityAfter(ctx, col.ID, store.LogPosition{}, 3)
+					if err != nil || len(evs) == 0 {
+						return fmt.Errorf("the feed's start: %d events, %v", len(evs), err)
+					}
+					_, err = s.CollectionActivityAfter(ctx, col.ID, evs[len(evs)-1].Position(), 5)
+					return err
+				}},
 			}
 			raw, err := sql.Open("pgx", s.Config().DB)
 			if err != nil {

@@ -107,7 +107,9 @@ type nftActivity struct {
 	Currency     *Instrument `bun:"currency"`
 	At           Timestamp   `bun:"at"`
 
-	LedgerOffset int64 `bun:"ledger_offset,scanonly"` // its update's offset, when a feed joins it
+	// LedgerOffset is its update's offset, which the database sets as the update commits
+	// (migration activity_offsets): bun never writes it.
+	LedgerOffset int64 `bun:"ledger_offset,scanonly"`
 }
 
 // NFTView is an NFT as the API shows it.

@@ -212,7 +212,9 @@ func afterPosition(q *bun.SelectQuery, pos LogPosition, offset, key string, keyV
 	if pos.After == "" {
 		return q.Where("? > ?", bun.Ident(offset), pos.Offset)
 	}
-	return q.Where("(? > ? OR (? = ? AND ? > ?))", bun.Ident(offset), pos.Offset, bun.Ident(offset), pos.Offset, bun.Ident(key), keyValue)
+	// The first condition is implied by the second; it bounds an index range on the offset.
+	return q.Where("? >= ?", bun.Ident(offset), pos.Offset).
+		Where("(? > ? OR (? = ? AND ? > ?))", bun.Ident(offset), pos.Offset, bun.Ident(offset), pos.Offset, bun.Ident(key), keyValue)
 }
 
 // CollectionActivityAfter lists up to limit events of the collection's NFTs after pos, in
@@ -228,12 +230,11 @@ func (s *Store) CollectionActivityAfter(ctx context.Context, collectionID string
 		seq = n
 	}
 	var acts []nftActivity
-	sel := s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*, u.ledger_offset").
-		Join("JOIN updates AS u ON u.update_id = nft_activity.update_id").
-		Where("nft_activity.collection_id = ?", collectionID).
-		Where("u.ledger_offset IS NOT NULL")
-	err := afterPosition(sel, pos, "u.ledger_offset", "nft_activity.id", seq).
-		OrderExpr("u.ledger_offset, nft_activity.id").Limit(int64(limit)).
+	sel := s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*"). // the offset too, which bun never writes
+										Where("nft_activity.collection_id = ?", collectionID).
+										Where("nft_activity.ledger_offset IS NOT NULL")
+	err := afterPosition(sel, pos, "nft_activity.ledger_offset", "nft_activity.id", seq).
+		OrderExpr("nft_activity.ledger_offset, nft_activity.id").Limit(int64(limit)).
 		Scan(ctx)
 	if err != nil {
 		return nil, err

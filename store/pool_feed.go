@@ -62,12 +62,12 @@ func (o *PoolOutcome) Position() LogPosition {
 // twice, on any instance of the store.
 func (s *Store) PoolOutcomesAfter(ctx context.Context, poolID string, pos LogPosition, limit int) ([]PoolOutcome, error) {
 	var views []IntentView
-	sel := s.db.NewSelect().Model(&views).ColumnExpr("intent_view.*, u.ledger_offset").
-		Join("JOIN updates AS u ON u.update_id = intent_view.closed_update").
+	// The closing update's offset is on the row (migration activity_offsets), set as it commits.
+	sel := s.db.NewSelect().Model(&views).ColumnExpr("intent_view.*, intent_view.closed_offset AS ledger_offset").
 		Where("intent_view.pool_id = ?", poolID).Where("intent_view.status = ?", IntentFilled).
-		Where("u.ledger_offset IS NOT NULL")
-	if err := afterPosition(sel, pos, "u.ledger_offset", "intent_view.intent_cid", pos.After).
-		OrderExpr("u.ledger_offset, intent_view.intent_cid").Limit(int64(limit)).Scan(ctx); err != nil {
+		Where("intent_view.closed_offset IS NOT NULL")
+	if err := afterPosition(sel, pos, "intent_view.closed_offset", "intent_view.intent_cid", pos.After).
+		OrderExpr("intent_view.closed_offset, intent_view.intent_cid").Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, err
 	}
 	out := make([]PoolOutcome, len(views))

@@ -124,7 +124,8 @@ type IntentView struct {
 	CreatedAt    Timestamp  `bun:"created_at"`
 	ClosedUpdate *string    `bun:"closed_update"`
 	ClosedAt     *Timestamp `bun:"closed_at"`
-	LedgerOffset int64      `bun:"ledger_offset,scanonly"` // the closing update's offset, when a feed joins it
+	ClosedOffset *int64     `bun:"closed_offset,scanonly"` // the closing update's offset, set as it commits
+	LedgerOffset int64      `bun:"ledger_offset,scanonly"` // the same, as the feeds read it
 
 	Fills []Fill `bun:"-"`
 }
