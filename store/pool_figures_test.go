@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,19 +64,10 @@ func TestPoolFigures_EqualARecomputationAfterEveryRoundOfConcurrentTrading(t *te
 		for i := range lps + takers {
 			parties = append(parties, w.party(fmt.Sprintf("p%d", i), "3000", "8000"))
 		}
-		tolerated := func(err error) bool {
-			switch store.ErrorCode(err) {
-			case store.CodeStale, store.CodeConflict, store.CodeInsufficientFunds, store.CodePreparedExpired:
-				return true
-			case store.CodeInvalidRequest:
-				return strings.Contains(store.ErrorMessage(err), "in the future")
-			}
-			return false
-		}
 		var mu sync.Mutex
 		stats := map[string]int{}
 		do := func(what string, err error) {
-			if err != nil && !tolerated(err) {
+			if err != nil && !swapTolerated(err) {
 				t.Errorf("%s: %v", what, err)
 			}
 			mu.Lock()

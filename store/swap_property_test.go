@@ -41,6 +41,18 @@ func dec(t testing.TB, s string) decimal.Decimal {
 	return d
 }
 
+// swapTolerated tells whether err is what a concurrent swap world may answer instead of
+// success: another worker took the liquidity, the funds or the time first.
+func swapTolerated(err error) bool {
+	switch store.ErrorCode(err) {
+	case store.CodeStale, store.CodeConflict, store.CodeInsufficientFunds, store.CodePreparedExpired:
+		return true
+	case store.CodeInvalidRequest: // another worker moved the clock past the expiry it chose
+		return strings.Contains(store.ErrorMessage(err), "in the future")
+	}
+	return false
+}
+
 // TestSwap_PropertyConcurrentQuotesAndIntentsConserveAndFillWithinTerms runs LP quote
 // publishes, cancels and expiries concurrently with intents that fill at once, across
 // several quotes, wait and fill later, expire or are cancelled; then checks that every
@@ -62,16 +74,6 @@ func TestSwap_PropertyConcurrentQuotesAndIntentsConserveAndFillWithinTerms(t *te
 		var mu sync.Mutex
 		stats := map[string]int{}
 		count := func(what string) { mu.Lock(); stats[what]++; mu.Unlock() }
-		// tolerated: what a concurrent world may answer instead of success.
-		tolerated := func(err error) bool {
-			switch store.ErrorCode(err) {
-			case store.CodeStale, store.CodeConflict, store.CodeInsufficientFunds, store.CodePreparedExpired:
-				return true
-			case store.CodeInvalidRequest: // another worker moved the clock past the expiry it chose
-				return strings.Contains(store.ErrorMessage(err), "in the future")
-			}
-			return false
-		}
 		var wg sync.WaitGroup
 		for g := range workers {
 			wg.Add(1)
@@ -92,7 +94,7 @@ func TestSwap_PropertyConcurrentQuotesAndIntentsConserveAndFillWithinTerms(t *te
 						if err == nil {
 							_, err = lp.execute(w.s, store.KindLPQuote, prep)
 						}
-						if err != nil && !tolerated(err) {
+						if err != nil && !swapTolerated(err) {
 							t.Errorf("publish: %v", err)
 						}
 						count("publish")
@@ -106,7 +108,7 @@ func TestSwap_PropertyConcurrentQuotesAndIntentsConserveAndFillWithinTerms(t *te
 						if err == nil {
 							_, err = lp.execute(w.s, store.KindLPQuoteCancel, prep)
 						}
-						if err != nil && !tolerated(err) {
+						if err != nil && !swapTolerated(err) {
 							t.Errorf("cancel quote: %v", err)
 						}
 						count("cancel quote")
@@ -125,7 +127,7 @@ func TestSwap_PropertyConcurrentQuotesAndIntentsConserveAndFillWithinTerms(t *te
 						if err == nil {
 							_, err = tk.execute(w.s, store.KindSwapIntent, prep)
 						}
-						if err != nil && !tolerated(err) {
+						if err != nil && !swapTolerated(err) {
 							t.Errorf("swap: %v", err)
 						}
 						count("swap")
@@ -139,7 +141,7 @@ func TestSwap_PropertyConcurrentQuotesAndIntentsConserveAndFillWithinTerms(t *te
 						if err == nil {
 							_, err = tk.execute(w.s, store.KindIntentCancel, prep)
 						}
-						if err != nil && !tolerated(err) {
+						if err != nil && !swapTolerated(err) {
 							t.Errorf("cancel intent: %v", err)
 						}
 						count("cancel intent")
