@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/shopspring/decimal"
 )
 
 // IndexedNFTs reads a page of a collection's NFTs from the NFT index, past the page cache,
@@ -36,10 +38,48 @@ func (s *Store) ReferenceNFTs(ctx context.Context, collectionID string, f NFTFil
 // tests take both ways.
 func (s *Store) SortNFTRunsUnder(n int) { s.nftIndex.sortUnder.Store(int64(n)) }
 
-// AggregatesFromContracts computes a pool's aggregates from its open quotes and live fees: the
-// reference its running figures equal.
+// AggregatesFromContracts computes a pool's aggregates from its open quotes and live fees, as
+// they were computed before running figures: the reference the figures equal.
 func (s *Store) AggregatesFromContracts(ctx context.Context, poolID string) (*PoolAggregates, error) {
-	return s.aggregatesFromContracts(ctx, poolID)
+	p, err := s.PoolByID(ctx, poolID)
+	if err != nil {
+		return nil, err
+	}
+	op, err := s.Oracle().Price(ctx, p.Base, p.Quote)
+	if err != nil {
+		return nil, err
+	}
+	quotes, err := openQuotes(ctx, s.db, poolID)
+	if err != nil {
+		return nil, err
+	}
+	var fees []LPFee
+	if err := s.db.NewSelect().Model(&fees).Where("pool_id = ?", poolID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
+		return nil, err
+	}
+	a := &PoolAggregates{Pool: p, AccruedFees: map[Instrument]Amount{p.Base: Zero, p.Quote: Zero}}
+	tvl, depth, weighted := decimal.Zero, decimal.Zero, decimal.Zero
+	lps := map[string]bool{}
+	for _, q := range quotes {
+		lps[q.LP] = true
+		if q.Instrument == p.Base {
+			tvl = tvl.Add(q.Amount.d.Mul(op.Price.d))
+		} else {
+			tvl = tvl.Add(q.Amount.d)
+		}
+		depth = depth.Add(q.Remaining.d)
+		weighted = weighted.Add(q.Remaining.d.Mul(q.Price.d.Sub(op.Price.d).Abs()))
+	}
+	for _, f := range fees {
+		a.AccruedFees[f.Instrument] = a.AccruedFees[f.Instrument].Add(f.Amount)
+	}
+	a.TVL = Amount{tvl.Truncate(p.Quote.Decimals())}
+	a.LPCount = len(lps)
+	a.DepthWeightedSpreadBps = Zero
+	if depth.IsPositive() {
+		a.DepthWeightedSpreadBps = Amount{weighted.Mul(decimal.NewFromInt(20000)).DivRound(op.Price.d.Mul(depth), 8).Truncate(2)}
+	}
+	return a, nil
 }
 
 // SlowWrite holds a write transaction for d: on PostgreSQL with a pg_sleep the server runs,

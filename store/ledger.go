@@ -350,12 +350,14 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []c
 		}
 		events = append(events, updateEvent{UpdateID: u.UpdateID, Seq: len(events), Event: "created", Template: c.template(), CID: c.lifecycle().CID})
 	}
-	for _, c := range t.Create {
-		if v, ok := c.(valuedContract); ok && len(folded) > 0 {
-			inst, amount := v.value()
-			k := foldKey{c.template(), c.owner(), inst}
-			if a, ok := folded[k]; ok {
-				folded[k] = a.Sub(amount)
+	if len(folded) > 0 { // a settlement folded another party's running contract
+		for _, c := range t.Create {
+			if v, ok := c.(valuedContract); ok {
+				inst, amount := v.value()
+				k := foldKey{c.template(), c.owner(), inst}
+				if a, ok := folded[k]; ok {
+					folded[k] = a.Sub(amount)
+				}
 			}
 		}
 	}

@@ -41,9 +41,14 @@ func (o storeOracle) Price(ctx context.Context, base, quote Instrument) (*Oracle
 		return nil, err
 	}
 	if len(rows) == 0 {
-		return nil, Errorf(CodeNotFound, "the oracle has no price for %s/%s", base, quote)
+		return nil, noOraclePrice(base, quote)
 	}
 	return &OraclePrice{Base: base, Quote: quote, Price: rows[0].Price, At: rows[0].SetAt.Time}, nil
+}
+
+// noOraclePrice is the not_found of a pair the embedded oracle has no price for.
+func noOraclePrice(base, quote Instrument) error {
+	return Errorf(CodeNotFound, "the oracle has no price for %s/%s", base, quote)
 }
 
 // Oracle is the price oracle the store values swaps with.

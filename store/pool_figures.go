@@ -336,7 +336,7 @@ func (s *Store) Aggregates(ctx context.Context, poolID string) (*PoolAggregates,
 	}
 	r := &rows[0]
 	if r.Oracle == nil {
-		return nil, Errorf(CodeNotFound, "the oracle has no price for %s/%s", r.Base, r.Quote)
+		return nil, noOraclePrice(r.Base, r.Quote)
 	}
 	f, oracle := &r.poolFigures, *r.Oracle
 	if !f.Pivot.Equal(oracle) {
@@ -362,48 +362,4 @@ func (f *poolFigures) aggregates(p *Pool, oracle Amount) *PoolAggregates {
 		a.DepthWeightedSpreadBps = Amount{weighted.Mul(decimal.NewFromInt(20000)).DivRound(o.Mul(depth), 8).Truncate(2)}
 	}
 	return a
-}
-
-// aggregatesFromContracts computes a pool's aggregates from its open quotes and live fees, as
-// they were computed before running figures: the reference the tests compare them with.
-func (s *Store) aggregatesFromContracts(ctx context.Context, poolID string) (*PoolAggregates, error) {
-	p, err := s.PoolByID(ctx, poolID)
-	if err != nil {
-		return nil, err
-	}
-	op, err := s.Oracle().Price(ctx, p.Base, p.Quote)
-	if err != nil {
-		return nil, err
-	}
-	quotes, err := openQuotes(ctx, s.db, poolID)
-	if err != nil {
-		return nil, err
-	}
-	var fees []LPFee
-	if err := s.db.NewSelect().Model(&fees).Where("pool_id = ?", poolID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
-		return nil, err
-	}
-	a := &PoolAggregates{Pool: p, AccruedFees: map[Instrument]Amount{p.Base: Zero, p.Quote: Zero}}
-	tvl, depth, weighted := decimal.Zero, decimal.Zero, decimal.Zero
-	lps := map[string]bool{}
-	for _, q := range quotes {
-		lps[q.LP] = true
-		if q.Instrument == p.Base {
-			tvl = tvl.Add(q.Amount.d.Mul(op.Price.d))
-		} else {
-			tvl = tvl.Add(q.Amount.d)
-		}
-		depth = depth.Add(q.Remaining.d)
-		weighted = weighted.Add(q.Remaining.d.Mul(q.Price.d.Sub(op.Price.d).Abs()))
-	}
-	for _, f := range fees {
-		a.AccruedFees[f.Instrument] = a.AccruedFees[f.Instrument].Add(f.Amount)
-	}
-	a.TVL = Amount{tvl.Truncate(p.Quote.Decimals())}
-	a.LPCount = len(lps)
-	a.DepthWeightedSpreadBps = Zero
-	if depth.IsPositive() {
-		a.DepthWeightedSpreadBps = Amount{weighted.Mul(decimal.NewFromInt(20000)).DivRound(op.Price.d.Mul(depth), 8).Truncate(2)}
-	}
-	return a, nil
 }
