@@ -56,9 +56,6 @@ func run(args []string, out, log io.Writer) error {
 	}
 	w.server = strings.TrimRight(w.server, "/")
 	args = append(fs.Args(), args...)
-	if c, _, ok := cmdline.Find(commands, args); ok && !c.offline {
-		warnPlainHTTP(w.log, w.server)
-	}
 	switch {
 	case len(args) == 0:
 		printUsage(log)
@@ -78,6 +75,9 @@ func run(args []string, out, log io.Writer) error {
 	args, err := w.parseOwn(c, rest)
 	if err != nil {
 		return err
+	}
+	if !c.offline {
+		warnPlainHTTP(w.log, w.server)
 	}
 	if len(args) > 0 && (c.Args == "" || c.Name == "keygen") {
 		return &cmdline.UsageError{Cmd: "walletctl " + c.Name, Err: fmt.Errorf("takes no arguments, got %q", args)}
