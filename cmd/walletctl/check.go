@@ -438,7 +438,7 @@ func checkPayment(c *checker, me string, p *store.Payment, cur store.Instrument,
 	}
 	for _, party := range sortedOwners(credits) {
 		if party != me && !credits[party].Equal(due[party]) {
-			c.does(fmt.Sprintf("pay %s %s to %s, who is due %s", credits[party], p.Currency, party, show(due[party])))
+			c.does(fmt.Sprintf("pay %s %s to %s, who is due %s", credits[party], p.Currency, party, due[party]))
 		}
 	}
 	for _, party := range sortedOwners(due) {
