@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"marketd/store"
 	"marketd/store/storetest"
@@ -181,16 +180,8 @@ func TestNFTShortcuts_RefuseAnotherListingOrPrice(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		w := newCtlWorld(t, b)
 		p := w.proxied()
-		ctx := context.Background()
 		creator, alice, bob, eve := w.party("creator"), w.party("alice"), w.party("bob"), w.party("eve")
-		col, err := w.store.CreateCollection(ctx, store.CollectionSpec{Slug: "apes", Name: "Apes", Creator: creator, Currency: store.CC, RoyaltyBps: 500, Supply: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		now := time.Now()
-		if _, err := w.store.AddPhase(ctx, store.PhaseSpec{Collection: col.ID, Name: "public", Price: "1", Start: now.Add(-time.Hour), End: now.Add(time.Hour), PerPartyLimit: 5}); err != nil {
-			t.Fatal(err)
-		}
+		w.apes(creator, "1")
 		for _, k := range []string{"alice", "bob", "eve"} {
 			w.must(k, "tap", "CC", "100")
 		}
