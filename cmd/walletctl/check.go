@@ -581,6 +581,7 @@ func printTransaction(log io.Writer, hash string, d *store.DecodedPrepared, full
 	if full {
 		effects, _ := json.MarshalIndent(d.Effects, "  ", "  ")
 		fmt.Fprintf(&b, "  effects: %s\n", effects)
+		fmt.Fprint(&b, "  (exec checks only that it acts as your party, not that it does what you meant)\n")
 	}
 	fmt.Fprintf(&b, "  expires: %s\n", time.Unix(d.ExpiresAt, 0).Format(time.RFC3339))
 	log.Write(b.Bytes())

@@ -176,6 +176,38 @@ func TestSend_RefusesATransactionToAnotherReceiver(t *testing.T) {
 	})
 }
 
+// What walletctl shows before it signs comes from the signed bytes: a summary that lies is
+// not shown, by a shortcut or by exec.
+func TestSigning_ShowsWhatTheBytesDoNotTheServersSummary(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		w := newCtlWorld(t, b)
+		p := w.proxied()
+		alice, bob := w.party("alice"), w.party("bob")
+		w.must("alice", "tap", "CC", "100")
+		lie := func(p *pathProxy, r *http.Request, body []byte, answer map[string]any) {
+			answer["summary"] = map[string]any{"action": "send 0.01 CC to charity"}
+		}
+		p.tamper.Store(&tamper{path: "/api/wallet/cc-transfer/prepare", response: lie})
+		for _, args := range [][]string{
+			{"send", bob, "10"},
+			{"exec", "/api/wallet/cc-transfer", `{"receiver":"` + bob + `","amount":"10"}`},
+		} {
+			var out, log bytes.Buffer
+			if err := run(append([]string{"--server", w.server, "--key", w.dir + "/alice.key"}, args...), &out, &log); err != nil {
+				t.Fatalf("%s: %v", args[0], err)
+			}
+			shown := log.String()
+			if strings.Contains(shown, "charity") || !strings.Contains(shown, "send 10 CC from "+alice+" to "+bob) ||
+				!strings.Contains(shown, "creates 10 CC for "+bob) {
+				t.Errorf("%s showed:\n%s", args[0], shown)
+			}
+			if args[0] == "exec" && !strings.Contains(shown, `"outputs": [`) {
+				t.Errorf("exec does not show every effect:\n%s", shown)
+			}
+		}
+	})
+}
+
 func TestNFTShortcuts_RefuseAnotherListingOrPrice(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		w := newCtlWorld(t, b)
