@@ -22,9 +22,9 @@ type command struct {
 
 const (
 	secWallet   = "wallet"
-	secShortcut = "wallet shortcuts (each is a call or an exec)"
-	secNFT      = "NFT shortcuts (each is an exec: prepare, show the summary, sign, execute)"
-	secSwap     = "swap shortcuts (each is a call or an exec)"
+	secShortcut = "wallet shortcuts (each is a call, or an exec that signs only what was asked)"
+	secNFT      = "NFT shortcuts (each is an exec: prepare, check it does what was asked, sign, execute)"
+	secSwap     = "swap shortcuts (each is a call, or an exec that signs only what was asked)"
 )
 
 var commands = []command{
@@ -32,7 +32,7 @@ var commands = []command{
 		func(w *wallet, fs *flag.FlagSet) {
 			fs.StringVar(&w.hint, "hint", "wallet", "the party id's hint: 1 to 64 of [A-Za-z0-9_-]")
 		}},
-	{cmdline.Command{Name: "onboard", Args: "", Summary: "onboard the key's party on the ledger: prepare, show the summary, sign, execute"}, secWallet, false, nil},
+	{cmdline.Command{Name: "onboard", Args: "", Summary: "onboard the key's party on the ledger: prepare, check it onboards this key, sign, execute"}, secWallet, false, nil},
 	{cmdline.Command{Name: "login", Args: "", Summary: "sign in: get a challenge, check it, sign it, keep the token beside the key"}, secWallet, false, nil},
 	{cmdline.Command{Name: "logout", Args: "", Summary: "end the session on the server"}, secWallet, false, nil},
 	{cmdline.Command{Name: "whoami", Args: "", Summary: "the key's party and the token's expiry, as the server sees them"}, secWallet, false, nil},
@@ -43,7 +43,7 @@ var commands = []command{
 			fs.StringVar(&w.hash, "hash", "", "sign this preparedTransactionHash (standard base64 of 32 bytes) instead of a message")
 		}},
 	{cmdline.Command{Name: "call", Args: "METHOD PATH [JSON]", Summary: "call the API with the token attached; {me} in PATH is the key's party id"}, secWallet, false, nil},
-	{cmdline.Command{Name: "exec", Args: "PATH JSON", Summary: "PATH/prepare, check the hash is the transaction's, show the summary, sign, execute"}, secWallet, false, nil},
+	{cmdline.Command{Name: "exec", Args: "PATH JSON", Summary: "PATH/prepare, check the hash, print what the signed bytes do, sign, execute (it checks the party only, not what the transaction does)"}, secWallet, false, nil},
 
 	{cmdline.Command{Name: "balance", Args: "", Summary: "the party's balances"}, secShortcut, false, nil},
 	{cmdline.Command{Name: "utxos", Args: "", Summary: "how many holdings make them up"}, secShortcut, false, nil},
@@ -101,9 +101,22 @@ func printUsage(w io.Writer) {
 	}
 	flush()
 	fmt.Fprint(w, "\nCOLLECTION is a collection's id (col_...) or its slug.\n")
+	fmt.Fprint(w, signingRules)
 	printSettings(w, false)
 	fmt.Fprint(w, "\nRun \"walletctl COMMAND -h\" for a command's own flags and the variables it reads.\n")
 }
+
+// signingRules is what walletctl checks before it signs a prepared transaction.
+const signingRules = `
+Before it signs, walletctl checks that the hash is the SHA-256 of preparedTransaction and that
+the transaction acts as the key's party, decodes those bytes and prints what they do (never the
+server's summary). A shortcut also refuses, exiting non-zero and executing nothing, a transaction
+that does anything but what was asked: a send gives the receiver exactly AMOUNT and returns the
+rest to you (nothing to anyone else); the NFT, listing(s), price, expiry, collection, quantity,
+MAX_TOTAL, pool, side, size, amount, MIN and TTL are the ones given, and a payment pays only
+what the sale or mint owes. exec cannot know what was meant: it checks the party only. A slug is
+resolved by the server. walletctl warns when --server is plain http to anything but this machine.
+`
 
 // printSettings lists the variables a command reads (offline ones never reach a server).
 func printSettings(w io.Writer, offline bool) {

@@ -70,7 +70,7 @@ func TestHelp_EachCommandShowsItsUsageFlagsAndVariables(t *testing.T) {
 		{"token", []string{"token"}, true},
 		{"sign", []string{"sign MESSAGE", "-hash string"}, true},
 		{"call", []string{"call METHOD PATH [JSON]", "{me}"}, false},
-		{"exec", []string{"exec PATH JSON"}, false},
+		{"exec", []string{"exec PATH JSON", "checks the party only"}, false},
 		{"balance", []string{"balances"}, false},
 		{"utxos", []string{"holdings"}, false},
 		{"tap", []string{"tap CC|USDCx AMOUNT"}, false},
@@ -117,7 +117,7 @@ func TestHelp_EachCommandShowsItsUsageFlagsAndVariables(t *testing.T) {
 		})
 	}
 	out, _, code := runBinary(t, "-h")
-	if code != 0 || !strings.Contains(out, "walletctl swap history") || !strings.Contains(out, "WALLETCTL_SERVER") {
+	if code != 0 || !strings.Contains(out, "walletctl swap history") || !strings.Contains(out, "WALLETCTL_SERVER") || !strings.Contains(out, "never the\nserver's summary") {
 		t.Errorf("walletctl -h: exit %d:\n%s", code, out)
 	}
 }

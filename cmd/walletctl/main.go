@@ -1,6 +1,8 @@
 // Command walletctl is the wallet a person or a script uses with marketd: it keeps an Ed25519
-// key, onboards its party, signs in, and signs prepared transactions after checking that the
-// hash it signs is the hash of the transaction it was shown.
+// key, onboards its party, signs in, and signs prepared transactions. Before it signs one it
+// checks that the hash is the SHA-256 of the transaction's bytes, decodes those bytes (never
+// the server's summary of them), shows what they do and, for a shortcut, refuses unless they do
+// exactly what was asked.
 package main
 
 import (
@@ -13,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -21,6 +24,7 @@ import (
 	"time"
 
 	"marketd/cmd/internal/cmdline"
+	"marketd/store"
 	"marketd/store/signing"
 )
 
@@ -72,6 +76,9 @@ func run(args []string, out, log io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if !c.offline {
+		warnPlainHTTP(w.log, w.server)
+	}
 	if len(args) > 0 && (c.Args == "" || c.Name == "keygen") {
 		return &cmdline.UsageError{Cmd: "walletctl " + c.Name, Err: fmt.Errorf("takes no arguments, got %q", args)}
 	}
@@ -118,7 +125,7 @@ func run(args []string, out, log io.Writer) error {
 		if len(args) != 2 {
 			return errors.New("usage: walletctl exec PATH JSON   (PATH without /prepare, e.g. /api/wallet/cc-transfer)")
 		}
-		return w.exec(args[0], args[1])
+		return w.exec(args[0], args[1], nil)
 	case "balance", "utxos", "tap", "send", "preapprove", "renew", "rewards":
 		return w.shortcut(cmd, args)
 	case "pools", "quote", "lp", "swap":
@@ -154,17 +161,33 @@ func (w *wallet) shortcut(cmd string, args []string) error {
 		if err := want(2, "tap CC|USDCx AMOUNT"); err != nil {
 			return err
 		}
-		return w.exec("/api/wallet/tap", body("instrument", args[0], "amount", args[1]))
+		inst, err := store.ParseInstrument(args[0])
+		if err != nil {
+			return err
+		}
+		amount, err := askedAmount("AMOUNT", args[1])
+		if err != nil {
+			return err
+		}
+		return w.exec("/api/wallet/tap", body("instrument", args[0], "amount", args[1]), wantTap(inst, amount))
 	case "send":
 		if err := want(2, "send PARTY AMOUNT"); err != nil {
 			return err
 		}
-		return w.exec("/api/wallet/cc-transfer", body("receiver", args[0], "amount", args[1]))
+		amount, err := askedAmount("AMOUNT", args[1])
+		if err != nil {
+			return err
+		}
+		return w.exec("/api/wallet/cc-transfer", body("receiver", args[0], "amount", args[1]), wantSend(args[0], amount))
 	case "preapprove":
 		if err := want(1, "preapprove nft|usdcx"); err != nil {
 			return err
 		}
-		return w.exec("/api/wallet/"+args[0]+"-preapproval", "{}")
+		kind, err := store.ParsePreapprovalKind(args[0])
+		if err != nil {
+			return err
+		}
+		return w.exec("/api/wallet/"+args[0]+"-preapproval", "{}", wantPreapproval(kind))
 	case "renew":
 		if err := want(1, "renew nft|usdcx"); err != nil {
 			return err
@@ -329,7 +352,7 @@ func (w *wallet) onboard() error {
 		return err
 	}
 	body, _ := json.Marshal(map[string]string{"publicKey": k.PublicKey, "hint": k.Hint})
-	res, err := w.prepareAndExecute("/api/parties/onboard/prepare", "/api/parties/onboard/execute", body, priv, "", k.PartyID)
+	res, err := w.prepareAndExecute("/api/parties/onboard/prepare", "/api/parties/onboard/execute", body, priv, "", k.PartyID, wantOnboard(k))
 	if err != nil {
 		return err
 	}
@@ -474,7 +497,9 @@ func executePath(base string) string {
 	return base + "/execute"
 }
 
-func (w *wallet) exec(path, body string) error {
+// exec prepares, checks and executes the transaction at path; want, when set, is what the
+// transaction must do (a shortcut's intent), else only whom it acts as is checked.
+func (w *wallet) exec(path, body string, want intent) error {
 	k, priv, err := w.loadKey()
 	if err != nil {
 		return err
@@ -487,23 +512,22 @@ func (w *wallet) exec(path, body string) error {
 		return err
 	}
 	base := strings.TrimSuffix(strings.TrimRight(path, "/"), "/prepare")
-	res, err := w.prepareAndExecute(base+"/prepare", executePath(base), []byte(body), priv, tok, k.PartyID)
+	res, err := w.prepareAndExecute(base+"/prepare", executePath(base), []byte(body), priv, tok, k.PartyID, want)
 	if err != nil {
 		return err
 	}
 	return printRaw(w.out, res)
 }
 
-// prepareAndExecute prepares, checks what it is asked to sign, shows the summary, signs the
-// hash and executes.
-func (w *wallet) prepareAndExecute(preparePath, executePath string, body []byte, priv ed25519.PrivateKey, tok, partyID string) (json.RawMessage, error) {
+// prepareAndExecute prepares, decodes the transaction it is asked to sign, shows what it does,
+// checks it against want (nil: against partyID only), signs the hash and executes. The
+// server's summary is never read: what is shown and checked is decoded from the signed bytes.
+func (w *wallet) prepareAndExecute(preparePath, executePath string, body []byte, priv ed25519.PrivateKey, tok, partyID string, want intent) (json.RawMessage, error) {
 	var p struct {
-		PreparedTransaction     string          `json:"preparedTransaction"`
-		PreparedTransactionHash string          `json:"preparedTransactionHash"`
-		HashingScheme           string          `json:"hashingScheme"`
-		ActAs                   string          `json:"actAs"`
-		ExpiresAt               int64           `json:"expiresAt"`
-		Summary                 json.RawMessage `json:"summary"`
+		PreparedTransaction     string `json:"preparedTransaction"`
+		PreparedTransactionHash string `json:"preparedTransactionHash"`
+		HashingScheme           string `json:"hashingScheme"`
+		ActAs                   string `json:"actAs"`
 	}
 	if err := w.do("POST", preparePath, body, tok, &p); err != nil {
 		return nil, err
@@ -521,9 +545,19 @@ func (w *wallet) prepareAndExecute(preparePath, executePath string, body []byte,
 	case p.ActAs != partyID:
 		return nil, fmt.Errorf("the transaction acts as %s, this key is %s; not signing", p.ActAs, partyID)
 	}
-	var summary bytes.Buffer
-	json.Indent(&summary, p.Summary, "  ", "  ")
-	fmt.Fprintf(w.log, "signing %s\n  summary: %s\n  expires: %s\n", p.PreparedTransactionHash, summary.String(), time.Unix(p.ExpiresAt, 0).Format(time.RFC3339))
+	d, err := store.DecodePrepared(tx)
+	if err != nil {
+		return nil, fmt.Errorf("%v; not signing", err)
+	}
+	if d.ActAs != partyID {
+		return nil, fmt.Errorf("the transaction acts as %s, this key is %s; not signing", d.ActAs, partyID)
+	}
+	printTransaction(w.log, p.PreparedTransactionHash, d, want == nil)
+	if want != nil {
+		if err := want(partyID, d); err != nil {
+			return nil, err
+		}
+	}
 	sig := ed25519.Sign(priv, hash)
 	exec, _ := json.Marshal(map[string]string{"preparedTransactionHash": p.PreparedTransactionHash, "signature": base64.StdEncoding.EncodeToString(sig)})
 	var res json.RawMessage
@@ -657,4 +691,20 @@ func printRaw(w io.Writer, b []byte) error {
 	}
 	_, err := fmt.Fprintln(w, out.String())
 	return err
+}
+
+// warnPlainHTTP warns when the server is reached over plain http anywhere but this machine:
+// anyone on the path can then read the session token and change what the server is asked.
+// walletctl still refuses to sign what a shortcut was not asked, but calls and reads are not
+// protected.
+func warnPlainHTTP(log io.Writer, server string) {
+	u, err := url.Parse(server)
+	if err != nil || !strings.EqualFold(u.Scheme, "http") {
+		return
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); strings.EqualFold(host, "localhost") || (ip != nil && ip.IsLoopback()) {
+		return
+	}
+	fmt.Fprintf(log, "warning: %s is plain http to a host other than this machine: anyone on the path can read your session token and change requests and answers; use https\n", server)
 }

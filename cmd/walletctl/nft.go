@@ -36,63 +36,79 @@ func (w *wallet) nftShortcut(cmd string, args []string) error {
 			return err
 		}
 		if n == 1 {
-			return w.exec("/api/nft/mint/atomic", body(map[string]any{"collectionId": id}))
+			return w.exec("/api/nft/mint/atomic", body(map[string]any{"collectionId": id}), wantMint(id, n))
 		}
-		return w.exec("/api/nft/mint/batch/atomic", body(map[string]any{"collectionId": id, "quantity": n}))
+		return w.exec("/api/nft/mint/batch/atomic", body(map[string]any{"collectionId": id, "quantity": n}), wantMint(id, n))
 	case "list":
 		if len(args) < 2 || len(args) > 3 {
 			return usage("list CONTRACT_ID PRICE [EXPIRY]")
 		}
+		price, err := askedAmount("PRICE", args[1])
+		if err != nil {
+			return err
+		}
 		req := map[string]any{"contractId": args[0], "price": args[1]}
+		var until *int64
 		if len(args) == 3 {
 			at, err := expiry(args[2], time.Now())
 			if err != nil {
 				return err
 			}
-			req["expiresAt"] = at
+			req["expiresAt"], until = at, &at
 		}
-		return w.exec("/api/nft/list", body(req))
+		return w.exec("/api/nft/list", body(req), wantList(args[0], price, until))
 	case "cancel":
 		switch len(args) {
 		case 0:
 			return usage("cancel CID...")
 		case 1:
-			return w.exec("/api/nft/list/"+url.PathEscape(args[0])+"/cancel", "{}")
+			return w.exec("/api/nft/list/"+url.PathEscape(args[0])+"/cancel", "{}", wantCancel(args))
 		}
 		if err := underBatchLimit("cancel", len(args)); err != nil {
 			return err
 		}
-		return w.exec("/api/nft/listing/batch/cancel", body(map[string]any{"cids": args}))
+		return w.exec("/api/nft/listing/batch/cancel", body(map[string]any{"cids": args}), wantCancel(args))
 	case "buy":
 		if len(args) != 1 {
 			return usage("buy CID")
 		}
-		return w.exec("/api/nft/buy/atomic", body(map[string]any{"cid": args[0]}))
+		return w.exec("/api/nft/buy/atomic", body(map[string]any{"cid": args[0]}),
+			wantBuy("buy listing "+args[0], store.KindNFTBuy, "", args, 0, nil))
 	case "sweep":
 		if len(args) < 3 {
 			return usage("sweep COLLECTION MAX_TOTAL COUNT|CID...")
 		}
+		maxTotal, err := askedAmount("MAX_TOTAL", args[1])
+		if err != nil {
+			return err
+		}
 		req := map[string]any{"collectionId": args[0], "maxTotal": args[1]}
-		n := len(args) - 2
+		n, count, cids := len(args)-2, 0, args[2:]
+		asked := fmt.Sprintf("buy listing(s) %s of %s for at most %s in all", strings.Join(cids, ", "), args[0], maxTotal)
 		if c, err := strconv.Atoi(args[2]); err == nil && len(args) == 3 && len(args[2]) <= 3 {
-			n, req["count"] = c, c
+			n, count, cids, req["count"] = c, c, nil, c
+			asked = fmt.Sprintf("buy the %d cheapest listing(s) of %s for at most %s in all", c, args[0], maxTotal)
 		} else {
-			req["cids"] = args[2:]
+			req["cids"] = cids
 		}
 		if err := underBatchLimit("sweep", n); err != nil {
 			return err
 		}
-		return w.exec("/api/nft/sweep/buy", body(req))
+		id, err := w.collectionID(args[0])
+		if err != nil {
+			return err
+		}
+		return w.exec("/api/nft/sweep/buy", body(req), wantBuy(asked, store.KindNFTSweep, id, cids, count, &maxTotal))
 	case "transfer":
 		if len(args) != 2 {
 			return usage("transfer CONTRACT_ID PARTY")
 		}
-		return w.exec("/api/nft/transfer", body(map[string]any{"contractId": args[0], "receiver": args[1]}))
+		return w.exec("/api/nft/transfer", body(map[string]any{"contractId": args[0], "receiver": args[1]}), wantMove(store.KindNFTTransfer, args[0], args[1]))
 	case "burn":
 		if len(args) != 1 {
 			return usage("burn CONTRACT_ID")
 		}
-		return w.exec("/api/nft/burn", body(map[string]any{"contractId": args[0]}))
+		return w.exec("/api/nft/burn", body(map[string]any{"contractId": args[0]}), wantMove(store.KindNFTBurn, args[0], ""))
 	}
 	return fmt.Errorf("unknown NFT shortcut %q", cmd)
 }

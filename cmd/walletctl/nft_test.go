@@ -84,6 +84,22 @@ func (w *ctlWorld) refused(key string, words []string, args ...string) {
 	}
 }
 
+// apes creates the collection "apes" of creator (10 NFTs, 5% royalty, in CC) with a public
+// phase open now at price, 5 per party.
+func (w *ctlWorld) apes(creator, price string) *store.Collection {
+	w.t.Helper()
+	ctx := context.Background()
+	col, err := w.store.CreateCollection(ctx, store.CollectionSpec{Slug: "apes", Name: "Apes", Creator: creator, Currency: store.CC, RoyaltyBps: 500, Supply: 10})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	now := time.Now()
+	if _, err := w.store.AddPhase(ctx, store.PhaseSpec{Collection: col.ID, Name: "public", Price: price, Start: now.Add(-time.Hour), End: now.Add(time.Hour), PerPartyLimit: 5}); err != nil {
+		w.t.Fatal(err)
+	}
+	return col
+}
+
 func ids(v map[string]any, field string) []string {
 	raw, _ := v[field].([]any)
 	out := make([]string, len(raw))
@@ -98,14 +114,7 @@ func TestNFTShortcuts_MintListBuySweepCancelTransferBurn(t *testing.T) {
 		w := newCtlWorld(t, b)
 		ctx := context.Background()
 		creator, alice, bob := w.party("creator"), w.party("alice"), w.party("bob")
-		col, err := w.store.CreateCollection(ctx, store.CollectionSpec{Slug: "apes", Name: "Apes", Creator: creator, Currency: store.CC, RoyaltyBps: 500, Supply: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		now := time.Now()
-		if _, err := w.store.AddPhase(ctx, store.PhaseSpec{Collection: col.ID, Name: "public", Price: "2", Start: now.Add(-time.Hour), End: now.Add(time.Hour), PerPartyLimit: 5}); err != nil {
-			t.Fatal(err)
-		}
+		col := w.apes(creator, "2")
 		for _, k := range []string{"alice", "bob"} {
 			w.must(k, "tap", "CC", "100")
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/url"
 	"time"
+
+	"marketd/store"
 )
 
 // swapShortcut runs one of the swap shortcuts as the call or exec it stands for.
@@ -52,17 +54,26 @@ func (w *wallet) swapShortcut(cmd string, args []string) error {
 			if err != nil {
 				return err
 			}
-			return w.exec("/api/swap/lp-quote", body(map[string]any{"poolId": args[0], "side": args[1], "price": args[2], "size": args[3], "expiresAt": at}))
+			price, err := askedAmount("PRICE", args[2])
+			if err != nil {
+				return err
+			}
+			size, err := askedAmount("SIZE", args[3])
+			if err != nil {
+				return err
+			}
+			return w.exec("/api/swap/lp-quote", body(map[string]any{"poolId": args[0], "side": args[1], "price": args[2], "size": args[3], "expiresAt": at}),
+				wantLPQuote(args[0], args[1], price, size, at))
 		case "cancel":
 			if len(args) != 1 {
 				return usage("lp cancel CID")
 			}
-			return w.exec("/api/swap/lp-quote/cancel", body(map[string]any{"cid": args[0]}))
+			return w.exec("/api/swap/lp-quote/cancel", body(map[string]any{"cid": args[0]}), wantLPCancel(args[0]))
 		case "claim":
 			if len(args) != 1 {
 				return usage("lp claim POOL")
 			}
-			return w.exec("/api/swap/lp-quote/claim-fees", body(map[string]any{"poolId": args[0]}))
+			return w.exec("/api/swap/lp-quote/claim-fees", body(map[string]any{"poolId": args[0]}), wantClaimFees(args[0]))
 		case "active":
 			return w.call("GET", "/api/swap/lp-quote/active", "")
 		}
@@ -80,12 +91,25 @@ func (w *wallet) swapShortcut(cmd string, args []string) error {
 			if err != nil {
 				return err
 			}
-			return w.exec("/api/swap", body(map[string]any{"poolId": args[0], "sell": args[1], "amount": args[2], "minReceive": args[3], "deadline": at}))
+			sell, err := store.ParseInstrument(args[1])
+			if err != nil {
+				return err
+			}
+			amount, err := askedAmount("AMOUNT", args[2])
+			if err != nil {
+				return err
+			}
+			minReceive, err := askedAmount("MIN", args[3])
+			if err != nil {
+				return err
+			}
+			return w.exec("/api/swap", body(map[string]any{"poolId": args[0], "sell": args[1], "amount": args[2], "minReceive": args[3], "deadline": at}),
+				wantSwap(args[0], sell, amount, minReceive, at))
 		case "cancel":
 			if len(args) != 1 {
 				return usage("swap cancel INTENT")
 			}
-			return w.exec("/api/swap/intent/cancel", body(map[string]any{"intentCid": args[0]}))
+			return w.exec("/api/swap/intent/cancel", body(map[string]any{"intentCid": args[0]}), wantIntentCancel(args[0]))
 		case "status":
 			if len(args) != 1 {
 				return usage("swap status INTENT")
