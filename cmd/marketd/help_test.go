@@ -36,7 +36,8 @@ func runBinary(t *testing.T, env []string, args ...string) (string, string, int)
 // serverOnly are settings only marketd serve reads.
 var serverOnly = []string{"MARKETD_ADDR", "-addr", "MARKETD_ALLOWED_ORIGINS", "-allowed-origins", "MARKETD_CHALLENGE_TTL",
 	"-challenge-ttl", "MARKETD_TOKEN_TTL", "MARKETD_PUBLIC_URL", "MARKETD_RATE_READ", "MARKETD_REDIS", "-redis",
-	"MARKETD_METRICS_ADDR", "MARKETD_DRAIN_DELAY", "MARKETD_TRUSTED_PROXIES", "MARKETD_NFT_INDEX", "MARKETD_DEV"}
+	"MARKETD_METRICS_ADDR", "MARKETD_DRAIN_DELAY", "MARKETD_TRUSTED_PROXIES", "MARKETD_NFT_INDEX", "MARKETD_DEV",
+	"MARKETD_SESSION_MAX", "-session-max", "MARKETD_RATE_SIGNIN", "-rate-signin", "MARKETD_RATE_EXECUTE", "-rate-execute"}
 
 func TestHelp_EachCommandShowsItsOwnFlagsAndTheVariablesItReads(t *testing.T) {
 	for _, tc := range []struct {
