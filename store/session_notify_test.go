@@ -49,3 +49,54 @@ func TestLogout_HoldsOnEveryInstanceOfOneStore(t *testing.T) {
 		})
 	}
 }
+
+// Two instances on one PostgreSQL store: a superseded token used after its grace on one ends
+// the session on the other too, which had its current token cached, as a logout would.
+func TestSupersededReuse_EndsTheSessionOnEveryInstance(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		if b.Dialect != store.Postgres {
+			continue // SQLite serves one process
+		}
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			clock := storetest.NewClock(storetest.Epoch)
+			cfg := storetest.Config(clock)
+			a := b.Open(t, cfg)
+			cfg.DB = a.Config().DB
+			other, err := store.Open(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+
+			_, old := signedIn(t, a, "alice")
+			clock.Advance(cfg.RotateAfter + time.Second)
+			auth, err := a.Authenticate(ctx, old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fresh, err := a.RotateIfDue(ctx, auth)
+			if err != nil || fresh == nil {
+				t.Fatalf("rotation: %v %v", fresh, err)
+			}
+			if _, err := other.Authenticate(ctx, fresh.Token); err != nil { // now cached there
+				t.Fatal(err)
+			}
+			clock.Advance(cfg.RotateGrace)
+			if _, err := a.Authenticate(ctx, old); store.ErrorCode(err) != store.CodeTokenRotated {
+				t.Fatalf("the superseded token after its grace: %v, want token_rotated", err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				_, err := other.Authenticate(ctx, fresh.Token)
+				if store.ErrorCode(err) == store.CodeTokenRevoked {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the other instance still answers %v for the current token five seconds after the reuse", err)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+}

@@ -137,3 +137,18 @@ func TestHelp_AnOperatorCommandIgnoresTheServersVariables(t *testing.T) {
 		t.Errorf("serve with a bad MARKETD_CHALLENGE_TTL: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A session lifetime over a day, by variable or flag, stops serve at startup with a message
+// that names the setting and the bound. (The listen address is one no process can bind, so
+// a serve that took the value would stop too, with another message.)
+func TestConfig_SessionMaxOverADayIsRefusedAtStartup(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "m.db")
+	_, errOut, code := runBinary(t, []string{"MARKETD_DB=" + db, "MARKETD_ADDR=256.0.0.1:1", "MARKETD_SESSION_MAX=25h"}, "serve")
+	if code != 1 || !strings.Contains(errOut, "MARKETD_SESSION_MAX") || !strings.Contains(errOut, "24h") {
+		t.Errorf("serve with MARKETD_SESSION_MAX=25h: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = runBinary(t, []string{"MARKETD_DB=" + db, "MARKETD_ADDR=256.0.0.1:1"}, "serve", "--session-max", "48h")
+	if code == 0 || !strings.Contains(errOut, "session-max") || !strings.Contains(errOut, "24h") {
+		t.Errorf("serve --session-max 48h: exit %d, stderr %q", code, errOut)
+	}
+}
