@@ -36,10 +36,17 @@ type route struct {
 	handle   func(w http.ResponseWriter, r *http.Request) error
 }
 
+// executes tells whether the route at path executes a signed transaction: every .../execute
+// and the swap intent submit. Each counts against the execute limit and the execute metrics.
+func executes(path string) bool {
+	return strings.HasSuffix(path, "/execute") || path == "/api/swap/intent/submit"
+}
+
 func (srv *Server) wrap(rt route) http.Handler {
-	kind, execute := strings.CutSuffix(strings.TrimPrefix(rt.path, "/api/"), "/execute")
+	kind := strings.TrimSuffix(strings.TrimPrefix(rt.path, "/api/"), "/execute")
+	execute := executes(rt.path)
 	if rt.path == "/api/swap/intent/submit" {
-		kind, execute = "swap/intent", true
+		kind = "swap/intent"
 	}
 	if rt.prepare {
 		kind = strings.TrimSuffix(kind, "/prepare")
