@@ -27,6 +27,8 @@ type route struct {
 	path     string // a ServeMux pattern path, as in openapi.yaml
 	access   access
 	prepare  bool // counted against the per-party prepare limit
+	signin   bool // counted against the per-address sign-in limit (sign-in and onboarding)
+	execute  bool // counted against the per-address execute limit; wrap sets it from the path
 	noRotate bool // never rotates the cookie (logout)
 	// produces is the one media type the route answers with; when set, a request whose
 	// Accept header rules it out is 406 not_acceptable.
@@ -34,14 +36,22 @@ type route struct {
 	handle   func(w http.ResponseWriter, r *http.Request) error
 }
 
+// executes tells whether the route at path executes a signed transaction: every .../execute
+// and the swap intent submit. Each counts against the execute limit and the execute metrics.
+func executes(path string) bool {
+	return strings.HasSuffix(path, "/execute") || path == "/api/swap/intent/submit"
+}
+
 func (srv *Server) wrap(rt route) http.Handler {
-	kind, execute := strings.CutSuffix(strings.TrimPrefix(rt.path, "/api/"), "/execute")
+	kind := strings.TrimSuffix(strings.TrimPrefix(rt.path, "/api/"), "/execute")
+	execute := executes(rt.path)
 	if rt.path == "/api/swap/intent/submit" {
-		kind, execute = "swap/intent", true
+		kind = "swap/intent"
 	}
 	if rt.prepare {
 		kind = strings.TrimSuffix(kind, "/prepare")
 	}
+	rt.execute = execute
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if info := infoOf(r.Context()); info != nil {
 			info.route = rt.path
@@ -59,16 +69,27 @@ func (srv *Server) wrap(rt route) http.Handler {
 	})
 }
 
-// serve runs the checks every route shares, in this order, then the handler: the read limit
-// (per origin, before authentication, so a 401 is counted too), authentication, the
-// cross-origin and party checks (before any work), cookie rotation, the prepare limit (per
-// party, or per origin when anonymous), and the handler.
+// serve runs the checks every route shares, in this order, then the handler: the read,
+// sign-in and execute limits (per client address, before authentication and before the body
+// is read, so a 401 or a forged attempt is counted too), authentication, the cross-origin and
+// party checks (before any work), cookie rotation, the prepare limit (per party, or per origin
+// when anonymous), and the handler.
 func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error {
 	if rt.produces != "" && !accepts(r.Header.Values("Accept"), rt.produces) {
 		return store.Errorf(store.CodeNotAcceptable, "this endpoint answers %s only, which the Accept header rules out", rt.produces)
 	}
 	if isRead(r) {
 		if err := srv.CountRead(w, r); err != nil {
+			return err
+		}
+	}
+	if rt.signin {
+		if err := srv.limit(w, "signin:"+srv.clientOrigin(r), srv.cfg.RateSignIn); err != nil {
+			return err
+		}
+	}
+	if rt.execute {
+		if err := srv.limit(w, "execute:"+srv.clientOrigin(r), srv.cfg.RateExecute); err != nil {
 			return err
 		}
 	}
@@ -99,7 +120,7 @@ func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error
 				srv.setSessionCookie(w, t)
 				w.Header().Set("X-Auth-Token", t.Token)
 				w.Header().Set("X-Auth-Expires-At", strconv.FormatInt(t.ExpiresAt.Unix(), 10))
-				a = &store.Auth{PartyID: t.PartyID, SessionID: t.SessionID, TokenID: t.TokenID, IssuedAt: t.IssuedAt, ExpiresAt: t.ExpiresAt, Current: true}
+				a = t.Auth()
 			}
 		}
 		r = r.WithContext(context.WithValue(r.Context(), authKey, a))
@@ -192,18 +213,22 @@ func (srv *Server) clearSessionCookie(w http.ResponseWriter) {
 }
 
 // limit counts one request against key and writes the RateLimit headers; over the limit it
-// is rate_limited with Retry-After. A limit of 0 means unlimited.
+// is rate_limited with Retry-After. A limit of 0 means unlimited. A request counted against
+// several budgets (an onboarding call is a sign-in and a prepare or an execute) carries the
+// headers of the one with the fewest requests remaining, or of the one that refused it.
 func (srv *Server) limit(w http.ResponseWriter, key string, perMinute int) error {
-	// key is "scope:who"; the scope (read, prepare) is the metrics label.
+	// key is "scope:who"; the scope (read, prepare, signin, execute) is the metrics label.
 	if perMinute <= 0 {
 		return nil
 	}
 	d := srv.limiter.Allow(key, perMinute)
 	reset := max(int64(math.Ceil(d.ResetIn.Seconds())), 1)
 	h := w.Header()
-	h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	h.Set("RateLimit-Reset", strconv.FormatInt(reset, 10))
+	if prev, err := strconv.Atoi(h.Get("RateLimit-Remaining")); !d.Allowed || err != nil || d.Remaining < prev {
+		h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
+		h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+		h.Set("RateLimit-Reset", strconv.FormatInt(reset, 10))
+	}
 	if !d.Allowed {
 		scope, _, _ := strings.Cut(key, ":")
 		srv.metrics.RateLimited(scope)

@@ -49,7 +49,7 @@ func benchAPIOn(b *testing.B, s *store.Store) *benchAPI {
 	b.Helper()
 	serveGC(b)
 	srv, err := New(s, Config{
-		PublicURL: s.Config().PublicURL, Dev: true, RateRead: 1 << 30, RatePrepare: 1 << 30,
+		PublicURL: s.Config().PublicURL, Dev: true, RateRead: 1 << 30, RatePrepare: 1 << 30, RateSignIn: 1 << 30, RateExecute: 1 << 30,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	if err != nil {

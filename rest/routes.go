@@ -20,11 +20,11 @@ func (srv *Server) apiRoutes() []route {
 		{method: "GET", path: "/openapi.yaml", produces: "application/yaml", handle: serveOpenAPI},
 		{method: "GET", path: "/.well-known/jwks.json", produces: "application/json", handle: srv.jwks},
 
-		{method: "POST", path: "/api/parties/onboard/prepare", prepare: true, handle: srv.onboardPrepare},
-		{method: "POST", path: "/api/parties/onboard/execute", handle: srv.execute(kindOnboard)},
+		{method: "POST", path: "/api/parties/onboard/prepare", prepare: true, signin: true, handle: srv.onboardPrepare},
+		{method: "POST", path: "/api/parties/onboard/execute", signin: true, handle: srv.execute(kindOnboard)},
 
-		{method: "POST", path: "/api/auth/nonce", handle: srv.nonce},
-		{method: "POST", path: "/api/auth/verify", handle: srv.verify},
+		{method: "POST", path: "/api/auth/nonce", signin: true, handle: srv.nonce},
+		{method: "POST", path: "/api/auth/verify", signin: true, handle: srv.verify},
 		{method: "GET", path: "/api/auth/me", access: token, handle: srv.me},
 		{method: "POST", path: "/api/auth/logout", access: token, noRotate: true, handle: srv.logout},
 		{method: "GET", path: "/api/auth/sessions", access: token, handle: srv.sessions},

@@ -28,6 +28,8 @@ type Config struct {
 	Dev            bool     // dev mode: the tap exists, cookies travel over plain http
 	RateRead       int      // GET requests under /api/ per minute per origin; 0 = unlimited
 	RatePrepare    int      // prepare requests per minute per party (per origin when anonymous); 0 = unlimited
+	RateSignIn     int      // sign-in and onboarding requests per minute per client address; 0 = unlimited
+	RateExecute    int      // executes (and intent submits) per minute per client address; 0 = unlimited
 	TrustedProxies []string // addresses or CIDRs whose X-Forwarded-For names the client
 	Limiter        ratelimit.Limiter
 	Logger         *slog.Logger
@@ -37,6 +39,17 @@ type Config struct {
 	// Metrics.Handler() on another address (MARKETD_METRICS_ADDR).
 	MetricsElsewhere bool
 }
+
+// The service's default sign-in and execute limits, per client address and minute. A wallet
+// spends 2 sign-in requests a sign-in (nonce, verify) and 2 more to onboard, so 60 lets 15
+// wallets behind one address (a NAT) sign in each minute while a script guessing at verify
+// gets one attempt a second. A party prepares at most MARKETD_RATE_PREPARE (60) a minute, so
+// 600 executes are ten parties at full speed behind one address, and a wallet's burst of
+// dozens never meets it.
+const (
+	DefaultRateSignIn  = 60
+	DefaultRateExecute = 600
+)
 
 // Server serves the REST API.
 type Server struct {

@@ -52,7 +52,8 @@ func (srv *Server) verify(w http.ResponseWriter, r *http.Request) error {
 	}
 	sig, err := decodeSignature(req.Signature)
 	if err != nil {
-		// The first verify that names a nonce spends it, whatever else is wrong with it.
+		// The first verify that names a live nonce spends it, whatever else is wrong with it;
+		// one this service never issued, or an expired one, is nonce_invalid.
 		if err := srv.store.SpendNonce(r.Context(), req.PartyID, req.Nonce); err != nil {
 			return err
 		}

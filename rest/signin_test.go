@@ -318,11 +318,44 @@ func TestRotation_SupersededTokenAcceptedInsideGraceRefusedAfter(t *testing.T) {
 			}
 		}
 
+		siWantNoRotation(t, a.do("GET", "/api/auth/me", nil, withCookie(fresh)).ok(t))
 		a.clock.Advance(time.Nanosecond)
 		a.do("GET", "/api/auth/me", nil, withCookie(old)).wantProblem(t, http.StatusUnauthorized, store.CodeTokenRotated)
-		a.do("GET", "/api/auth/me", nil, bearer(old.Value)).wantProblem(t, http.StatusUnauthorized, store.CodeTokenRotated)
-		siWantNoRotation(t, a.do("GET", "/api/auth/me", nil, withCookie(fresh)).ok(t))
-		a.do("GET", "/api/auth/me", nil, bearer(fresh.Value)).ok(t)
+		// That reuse ended the session (TestRotation_SupersededTokenAfterGraceEndsTheSession).
+		a.do("GET", "/api/auth/me", nil, bearer(fresh.Value)).wantProblem(t, http.StatusUnauthorized, store.CodeTokenRevoked)
+	})
+}
+
+// A superseded token presented after its grace is the sign of a stolen copy: it is
+// token_rotated, and its whole session ends as a logout would end it, by either carrier.
+func TestRotation_SupersededTokenAfterGraceEndsTheSession(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		for _, carrier := range []string{"cookie", "bearer"} {
+			t.Run(carrier, func(t *testing.T) {
+				a := newTestAPI(t, b)
+				alice := a.onboard("alice")
+				old := a.signIn(alice).sessionCookie()
+				other := a.token(alice) // another session of the same party
+
+				a.clock.Advance(siRotateAfter + time.Second)
+				fresh := siWantSessionCookie(t, a.do("GET", "/api/auth/me", nil, withCookie(old)).ok(t), false)
+				a.clock.Advance(siRotateGrace)
+				stolen := bearer(old.Value)
+				if carrier == "cookie" {
+					stolen = withCookie(old)
+				}
+				a.do("GET", "/api/auth/me", nil, stolen).wantProblem(t, http.StatusUnauthorized, store.CodeTokenRotated)
+
+				// The owner's current token, by either carrier, and the stolen one are refused
+				// from now on as after a logout.
+				for _, opt := range []reqOption{bearer(fresh.Value), withCookie(fresh), bearer(old.Value), withCookie(old)} {
+					a.do("GET", "/api/auth/me", nil, opt).wantProblem(t, http.StatusUnauthorized, store.CodeTokenRevoked)
+				}
+				a.do("POST", "/api/auth/logout", nil, bearer(fresh.Value)).wantProblem(t, http.StatusUnauthorized, store.CodeTokenRevoked)
+				// Other sessions of the party are not touched.
+				a.do("GET", "/api/auth/me", nil, bearer(other)).ok(t)
+			})
+		}
 	})
 }
 

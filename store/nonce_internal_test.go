@@ -21,15 +21,17 @@ func TestNonce_SealsItsPartyAndIssueTime(t *testing.T) {
 			t.Fatalf("nonce %q: want 32 fresh characters of [A-Za-z0-9]", n)
 		}
 		seen[n] = true
-		if got, ok := openNonce(key, alice, n); !ok || !got.Equal(issued) {
-			t.Fatalf("open %q for its party: %v %v", n, got, ok)
+		if got, mine, ok := openNonce(key, alice, n); !ok || !mine || !got.Equal(issued) {
+			t.Fatalf("open %q for its party: %v %v %v", n, got, mine, ok)
 		}
-		if _, ok := openNonce(key, bob, n); ok {
-			t.Fatalf("nonce of alice opens for bob")
+		// Named with another party, it is still recognised as issued (so a verify naming it
+		// spends it), but as not bob's.
+		if got, mine, ok := openNonce(key, bob, n); !ok || mine || !got.Equal(issued) {
+			t.Fatalf("nonce of alice named by bob: %v %v %v, want issued and not bob's", got, mine, ok)
 		}
 		other := make([]byte, 32)
 		rand.Read(other)
-		if _, ok := openNonce(other, alice, n); ok {
+		if _, _, ok := openNonce(other, alice, n); ok {
 			t.Fatalf("nonce opens under another service key")
 		}
 		for i := range n { // any one character changed: not a nonce this service sealed
@@ -38,12 +40,12 @@ func TestNonce_SealsItsPartyAndIssueTime(t *testing.T) {
 			if b[i] == n[i] {
 				b[i] = 'x'
 			}
-			if _, ok := openNonce(key, alice, string(b)); ok {
+			if _, _, ok := openNonce(key, alice, string(b)); ok {
 				t.Fatalf("nonce with character %d changed still opens", i)
 			}
 		}
 	}
-	if _, ok := openNonce(key, alice, "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"); ok {
+	if _, _, ok := openNonce(key, alice, "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"); ok {
 		t.Fatal("an out-of-range nonce opens")
 	}
 }

@@ -40,7 +40,7 @@ type RateLimitRefusal struct {
 	Refused int64  `bun:"refused"`
 }
 
-// CountRefusal notes one request refused with 429 under scope (read, prepare, admin-login: a
+// CountRefusal notes one request refused with 429 under scope (read, prepare, signin, execute, admin-login: a
 // name from code, never from a client). It only counts in memory; the flusher it starts on
 // first use adds the counts to the store every RefusalFlushEvery, and Close adds the rest.
 func (s *Store) CountRefusal(scope string) {

@@ -38,16 +38,25 @@ type supersededToken struct {
 
 // Auth is an authenticated request's identity: a token that verified and whose session accepts it.
 type Auth struct {
-	PartyID   string
-	SessionID string
-	TokenID   string
-	IssuedAt  time.Time
-	ExpiresAt time.Time
-	Current   bool // the session's current token; a superseded one inside its grace is not
+	PartyID       string
+	SessionID     string
+	TokenID       string
+	IssuedAt      time.Time
+	ExpiresAt     time.Time
+	SessionEndsAt time.Time // SessionMax after the sign-in: no token of the session is accepted from here on
+	Current       bool      // the session's current token; a superseded one inside its grace is not
+}
+
+// sessionEnd is when a session signed in at createdAt ends, whatever its rotations: SessionMax
+// after the sign-in as its first token states it (whole seconds), so a token's exp can equal it.
+func (s *Store) sessionEnd(createdAt time.Time) time.Time {
+	return createdAt.Truncate(time.Second).Add(s.cfg.SessionMax)
 }
 
 // Authenticate checks a session token: its signature and claims, its expiry, and its
 // session's state, which is kept in memory so no request pays a store round trip for it.
+// A superseded token presented after its grace ends its session, as a logout would: the
+// reuse of a replaced token is the sign of a stolen copy.
 func (s *Store) Authenticate(ctx context.Context, token string) (*Auth, error) {
 	c, err := s.parseToken(ctx, token)
 	if err != nil {
@@ -61,13 +70,16 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*Auth, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Auth{PartyID: c.Subject, SessionID: c.SID, TokenID: c.ID, IssuedAt: c.IssuedAt.Time, ExpiresAt: c.ExpiresAt.Time}
 	switch {
 	case st == nil || st.partyID != c.Subject:
 		return nil, Errorf(CodeInvalidToken, "the token's session does not exist")
 	case st.revoked:
-		return nil, Errorf(CodeTokenRevoked, "the session was logged out; sign in again")
-	case st.currentJTI == c.ID:
+		return nil, Errorf(CodeTokenRevoked, "the session was ended (logged out, or a replaced token of it was used after its grace); sign in again")
+	case !now.Before(st.endsAt):
+		return nil, Errorf(CodeInvalidToken, "the session reached its maximum lifetime at %d (%s after its sign-in); sign in again", st.endsAt.Unix(), s.cfg.SessionMax)
+	}
+	a := &Auth{PartyID: c.Subject, SessionID: c.SID, TokenID: c.ID, IssuedAt: c.IssuedAt.Time, ExpiresAt: c.ExpiresAt.Time, SessionEndsAt: st.endsAt}
+	if st.currentJTI == c.ID {
 		a.Current = true
 		return a, nil
 	}
@@ -76,7 +88,10 @@ func (s *Store) Authenticate(ctx context.Context, token string) (*Auth, error) {
 	case !ok:
 		return nil, Errorf(CodeInvalidToken, "the token is not one of its session's")
 	case !now.Before(at.Add(s.cfg.RotateGrace)):
-		return nil, Errorf(CodeTokenRotated, "the token was replaced at %d and its grace period is over; use the newer token", at.Unix())
+		if err := s.revokeSession(ctx, c.SID, c.Subject, nil); err != nil {
+			return nil, err
+		}
+		return nil, Errorf(CodeTokenRotated, "the token was replaced at %d and its grace period is over; its session is now ended, as a logout would end it: sign in again", at.Unix())
 	}
 	return a, nil
 }
@@ -94,7 +109,7 @@ func (s *Store) RotateIfDue(ctx context.Context, a *Auth) (*IssuedToken, error) 
 	var issued *IssuedToken
 	s.sessions.beginWrite()
 	err = s.inTx(ctx, func(tx *Tx) error {
-		t, err := s.signToken(keys, a.PartyID, a.SessionID, tx.now)
+		t, err := s.signToken(keys, a.PartyID, a.SessionID, tx.now, a.SessionEndsAt)
 		if err != nil {
 			return err
 		}
@@ -202,7 +217,7 @@ func (s *Store) loadSession(ctx context.Context, sid string) (*sessionState, err
 			return nil, err
 		}
 	}
-	st := &sessionState{partyID: row.PartyID, revoked: row.RevokedAt != nil, currentJTI: row.TokenJTI, deadAt: row.TokenExpiresAt.Time}
+	st := &sessionState{partyID: row.PartyID, revoked: row.RevokedAt != nil, currentJTI: row.TokenJTI, deadAt: row.TokenExpiresAt.Time, endsAt: s.sessionEnd(row.CreatedAt.Time)}
 	if len(old) > 0 {
 		st.superseded = make(map[string]time.Time, len(old))
 		for _, t := range old {
@@ -220,6 +235,7 @@ type sessionState struct {
 	currentJTI string
 	superseded map[string]time.Time // jti -> when it was replaced
 	deadAt     time.Time            // no token of the session is accepted from here on
+	endsAt     time.Time            // the session's end, SessionMax after its sign-in
 }
 
 // sessionCache holds session states in memory. The store is the truth: an entry may be
@@ -298,7 +314,7 @@ func (c *sessionCache) endWrite(sid string, st *sessionState) {
 // rotated is the state after a's token was replaced by t at now.
 func (c *sessionCache) rotated(sid string, a *Auth, t *IssuedToken, now time.Time) *sessionState {
 	prev := c.get(sid)
-	st := &sessionState{partyID: a.PartyID, currentJTI: t.TokenID, deadAt: t.ExpiresAt, superseded: map[string]time.Time{}}
+	st := &sessionState{partyID: a.PartyID, currentJTI: t.TokenID, deadAt: t.ExpiresAt, endsAt: t.SessionEndsAt, superseded: map[string]time.Time{}}
 	if prev != nil {
 		maps.Copy(st.superseded, prev.superseded)
 		st.revoked = prev.revoked

@@ -74,6 +74,7 @@ type Config struct {
 	TokenTTL       time.Duration // a token's lifetime from its own issue
 	RotateAfter    time.Duration // token age after which a cookie-borne token is replaced
 	RotateGrace    time.Duration // how long a superseded token is still accepted
+	SessionMax     time.Duration // a session's absolute lifetime from its sign-in, rotations included; 0 = the default, at most MaxSessionMax
 	PreparedTTL    time.Duration // how long a prepared transaction can be executed
 	PreapprovalTTL time.Duration // how long a receive-preapproval lasts, from creation or renewal
 	MarketFeeBps   int           // the marketplace fee on NFT sales, basis points of the price
@@ -98,8 +99,12 @@ type Config struct {
 	NFTIndexOff bool
 }
 
+// MaxSessionMax bounds SessionMax: no sign-in lasts longer than a day, however it rotates.
+const MaxSessionMax = 24 * time.Hour
+
 // DefaultConfig returns the documented defaults: the embedded store in ./data, challenges of
-// ten minutes, tokens of four hours rotated after thirty minutes with five of grace, prepared
+// ten minutes, tokens of four hours rotated after thirty minutes with five of grace within
+// sessions of at most a day, prepared
 // transactions of ten minutes, preapprovals of thirty days, a marketplace fee of 250 bps.
 func DefaultConfig() Config {
 	return Config{
@@ -110,6 +115,7 @@ func DefaultConfig() Config {
 		TokenTTL:       4 * time.Hour,
 		RotateAfter:    30 * time.Minute,
 		RotateGrace:    5 * time.Minute,
+		SessionMax:     MaxSessionMax,
 		PreparedTTL:    10 * time.Minute,
 		PreapprovalTTL: 30 * 24 * time.Hour,
 		MarketFeeBps:   250,
@@ -118,14 +124,15 @@ func DefaultConfig() Config {
 
 // Store is the domain layer. All methods are safe for concurrent use.
 type Store struct {
-	cfg     Config
-	dialect Dialect
-	db      *bun.DB // reads
-	wdb     *bun.DB // writes; on SQLite a single connection so writers queue in Go, not in SQLite's busy loop
-	pool    *pgxpool.Pool
-	clock   Clock
-	log     *slog.Logger
-	domain  string // the authority of PublicURL
+	cfg      Config
+	dialect  Dialect
+	db       *bun.DB // reads
+	wdb      *bun.DB // writes; on SQLite a single connection so writers queue in Go, not in SQLite's busy loop
+	pool     *pgxpool.Pool
+	clock    Clock
+	log      *slog.Logger
+	domain   string // the authority of PublicURL
+	audience string // the origin of PublicURL: the aud of every token (token.go)
 
 	keys   keyring // loaded on first use, after migrations
 	ledger Ledger
@@ -171,11 +178,17 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.PageCacheTTL == 0 {
 		cfg.PageCacheTTL = time.Second
 	}
+	if cfg.SessionMax == 0 {
+		cfg.SessionMax = def.SessionMax
+	}
+	if cfg.SessionMax < 0 || cfg.SessionMax > MaxSessionMax {
+		return nil, fmt.Errorf("session lifetime %s: want a positive duration of at most %s", cfg.SessionMax, MaxSessionMax)
+	}
 	u, err := url.Parse(cfg.PublicURL)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("public URL %q: want http(s)://host[:port]", cfg.PublicURL)
 	}
-	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, domain: u.Host, origin: newOrigin()}
+	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, domain: u.Host, audience: strings.ToLower(u.Scheme + "://" + u.Host), origin: newOrigin()}
 	s.keys.loading = make(chan struct{}, 1)
 	s.sessions = newSessionCache()
 	s.tokens = newTokenCache()

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"marketd/store/signing"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,7 +14,9 @@ import (
 )
 
 // tokenClaims are the claims of a session token, an EdDSA JWT whose header names its key
-// (kid): iss, sub (the party id), iat, exp, jti, and sid, the session it belongs to.
+// (kid): iss (the public URL), aud (the public URL's origin, scheme://host[:port]: the API,
+// GraphQL and the console served there), sub (the party id), iat, exp, jti, and sid, the
+// session it belongs to.
 type tokenClaims struct {
 	jwt.RegisteredClaims
 	SID string `json:"sid"`
@@ -21,12 +24,19 @@ type tokenClaims struct {
 
 // IssuedToken is a freshly signed session token.
 type IssuedToken struct {
-	Token     string
-	PartyID   string
-	SessionID string
-	TokenID   string
-	IssuedAt  time.Time
-	ExpiresAt time.Time
+	Token         string
+	PartyID       string
+	SessionID     string
+	TokenID       string
+	IssuedAt      time.Time
+	ExpiresAt     time.Time
+	SessionEndsAt time.Time // no token of the session outlives this
+}
+
+// Auth is the identity the token gives, as Authenticate would answer for it.
+func (t *IssuedToken) Auth() *Auth {
+	return &Auth{PartyID: t.PartyID, SessionID: t.SessionID, TokenID: t.TokenID, IssuedAt: t.IssuedAt,
+		ExpiresAt: t.ExpiresAt, SessionEndsAt: t.SessionEndsAt, Current: true}
 }
 
 var jwtParser = jwt.NewParser(jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}), jwt.WithoutClaimsValidation())
@@ -39,14 +49,19 @@ func randomID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// signToken issues a token of session sid. Its iat is whole seconds, as JWT states it, and
-// its lifetime runs from there.
-func (s *Store) signToken(keys *serviceKeys, partyID, sid string, now time.Time) (*IssuedToken, error) {
+// signToken issues a token of session sid, which ends at sessionEnds. Its iat is whole
+// seconds, as JWT states it, and its lifetime runs from there, but never past the session's end.
+func (s *Store) signToken(keys *serviceKeys, partyID, sid string, now, sessionEnds time.Time) (*IssuedToken, error) {
 	iat := now.Truncate(time.Second)
-	t := &IssuedToken{PartyID: partyID, SessionID: sid, TokenID: randomID(), IssuedAt: iat, ExpiresAt: iat.Add(s.cfg.TokenTTL)}
+	exp := iat.Add(s.cfg.TokenTTL)
+	if exp.After(sessionEnds) {
+		exp = sessionEnds
+	}
+	t := &IssuedToken{PartyID: partyID, SessionID: sid, TokenID: randomID(), IssuedAt: iat, ExpiresAt: exp, SessionEndsAt: sessionEnds}
 	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, tokenClaims{
 		RegisteredClaims: jwt.RegisteredClaims{
 			Issuer:    s.cfg.PublicURL,
+			Audience:  jwt.ClaimStrings{s.audience},
 			Subject:   partyID,
 			IssuedAt:  jwt.NewNumericDate(t.IssuedAt),
 			ExpiresAt: jwt.NewNumericDate(t.ExpiresAt),
@@ -101,6 +116,8 @@ func (s *Store) parseToken(ctx context.Context, token string) (*tokenClaims, err
 	switch {
 	case claims.Issuer != s.cfg.PublicURL:
 		return nil, Errorf(CodeInvalidToken, "the token was not issued by this service")
+	case !slices.Contains(claims.Audience, s.audience):
+		return nil, Errorf(CodeInvalidToken, "the token is not meant for %s (its aud claim must name it); sign in again", s.audience)
 	case claims.ExpiresAt == nil || claims.IssuedAt == nil || claims.ID == "" || claims.SID == "" || !signing.ValidPartyID(claims.Subject):
 		return nil, Errorf(CodeInvalidToken, "the token lacks a required claim")
 	}

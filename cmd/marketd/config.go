@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"marketd/cmd/internal/cmdline"
+	"marketd/rest"
 	"marketd/store"
 	"marketd/store/signing"
 )
@@ -25,6 +26,8 @@ type config struct {
 	allowedOrigins []string
 	rateRead       int
 	ratePrepare    int
+	rateSignIn     int
+	rateExecute    int
 	trustedProxies []string
 	drainDelay     time.Duration
 	metricsAddr    string
@@ -120,6 +123,14 @@ func settings(c *config) []setting {
 		{"token-ttl", "MARKETD_TOKEN_TTL", d.TokenTTL.String(), "token lifetime from its own issue", dur(&c.store.TokenTTL)},
 		{"rotate-after", "MARKETD_ROTATE_AFTER", d.RotateAfter.String(), "token age that triggers cookie rotation", dur(&c.store.RotateAfter)},
 		{"rotate-grace", "MARKETD_ROTATE_GRACE", d.RotateGrace.String(), "how long a superseded token is still accepted", dur(&c.store.RotateGrace)},
+		{"session-max", "MARKETD_SESSION_MAX", d.SessionMax.String(), "a session's absolute lifetime from its sign-in, however often it rotates (at most 24h)", func(v string) error {
+			x, err := time.ParseDuration(v)
+			if err != nil || x <= 0 || x > store.MaxSessionMax {
+				return fmt.Errorf("want a positive Go duration of at most %s, such as 12h", store.MaxSessionMax)
+			}
+			c.store.SessionMax = x
+			return nil
+		}},
 		{"prepared-ttl", "MARKETD_PREPARED_TTL", d.PreparedTTL.String(), "how long a prepared transaction can be executed", dur(&c.store.PreparedTTL)},
 		{"preapproval-ttl", "MARKETD_PREAPPROVAL_TTL", d.PreapprovalTTL.String(), "how long a receive-preapproval lasts from creation or renewal", dur(&c.store.PreapprovalTTL)},
 		{"page-cache-ttl", "MARKETD_PAGE_CACHE_TTL", "1s", "how long a page of collections or NFTs is served from memory at most (writes and expiries end it sooner); 0s = no page cache", zeroIsOff(&c.store.PageCacheTTL, "1s")},
@@ -134,6 +145,8 @@ func settings(c *config) []setting {
 		}},
 		{"rate-read", "MARKETD_RATE_READ", "300", "read requests per minute per origin; 0 = unlimited", num(&c.rateRead)},
 		{"rate-prepare", "MARKETD_RATE_PREPARE", "60", "prepare requests per minute per party; 0 = unlimited", num(&c.ratePrepare)},
+		{"rate-signin", "MARKETD_RATE_SIGNIN", strconv.Itoa(rest.DefaultRateSignIn), "sign-in requests (nonce, verify, onboarding prepare and execute) per minute per client address; 0 = unlimited", num(&c.rateSignIn)},
+		{"rate-execute", "MARKETD_RATE_EXECUTE", strconv.Itoa(rest.DefaultRateExecute), "executes (and swap intent submits) per minute per client address; 0 = unlimited", num(&c.rateExecute)},
 		{"trusted-proxies", "MARKETD_TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of proxies whose X-Forwarded-For names the client", func(v string) error {
 			c.trustedProxies = nil
 			for _, p := range strings.Split(v, ",") {

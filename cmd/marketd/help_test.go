@@ -36,7 +36,8 @@ func runBinary(t *testing.T, env []string, args ...string) (string, string, int)
 // serverOnly are settings only marketd serve reads.
 var serverOnly = []string{"MARKETD_ADDR", "-addr", "MARKETD_ALLOWED_ORIGINS", "-allowed-origins", "MARKETD_CHALLENGE_TTL",
 	"-challenge-ttl", "MARKETD_TOKEN_TTL", "MARKETD_PUBLIC_URL", "MARKETD_RATE_READ", "MARKETD_REDIS", "-redis",
-	"MARKETD_METRICS_ADDR", "MARKETD_DRAIN_DELAY", "MARKETD_TRUSTED_PROXIES", "MARKETD_NFT_INDEX", "MARKETD_DEV"}
+	"MARKETD_METRICS_ADDR", "MARKETD_DRAIN_DELAY", "MARKETD_TRUSTED_PROXIES", "MARKETD_NFT_INDEX", "MARKETD_DEV",
+	"MARKETD_SESSION_MAX", "-session-max", "MARKETD_RATE_SIGNIN", "-rate-signin", "MARKETD_RATE_EXECUTE", "-rate-execute"}
 
 func TestHelp_EachCommandShowsItsOwnFlagsAndTheVariablesItReads(t *testing.T) {
 	for _, tc := range []struct {
@@ -134,5 +135,20 @@ func TestHelp_AnOperatorCommandIgnoresTheServersVariables(t *testing.T) {
 	_, errOut, code = runBinary(t, []string{"MARKETD_DB=" + db, "MARKETD_CHALLENGE_TTL=forever"}, "serve")
 	if code != 1 || !strings.Contains(errOut, "MARKETD_CHALLENGE_TTL") {
 		t.Errorf("serve with a bad MARKETD_CHALLENGE_TTL: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// A session lifetime over a day, by variable or flag, stops serve at startup with a message
+// that names the setting and the bound. (The listen address is one no process can bind, so
+// a serve that took the value would stop too, with another message.)
+func TestConfig_SessionMaxOverADayIsRefusedAtStartup(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "m.db")
+	_, errOut, code := runBinary(t, []string{"MARKETD_DB=" + db, "MARKETD_ADDR=256.0.0.1:1", "MARKETD_SESSION_MAX=25h"}, "serve")
+	if code != 1 || !strings.Contains(errOut, "MARKETD_SESSION_MAX") || !strings.Contains(errOut, "24h") {
+		t.Errorf("serve with MARKETD_SESSION_MAX=25h: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = runBinary(t, []string{"MARKETD_DB=" + db, "MARKETD_ADDR=256.0.0.1:1"}, "serve", "--session-max", "48h")
+	if code == 0 || !strings.Contains(errOut, "session-max") || !strings.Contains(errOut, "24h") {
+		t.Errorf("serve --session-max 48h: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -97,6 +97,8 @@ func serve(args []string) error {
 		Dev:              c.dev,
 		RateRead:         c.rateRead,
 		RatePrepare:      c.ratePrepare,
+		RateSignIn:       c.rateSignIn,
+		RateExecute:      c.rateExecute,
 		TrustedProxies:   c.trustedProxies,
 		Logger:           log,
 	})

@@ -73,7 +73,7 @@ func New(s *store.Store, limiter ratelimit.Limiter) *Metrics {
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
 	})
 	m.rateLimited = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "marketd_ratelimit_rejections_total", Help: "Requests refused 429 by scope (read, prepare).",
+		Name: "marketd_ratelimit_rejections_total", Help: "Requests refused 429 by scope (read, prepare, signin, execute).",
 	}, []string{"scope"})
 	m.unavailable = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "marketd_database_faults_total", Help: "Requests answered 503 because of the database, by code: unavailable (it could not be reached) or outcome_unknown (a commit lost its connection).",
