@@ -22,6 +22,7 @@ import (
 	"marketd/graph"
 	"marketd/rest"
 	"marketd/store"
+	"marketd/store/clientaddr"
 	"marketd/store/metrics"
 	"marketd/store/ratelimit"
 	"marketd/web"
@@ -103,11 +104,15 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	proxies, err := clientaddr.ParseProxies(c.trustedProxies)
+	if err != nil {
+		return err
+	}
 	// GraphQL and the admin console (web/) next to the API: GraphQL on the API's tokens and read
-	// budget, the console on the API's rate limiter.
+	// budget, the console on the API's rate limiter and its trusted proxies.
 	root := frontDoors(api,
 		graph.NewHandler(s, graph.Options{Logger: log, Authenticate: api.Authenticate, CountRead: api.CountRead, Metrics: m}),
-		web.New(s, web.Config{Limits: api.Limiter(), Dev: c.dev, Logger: log}))
+		web.New(s, web.Config{Limits: api.Limiter(), Dev: c.dev, Logger: log, TrustedProxies: proxies}))
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
