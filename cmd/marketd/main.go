@@ -64,6 +64,9 @@ func serve(args []string) error {
 	if len(rest_) > 0 {
 		return fmt.Errorf("serve takes no arguments, got %q", rest_)
 	}
+	if err := c.checkDev(); err != nil {
+		return err
+	}
 	log := slog.New(rest.WithRequestIDs(newLogger(c.logLevel).Handler())) // a request's lines carry its id
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -81,6 +84,9 @@ func serve(args []string) error {
 	}
 	if len(applied) > 0 {
 		log.Info("migrations applied", "migrations", applied)
+	}
+	if c.dev && s.Dialect() == store.Postgres {
+		log.Warn("dev mode on PostgreSQL: the tap faucet gives coins to anyone who asks; is this a developer's store?")
 	}
 	s.StartNFTIndex() // /readyz fails until it is built
 	limiter, closeLimiter, err := newLimiter(ctx, c, s, log)
