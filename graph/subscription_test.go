@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -74,9 +75,19 @@ type wsClient struct {
 
 func dialGraphQL(t *testing.T, url string) *wsClient {
 	t.Helper()
+	return dialGraphQLAs(t, url, "")
+}
+
+// dialGraphQLAs is dialGraphQL with the upgrade request carrying token ("" for none).
+func dialGraphQLAs(t *testing.T, url, token string) *wsClient {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}})
+	h := http.Header{}
+	if token != "" {
+		h.Set("Authorization", "Bearer "+token)
+	}
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: h})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package graph
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -42,11 +40,7 @@ func fillsOf(t *testing.T, s *store.Store, takers ...*minter) map[string]string 
 func TestGraphQL_PoolFeedsShowATakerOnlyToThatTaker(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		g := newTestGraph(t, b, 40)
-		pools, err := g.store.Pools(context.Background())
-		if err != nil || len(pools) == 0 {
-			t.Fatalf("the demo has no pool: %v", err)
-		}
-		pool := pools[0].PoolID
+		pool := demoPool(t, g.store)
 		alice, bob, carol := newMinter(t, g.store, "alice"), newMinter(t, g.store, "bob"), newMinter(t, g.store, "carol")
 		alice.swap(pool, "1")
 		bob.swap(pool, "1")
@@ -104,6 +98,16 @@ func TestGraphQL_PoolFeedsShowATakerOnlyToThatTaker(t *testing.T) {
 	})
 }
 
+// demoPool is the id of the demo market's first pool.
+func demoPool(t *testing.T, s *store.Store) string {
+	t.Helper()
+	pools, err := s.Pools(context.Background())
+	if err != nil || len(pools) == 0 {
+		t.Fatalf("the demo has no pool: %v", err)
+	}
+	return pools[0].PoolID
+}
+
 func deref(s *string) string {
 	if s == nil {
 		return ""
@@ -111,35 +115,12 @@ func deref(s *string) string {
 	return *s
 }
 
-// dialGraphQLAs is dialGraphQL with the upgrade request carrying token.
-func dialGraphQLAs(t *testing.T, url, token string) *wsClient {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	h := http.Header{}
-	h.Set("Authorization", "Bearer "+token)
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(url, "http")+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &wsClient{t: t, conn: conn}
-	c.send(map[string]any{"type": "connection_init"})
-	if m := c.read(5 * time.Second); m["type"] != "connection_ack" {
-		t.Fatalf("init: %v", m)
-	}
-	return c
-}
-
 // The poolOutcomes subscription keeps the same rule: a subscriber whose token is alice's sees
 // alice's taker on her fills and null on bob's; an anonymous subscriber sees null on both.
 func TestSubscription_PoolOutcomesShowATakerOnlyToThatTaker(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		g := newTestGraph(t, b, 40)
-		pools, err := g.store.Pools(context.Background())
-		if err != nil || len(pools) == 0 {
-			t.Fatalf("the demo has no pool: %v", err)
-		}
-		pool := pools[0].PoolID
+		pool := demoPool(t, g.store)
 		alice, bob := newMinter(t, g.store, "alice"), newMinter(t, g.store, "bob")
 		subs := map[string]*wsClient{"anonymous": dialGraphQL(t, g.http.URL), "alice": dialGraphQLAs(t, g.http.URL, alice.signIn())}
 		for _, c := range subs {
