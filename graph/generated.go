@@ -6092,11 +6092,11 @@ func (ec *executionContext) _Outcome_taker(ctx context.Context, field graphql.Co
 			return obj.Taker, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
-			return ec.marshalNID2string(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Outcome_taker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -11146,7 +11146,7 @@ func (ec *executionContext) _Outcome(ctx context.Context, sel ast.SelectionSet, 
 			}
 		case "taker":
 			out.Values[i] = ec._Outcome_taker(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "poolId":

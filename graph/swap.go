@@ -42,9 +42,19 @@ func (r *poolResolver) poolHistory(ctx context.Context, p *store.Pool, first *in
 	if err != nil {
 		return nil, err
 	}
-	page, err := r.store.SwapHistory(ctx, store.SwapHistoryFilter{PoolID: p.PoolID}, pr)
+	page, err := r.store.SwapHistory(ctx, store.SwapHistoryFilter{PoolID: p.PoolID, Viewer: viewerParty(ctx)}, pr)
 	if err != nil {
 		return nil, err
 	}
 	return outcomeConnection(pr, page), nil
+}
+
+// viewerParty is the party the request's token is for, "" without one or with one that does
+// not authenticate: a public read answers anyway, without what is that party's own to see.
+func viewerParty(ctx context.Context) string {
+	p, err := callerParty(ctx)
+	if err != nil {
+		return ""
+	}
+	return p
 }

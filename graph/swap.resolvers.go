@@ -127,7 +127,7 @@ func (r *queryResolver) SwapHistory(ctx context.Context, taker string, first *in
 	if err != nil {
 		return nil, err
 	}
-	page, err := r.store.SwapHistory(ctx, store.SwapHistoryFilter{Taker: taker}, pr)
+	page, err := r.store.SwapHistory(ctx, store.SwapHistoryFilter{Taker: taker, Viewer: taker}, pr)
 	if err != nil {
 		return nil, err
 	}
@@ -163,8 +163,9 @@ func (r *subscriptionResolver) PoolOutcomes(ctx context.Context, poolID string, 
 	if err != nil {
 		return nil, err
 	}
+	viewer := viewerParty(ctx)
 	fills := follow(ctx, r.followEvery, from, func(ctx context.Context, pos store.LogPosition) ([]store.PoolOutcome, error) {
-		return r.store.PoolOutcomesAfter(ctx, poolID, pos, followBatch)
+		return r.store.PoolOutcomesAfter(ctx, poolID, viewer, pos, followBatch)
 	})
 	out := make(chan *PoolOutcome)
 	go func() {

@@ -4,11 +4,13 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"marketd/store"
+	"marketd/store/clientaddr"
 	"marketd/store/ratelimit"
 )
 
@@ -31,12 +33,18 @@ func (srv *Server) apiRoutes() []route {
 	}, append(append(append(srv.walletRoutes(), srv.nftRoutes()...), srv.swapRoutes()...), srv.metricsRoutes()...)...)
 }
 
-// metricsRoutes serves /metrics on the API's address unless it is served elsewhere.
+// metricsRoutes serves /metrics on the API's address unless it is served elsewhere. There it
+// answers only a request from this machine that no proxy relayed (clientaddr.Local): the API's
+// address is public, and what the metrics tell (routes, error rates, pool sizes) is for the
+// operator. Anyone else gets the 404 of a path that does not exist.
 func (srv *Server) metricsRoutes() []route {
 	if srv.cfg.MetricsElsewhere {
 		return nil
 	}
 	return []route{{method: "GET", path: "/metrics", handle: func(w http.ResponseWriter, r *http.Request) error {
+		if !clientaddr.Local(r) {
+			return store.Errorf(store.CodeNotFound, "no endpoint at %s; see /openapi.yaml", r.URL.Path)
+		}
 		srv.metrics.Handler().ServeHTTP(w, r)
 		return nil
 	}}}
@@ -49,7 +57,8 @@ func (srv *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 
 // readyz answers 200 while this instance should get traffic: not shutting down, the store
 // answers, its migrations are current, its NFT index is built; it says which rate-limit
-// backend answers.
+// backend answers. What is not ready is named by a fixed reason per component: the cause
+// (a driver's or Redis's error text, migration names) goes to the log, never to the caller.
 func (srv *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	if srv.draining.Load() {
 		return store.Errorf(store.CodeUnavailable, "shutting down: finishing the requests in flight")
@@ -57,26 +66,33 @@ func (srv *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := srv.store.Ping(ctx); err != nil {
-		return err
+		return notReady("store: unavailable", err)
 	}
 	pending, err := srv.store.PendingMigrations(ctx)
 	if err != nil {
-		return err
+		return notReady("store: unavailable", err)
 	}
 	if len(pending) > 0 {
-		return store.Errorf(store.CodeUnavailable, "migrations not applied: %s; run marketd migrate up", strings.Join(pending, ", "))
+		return notReady("migrations: pending; run marketd migrate up", errors.New("not applied: "+strings.Join(pending, ", ")))
 	}
 	if err := srv.store.NFTIndexReady(); err != nil {
-		return err
+		return notReady("nftIndex: the NFT index is not built yet", err)
 	}
 	lim := ratelimit.StatusOf(srv.limiter)
 	body := map[string]any{"status": "ready", "store": "ok", "migrations": "current", "nftIndex": "ready",
 		"limiter": map[string]any{"backend": lim.Backend, "fallback": lim.Fallback}}
 	if lim.Fallback {
-		body["limiter"].(map[string]any)["error"] = lim.Error
+		// The limiter logs Redis's error itself, each time it falls back.
+		body["limiter"].(map[string]any)["error"] = "redis: unavailable"
 	}
 	writeJSON(w, http.StatusOK, body)
 	return nil
+}
+
+// notReady is readiness's 503: reason for the caller, the cause kept for the log (writeError
+// logs it) and for the database-fault count.
+func notReady(reason string, cause error) error {
+	return &store.Error{Code: store.CodeUnavailable, Message: reason, Err: cause}
 }
 
 //go:embed openapi.yaml

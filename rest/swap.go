@@ -105,7 +105,7 @@ func viewIntent(v store.IntentView) intentView {
 type outcomeView struct {
 	IntentCID string                 `json:"intentCid"`
 	UpdateID  string                 `json:"updateId"`
-	Taker     string                 `json:"taker"`
+	Taker     *string                `json:"taker,omitempty"` // absent where a pool feed hides it
 	PoolID    string                 `json:"poolId"`
 	Sold      store.InstrumentAmount `json:"sold"`
 	Received  store.InstrumentAmount `json:"received"`
@@ -194,15 +194,38 @@ func (srv *Server) swapAggregates(w http.ResponseWriter, r *http.Request) error 
 
 // swapOutcomes answers one page of the pool's latest swap receipts.
 func (srv *Server) swapOutcomes(w http.ResponseWriter, r *http.Request) error {
-	return srv.swapHistory(w, r, store.SwapHistoryFilter{PoolID: r.PathValue("poolId")})
+	return srv.swapPoolFeed(w, r)
 }
 
 func (srv *Server) swapPoolHistory(w http.ResponseWriter, r *http.Request) error {
-	return srv.swapHistory(w, r, store.SwapHistoryFilter{PoolID: r.PathValue("poolId")})
+	return srv.swapPoolFeed(w, r)
+}
+
+// swapPoolFeed answers a pool's public fills, each fill's taker shown to that taker only:
+// the answer depends on the caller's token, so a shared HTTP cache must key on it.
+func (srv *Server) swapPoolFeed(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Add("Vary", "Authorization, Cookie")
+	return srv.swapHistory(w, r, store.SwapHistoryFilter{PoolID: r.PathValue("poolId"), Viewer: srv.viewerOf(r)})
 }
 
 func (srv *Server) swapTakerHistory(w http.ResponseWriter, r *http.Request) error {
-	return srv.swapHistory(w, r, store.SwapHistoryFilter{Taker: partyQuery(r, "taker")})
+	return srv.swapHistory(w, r, store.SwapHistoryFilter{Taker: partyQuery(r, "taker"), Viewer: authOf(r.Context()).PartyID})
+}
+
+// viewerOf is the party a public read's token is for, "" when it brings none. A token that
+// does not authenticate counts as none: a public read answers anyway, only without what
+// is the token's party's own to see. It never rotates the cookie.
+func (srv *Server) viewerOf(r *http.Request) string {
+	if _, bearer := r.Header["Authorization"]; !bearer {
+		if c, err := r.Cookie(cookieName); err != nil || c.Value == "" {
+			return "" // no token: no statement
+		}
+	}
+	a, _, err := srv.authenticate(r)
+	if err != nil {
+		return ""
+	}
+	return a.PartyID
 }
 
 func (srv *Server) swapHistory(w http.ResponseWriter, r *http.Request, f store.SwapHistoryFilter) error {

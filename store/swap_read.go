@@ -182,8 +182,11 @@ func (s *Store) ActiveIntents(ctx context.Context, taker string, r PageRequest) 
 
 // SwapHistoryFilter picks whose swaps: one taker's or one pool's.
 type SwapHistoryFilter struct {
-	Taker  string
+	Taker  string // the caller must have checked that its token is this party's
 	PoolID string
+	// Viewer is the party the caller's token is for, "" without one. A pool's history is
+	// public but who swapped is not: a fill's taker is shown only to the taker itself.
+	Viewer string
 }
 
 // SwapHistory lists filled intents, newest fill first: the taker's or the pool's.
@@ -209,7 +212,22 @@ func (s *Store) SwapHistory(ctx context.Context, f SwapHistoryFilter, r PageRequ
 	if err := q.Limit(pq.fetch()).Scan(ctx); err != nil {
 		return Page[IntentView]{}, err
 	}
+	if f.Taker == "" {
+		hideTakers(rows, f.Viewer)
+	}
 	return finish(ctx, s, pq, rows, func(v IntentView) intentKey { return intentKey{v.ClosedAt.UnixMicro(), v.IntentCID} })
+}
+
+// hideTakers applies the pool feeds' one privacy rule to fills read for viewer (the party of
+// the caller's token, "" for none): a fill's taker stays only on the taker's own fills; on
+// every other it is blanked, and its Outcome has no Taker. Every read of a pool's fills, paged
+// or followed, passes through here.
+func hideTakers(views []IntentView, viewer string) {
+	for i := range views {
+		if viewer == "" || views[i].Taker != viewer {
+			views[i].Taker = ""
+		}
+	}
 }
 
 // InstrumentAmount is an amount of one instrument.
@@ -223,7 +241,7 @@ type InstrumentAmount struct {
 type Outcome struct {
 	IntentCID string
 	UpdateID  string
-	Taker     string
+	Taker     *string // nil when the viewer may not see it: a pool's feeds show it to the taker only
 	PoolID    string
 	Sold      InstrumentAmount
 	Received  InstrumentAmount
@@ -231,10 +249,15 @@ type Outcome struct {
 	At        Timestamp
 }
 
-// Outcome is the intent's outcome; a field the intent has not got yet is zero.
+// Outcome is the intent's outcome; a field the intent has not got yet is zero, and the taker
+// is nil when a pool feed hid it (hideTakers).
 func (v *IntentView) Outcome() Outcome {
-	o := Outcome{IntentCID: v.IntentCID, Taker: v.Taker, PoolID: v.PoolID, Sold: InstrumentAmount{v.Sell, v.Amount},
+	o := Outcome{IntentCID: v.IntentCID, PoolID: v.PoolID, Sold: InstrumentAmount{v.Sell, v.Amount},
 		Received: InstrumentAmount{Instrument: v.Receive, Amount: Zero}, Fee: Zero}
+	if v.Taker != "" {
+		taker := v.Taker
+		o.Taker = &taker
+	}
 	if v.ClosedUpdate != nil {
 		o.UpdateID = *v.ClosedUpdate
 	}

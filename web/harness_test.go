@@ -151,9 +151,10 @@ func problemCode(b []byte) string {
 // browserless is a console client: a cookie jar, no redirects followed, and the last page's
 // CSRF token for the next form it posts.
 type browserless struct {
-	e    *consoleEnv
-	c    *http.Client
-	csrf string
+	e      *consoleEnv
+	c      *http.Client
+	csrf   string
+	header http.Header // sent on every request, as a proxy in front would add it
 }
 
 func (e *consoleEnv) client() *browserless {
@@ -172,6 +173,9 @@ var csrfPattern = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
 func (b *browserless) do(req *http.Request) page {
 	b.e.t.Helper()
+	for k, v := range b.header {
+		req.Header[k] = v
+	}
 	res, err := b.c.Do(req)
 	if err != nil {
 		b.e.t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -24,6 +23,7 @@ import (
 	"github.com/alexedwards/scs/v2"
 
 	"marketd/store"
+	"marketd/store/clientaddr"
 	"marketd/store/ratelimit"
 )
 
@@ -45,9 +45,14 @@ type Config struct {
 	Lifetime    time.Duration // a session ends this long after sign-in, used or not; default 12h
 	Logger      *slog.Logger
 
-	// Login throttling, per 15 minutes: attempts per user name and per client address,
-	// counted in the store, so a fleet's instances share the budgets.
-	LoginPerUser int // default 5
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client, as for the API
+	// (MARKETD_TRUSTED_PROXIES): sign-in is throttled, and audited, by the client's address.
+	TrustedProxies clientaddr.Proxies
+
+	// Login throttling, per 15 minutes: attempts per user name from one client address, and
+	// per client address, counted in the store, so a fleet's instances share the budgets.
+	// No budget is per user name alone: guesses from elsewhere never lock the user out.
+	LoginPerUser int // default 5, per (client address, user name)
 	LoginPerAddr int // default 20
 }
 
@@ -256,7 +261,8 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, loginView(loginForm{Next: r.URL.Query().Get("next"), Notice: c.sessions.PopString(r.Context(), "flash")}))
 }
 
-// login checks a user name and password, throttled per user name and per client address.
+// login checks a user name and password, throttled per user name from one client address and
+// per client address (never per user name alone, which would let anyone lock a user out).
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
@@ -268,9 +274,11 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusBadRequest, loginView(form))
 		return
 	}
-	addr := peerAddr(r)
-	byAddr, err1 := c.store.CountLoginAttempt(ctx, "addr:"+addr, c.cfg.LoginPerAddr, loginWindow)
-	byUser, err2 := c.store.CountLoginAttempt(ctx, "user:"+strings.ToLower(name), c.cfg.LoginPerUser, loginWindow)
+	addr := c.cfg.TrustedProxies.Addr(r)
+	origin := c.cfg.TrustedProxies.Origin(r) // an IPv6 client's /64: one host holds a whole /64
+	userKey := userThrottleKey(origin, name)
+	byAddr, err1 := c.store.CountLoginAttempt(ctx, "addr:"+origin, c.cfg.LoginPerAddr, loginWindow)
+	byUser, err2 := c.store.CountLoginAttempt(ctx, userKey, c.cfg.LoginPerUser, loginWindow)
 	if err := errors.Join(err1, err2); err != nil {
 		c.log.ErrorContext(ctx, "admin login throttle", "error", err.Error())
 		form.Error = "The store does not answer; try again."
@@ -301,7 +309,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, status, loginView(form))
 		return
 	}
-	if err := c.store.ResetLoginAttempts(ctx, "user:"+strings.ToLower(name)); err != nil {
+	if err := c.store.ResetLoginAttempts(ctx, userKey); err != nil {
 		c.log.WarnContext(ctx, "admin login throttle", "error", err.Error())
 	}
 	// A fresh session token on sign-in, so a token planted before it is worth nothing.
@@ -337,13 +345,14 @@ func safeNext(next string) string {
 	return "/admin/"
 }
 
-// peerAddr is the connection's peer address: login throttling counts per client address.
-func peerAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
+// userThrottleKey names the budget of sign-in attempts for one user name from one client.
+// A name longer than any user's is cut, so the key stays a short index entry.
+func userThrottleKey(origin, name string) string {
+	name = strings.ToLower(name)
+	if len(name) > 128 {
+		name = name[:128]
 	}
-	return host
+	return "user:" + name + "|addr:" + origin
 }
 
 func newToken() string {
@@ -358,7 +367,7 @@ func (c *Console) audit(r *http.Request, u *viewer, action, target, detail strin
 }
 
 func (c *Console) auditEntry(r *http.Request, u *viewer, action, target, detail string) store.AuditEntry {
-	return store.AuditEntry{Actor: u.Name, Action: action, Target: target, Detail: detail, Addr: peerAddr(r)}
+	return store.AuditEntry{Actor: u.Name, Action: action, Target: target, Detail: detail, Addr: c.cfg.TrustedProxies.Addr(r)}
 }
 
 // flash leaves a message for the next page the user sees.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net/netip"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -84,7 +85,7 @@ func settings(c *config) []setting {
 		{"db", "MARKETD_DB", d.DB, "store: postgres://... or sqlite://PATH or sqlite://:memory:", str(&c.store.DB)},
 		{"public-url", "MARKETD_PUBLIC_URL", d.PublicURL, "public URL: the challenge's URI; its authority is the domain", str(&c.store.PublicURL)},
 		{"network", "MARKETD_NETWORK", d.Network, "the challenge's Network line", str(&c.store.Network)},
-		{"dev", "MARKETD_DEV", "", "dev mode (1 = on): the tap faucet, cookies over plain http", func(v string) error {
+		{"dev", "MARKETD_DEV", "", "dev mode (1 = on): the tap faucet, cookies over plain http; refused with an https public URL", func(v string) error {
 			switch v {
 			case "", "0":
 				c.dev = false
@@ -169,7 +170,7 @@ func settings(c *config) []setting {
 			c.drainDelay = x
 			return nil
 		}},
-		{"metrics-addr", "MARKETD_METRICS_ADDR", "", "serve /metrics here instead of on the API's address", str(&c.metricsAddr)},
+		{"metrics-addr", "MARKETD_METRICS_ADDR", "", "serve /metrics here instead of on the API's address; empty: on the API's address, answering only a loopback peer with no X-Forwarded-For or Forwarded header (404 to anyone else)", str(&c.metricsAddr)},
 		{"redis", "MARKETD_REDIS", "", "redis://...: keep rate-limit windows in Redis, shared by every instance; empty = in memory", func(v string) error {
 			if v != "" && !strings.HasPrefix(v, "redis://") && !strings.HasPrefix(v, "rediss://") && !strings.HasPrefix(v, "unix://") {
 				return fmt.Errorf("want redis://host:port[/db], rediss://... or unix://PATH")
@@ -230,4 +231,17 @@ func parseConfig(cmd string, args []string, extra ...func(fs *flag.FlagSet)) (*c
 		return nil, nil, err
 	}
 	return c, rest, nil
+}
+
+// checkDev refuses dev mode behind an https public URL: the tap faucet gives coins to anyone
+// and cookies may travel over plain http, which is for a developer's machine, and an https
+// URL says the service is deployed.
+func (c *config) checkDev() error {
+	if !c.dev {
+		return nil
+	}
+	if u, err := url.Parse(c.store.PublicURL); err == nil && strings.EqualFold(u.Scheme, "https") {
+		return fmt.Errorf("MARKETD_DEV=1 with an https MARKETD_PUBLIC_URL (%s): dev mode (the tap faucet, cookies over plain http) is for a developer's machine; unset MARKETD_DEV to serve there", c.store.PublicURL)
+	}
+	return nil
 }

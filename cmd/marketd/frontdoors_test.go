@@ -347,7 +347,15 @@ func TestFrontDoors_PoolsAreTheSameOnBothDoors(t *testing.T) {
 		if len(outcomes["items"].([]any)) == 0 {
 			t.Fatal("the demo pool has no outcomes to compare")
 		}
-		sameFields(t, "outcomes", outcomes["items"], nodes(gql["outcomes"]))
+		// Anonymous, neither door names who swapped: REST leaves the key out, GraphQL answers null.
+		gnodes := nodes(gql["outcomes"])
+		for _, n := range gnodes {
+			if v, ok := n.(map[string]any)["taker"]; !ok || v != nil {
+				t.Fatalf("GraphQL named an anonymous caller a taker: %v", n)
+			}
+			delete(n.(map[string]any), "taker")
+		}
+		sameFields(t, "outcomes", outcomes["items"], gnodes)
 		if outcomes["cursor"] != dig(gql, "outcomes", "pageInfo", "endCursor") && outcomes["cursor"] != nil {
 			t.Fatalf("REST cursor %v, GraphQL endCursor %v", outcomes["cursor"], dig(gql, "outcomes", "pageInfo", "endCursor"))
 		}

@@ -22,6 +22,7 @@ import (
 	"marketd/graph"
 	"marketd/rest"
 	"marketd/store"
+	"marketd/store/clientaddr"
 	"marketd/store/metrics"
 	"marketd/store/ratelimit"
 	"marketd/web"
@@ -63,6 +64,9 @@ func serve(args []string) error {
 	if len(rest_) > 0 {
 		return fmt.Errorf("serve takes no arguments, got %q", rest_)
 	}
+	if err := c.checkDev(); err != nil {
+		return err
+	}
 	log := slog.New(rest.WithRequestIDs(newLogger(c.logLevel).Handler())) // a request's lines carry its id
 	slog.SetDefault(log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -80,6 +84,9 @@ func serve(args []string) error {
 	}
 	if len(applied) > 0 {
 		log.Info("migrations applied", "migrations", applied)
+	}
+	if c.dev && s.Dialect() == store.Postgres {
+		log.Warn("dev mode on PostgreSQL: the tap faucet gives coins to anyone who asks; is this a developer's store?")
 	}
 	s.StartNFTIndex() // /readyz fails until it is built
 	limiter, closeLimiter, err := newLimiter(ctx, c, s, log)
@@ -105,11 +112,15 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	proxies, err := clientaddr.ParseProxies(c.trustedProxies)
+	if err != nil {
+		return err
+	}
 	// GraphQL and the admin console (web/) next to the API: GraphQL on the API's tokens and read
-	// budget, the console on the API's rate limiter.
+	// budget, the console on the API's rate limiter and its trusted proxies.
 	root := frontDoors(api,
 		graph.NewHandler(s, graph.Options{Logger: log, Authenticate: api.Authenticate, CountRead: api.CountRead, Metrics: m}),
-		web.New(s, web.Config{Limits: api.Limiter(), Dev: c.dev, Logger: log}))
+		web.New(s, web.Config{Limits: api.Limiter(), Dev: c.dev, Logger: log, TrustedProxies: proxies}))
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err
