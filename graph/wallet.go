@@ -40,7 +40,7 @@ type caller struct {
 	read  func() (*store.Auth, error)
 	auth  *store.Auth
 	err   error
-	asked atomic.Bool                // a resolver asked who the caller is: the operation reads the caller's data
+	asked atomic.Bool                 // a resolver asked who the caller is: the operation reads the caller's data
 	ended atomic.Pointer[store.Error] // the session ended while the operation ran
 }
 
