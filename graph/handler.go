@@ -71,7 +71,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	es := NewExecutableSchema(cfgs)
 	gql := handler.New(es)
 	// Every operation's caller, and on a websocket its session and limits (socket.go).
-	gql.Use(callerPerOperation{cfg.Sockets.withDefaults()})
+	gql.Use(callerPerOperation{})
 	gql.AddTransport(websocketTransport(cfg.Sockets.withDefaults(), 15*time.Second))
 	gql.AddTransport(transport.GET{})
 	gql.AddTransport(postJSON{})

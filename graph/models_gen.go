@@ -198,13 +198,14 @@ type RewardEdge struct {
 //
 // A socket opened with a token (the `Authorization: Bearer` header or the session cookie on the
 // upgrade request) acts as that token's session only while the session lives. Every operation on
-// it, query or subscription, checks the token again as it starts; after logout, revocation from
-// the admin console, expiry, or the end of a rotated token's grace it is refused with an `error`
-// message whose `extensions.code` is token_revoked, invalid_token or token_rotated (open a new
-// socket with a live token, or without one for public feeds). A running subscription that reads
-// the caller's own data (`intentStatus`) checks the session every second and, when it has ended,
-// ends with an `error` message carrying that code; public feeds (`collectionActivity`,
-// `poolOutcomes`) run on.
+// it, query or subscription, checks the token again as it starts, and the socket checks it every
+// second while open; after logout, revocation from the admin console or expiry, the operation is
+// refused with an `error` message whose `extensions.code` is token_revoked or invalid_token, and
+// so is every later one (open a new socket with a live token, or without one for public feeds).
+// A token that a cookie rotation replaced stops serving the socket at once, with token_rotated:
+// reconnect, and the browser sends the newer cookie. When the session ends, a running
+// subscription that reads the caller's own data (`intentStatus`) ends with an `error` message
+// carrying that code; public feeds (`collectionActivity`, `poolOutcomes`) run on.
 //
 // Each socket is bounded: `connection_init` must arrive within 10 seconds of the upgrade, or the
 // socket is closed with code 4408; at most 20 subscriptions run at once on one socket, and one

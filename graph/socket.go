@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -19,14 +20,18 @@ import (
 //
 //   - Every operation on a socket that carries a token (the Authorization header or the
 //     session cookie of the upgrade request) authenticates that token again as it starts;
-//     after logout, revocation, expiry or the end of a rotated token's grace, the operation
-//     is refused with an error message whose extensions.code is the store's
-//     (token_revoked, invalid_token, token_rotated).
-//   - A subscription that reads the caller's own data (it asked who the caller is, as
-//     intentStatus does) checks the session every SocketLimits.SessionCheck while it runs;
-//     when the session ends it ends with an error message carrying that code (an error
-//     message ends an operation in graphql-transport-ws: no complete follows). Public
-//     subscriptions run on.
+//     after logout, revocation, expiry, or the token's replacement by a rotation, the
+//     operation is refused with an error message whose extensions.code is the store's
+//     (token_revoked, invalid_token, token_rotated), and so is every later one: the socket
+//     no longer acts as anyone.
+//   - While such a socket is open it checks its token every SocketLimits.SessionCheck. When
+//     the session has ended, a running subscription that reads the caller's own data (its
+//     resolvers asked who the caller is, as intentStatus does) ends with an error message
+//     carrying that code (an error message ends an operation in graphql-transport-ws: no
+//     complete follows); public subscriptions run on. A token that a rotation replaced ends
+//     the socket's session at once, within the rotation's grace: presenting a replaced token
+//     after its grace is the sign of a stolen copy, which the store answers by ending the
+//     session, and a socket must not do that to its user.
 //   - No connection_init within InitTimeout: the socket is closed with 4408, the protocol's
 //     code for it.
 //   - At most MaxSubscriptions subscriptions run at once on a socket; one more is refused
@@ -45,7 +50,7 @@ type SocketLimits struct {
 	InitTimeout      time.Duration // from the upgrade to connection_init; 10 s by default
 	IdleTimeout      time.Duration // with no operation running; 5 min by default
 	MaxSubscriptions int           // running at once on one socket; 20 by default
-	SessionCheck     time.Duration // how often a subscription that reads the caller's data checks its session; 1 s by default
+	SessionCheck     time.Duration // how often a socket with a token checks its session; 1 s by default
 }
 
 func (l SocketLimits) withDefaults() SocketLimits {
@@ -92,7 +97,7 @@ func (ss sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.
 	if src == nil {
 		return conn, nil // outside withCaller no operation has a caller: there is nothing to keep
 	}
-	s := &socket{conn: conn, limits: ss.limits}
+	s := &socket{conn: conn, limits: ss.limits, read: src.read, done: make(chan struct{}), private: map[*caller]context.CancelCauseFunc{}}
 	s.timer = time.AfterFunc(s.limits.InitTimeout, s.initExpired)
 	// The request's context ends when the transport is done with the connection.
 	context.AfterFunc(r.Context(), s.stop)
@@ -100,11 +105,13 @@ func (ss sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.
 	return conn, nil
 }
 
-// socket is one websocket's state: whether it was initialised, what runs on it, and the one
-// timer that closes it (the init timeout, then the idle timeout).
+// socket is one websocket's state: whether it was initialised, what runs on it, the one
+// timer that closes it (the init timeout, then the idle timeout), and its session.
 type socket struct {
 	conn   transport.WebsocketConn
 	limits SocketLimits
+	read   func() (*store.Auth, error) // the upgrade request's token, authenticated again
+	done   chan struct{}               // closed when the socket ends
 
 	mu         sync.Mutex
 	closed     bool
@@ -113,6 +120,9 @@ type socket struct {
 	subs       int       // of which subscriptions
 	lastActive time.Time // when an operation last started or ended
 	timer      *time.Timer
+	watching   bool                                // the session check runs
+	ended      *store.Error                        // why the socket's session is over; nil while it lives
+	private    map[*caller]context.CancelCauseFunc // running subscriptions of a signed-in socket
 }
 
 func (s *socket) initialised() {
@@ -129,11 +139,13 @@ func (s *socket) initialised() {
 
 func (s *socket) initExpired() {
 	s.mu.Lock()
-	ready := s.ready
-	s.mu.Unlock()
-	if !ready {
-		s.close(closeInitTimeout, "connection initialisation timeout")
+	if s.ready || s.closed {
+		s.mu.Unlock()
+		return
 	}
+	s.finishLocked()
+	s.mu.Unlock()
+	s.shut(closeInitTimeout, "connection initialisation timeout")
 }
 
 func (s *socket) idleExpired() {
@@ -147,20 +159,13 @@ func (s *socket) idleExpired() {
 		s.mu.Unlock()
 		return
 	}
+	s.finishLocked()
 	s.mu.Unlock()
-	s.close(closeIdle, "idle")
+	s.shut(closeIdle, "idle")
 }
 
-// close ends the connection with code; gqlgen's read loop then ends and tears the rest down.
-func (s *socket) close(code int, reason string) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.closed = true
-	s.timer.Stop()
-	s.mu.Unlock()
+// shut closes the connection with code; gqlgen's read loop then ends and tears the rest down.
+func (s *socket) shut(code int, reason string) {
 	s.conn.WriteClose(code, reason)
 	s.conn.Close()
 }
@@ -169,8 +174,15 @@ func (s *socket) close(code int, reason string) {
 func (s *socket) stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if !s.closed {
+		s.finishLocked()
+	}
+}
+
+func (s *socket) finishLocked() {
 	s.closed = true
 	s.timer.Stop()
+	close(s.done)
 }
 
 // begin counts an operation in, or refuses a subscription past the limit.
@@ -201,12 +213,115 @@ func (s *socket) end(subscription bool) {
 	}
 }
 
+// sessionEnded is why the socket no longer acts as its session, or nil while it does.
+func (s *socket) sessionEnded() *store.Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
+}
+
+// authenticate reads the socket's token again for an operation: its identity, nil for a
+// socket without a token, or the error that refuses the operation.
+func (s *socket) authenticate(c *caller) (*store.Auth, error) {
+	if err := s.sessionEnded(); err != nil {
+		return nil, err // the token is not presented again once its session is known to be over
+	}
+	a, err := c.identity()
+	switch {
+	case err == nil && !a.Current:
+		err = errReplaced
+	case err == nil:
+		s.watch()
+		return a, nil
+	case store.ErrorCode(err) == store.CodeUnauthenticated:
+		return nil, nil // no token: the operation runs as nobody
+	}
+	if isSessionEnd(err) {
+		s.endSession(err)
+	}
+	return nil, err
+}
+
+var errReplaced = store.Errorf(store.CodeTokenRotated, "the socket's token was replaced by a newer one of its session; open a new socket with the newer token")
+
+// isSessionEnd tells whether err says the token no longer names a live session (and not, say,
+// that the database is out of reach for a moment).
+func isSessionEnd(err error) bool {
+	switch store.ErrorCode(err) {
+	case store.CodeInvalidToken, store.CodeTokenRevoked, store.CodeTokenRotated, store.CodeUnauthenticated:
+		return err != nil
+	}
+	return false
+}
+
+// endSession records that the socket's session is over and ends the running subscriptions
+// that read the caller's data.
+func (s *socket) endSession(err error) {
+	e := &store.Error{Code: store.ErrorCode(err), Message: store.ErrorMessage(err)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended != nil {
+		return
+	}
+	s.ended = e
+	for c, cancel := range s.private {
+		if c.asked.Load() {
+			cancel(e)
+		}
+	}
+}
+
+// watch starts checking the socket's session while the socket is open.
+func (s *socket) watch() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watching || s.closed {
+		return
+	}
+	s.watching = true
+	go func() {
+		tick := time.NewTicker(s.limits.SessionCheck)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-tick.C:
+			}
+			a, err := s.read()
+			if err == nil && !a.Current {
+				err = errReplaced
+			}
+			if isSessionEnd(err) {
+				s.endSession(err)
+				return
+			}
+		}
+	}()
+}
+
+// follow registers a subscription of a signed-in socket, to be ended with the session if it
+// reads the caller's data; the returned func unregisters it.
+func (s *socket) follow(c *caller, cancel context.CancelCauseFunc) (func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended != nil {
+		return nil, s.ended
+	}
+	s.private[c] = cancel
+	return func() {
+		s.mu.Lock()
+		delete(s.private, c)
+		s.mu.Unlock()
+	}, nil
+}
+
 // operate runs one operation of the socket: it checks the socket's session first, counts the
 // operation, and ends a subscription that reads the caller's data when the session ends.
-func (s *socket) operate(ctx context.Context, c *caller, next graphql.OperationHandler, every time.Duration) graphql.ResponseHandler {
-	auth, err := c.identity()
-	if err != nil && store.ErrorCode(err) != store.CodeUnauthenticated {
-		return refuse(ctx, err) // the socket's token no longer names a live session
+func (s *socket) operate(ctx context.Context, c *caller, next graphql.OperationHandler) graphql.ResponseHandler {
+	auth, err := s.authenticate(c)
+	if err != nil {
+		return refuse(ctx, err)
 	}
 	subscription := false
 	if op := graphql.GetOperationContext(ctx).Operation; op != nil {
@@ -217,58 +332,32 @@ func (s *socket) operate(ctx context.Context, c *caller, next graphql.OperationH
 	}
 	// The operation ends at its last answer or, however else it ends (a panic), when the
 	// transport cancels its context.
-	var ended sync.Once
-	end := func() { ended.Do(func() { s.end(subscription) }) }
+	var once sync.Once
+	end := func() { once.Do(func() { s.end(subscription) }) }
 	context.AfterFunc(ctx, end)
 	ctx, cancel := context.WithCancelCause(ctx)
 	if subscription && auth != nil {
-		go watchSession(ctx, c, cancel, every)
+		unfollow, err := s.follow(c, cancel)
+		if err != nil {
+			cancel(nil)
+			end()
+			return refuse(ctx, err)
+		}
+		context.AfterFunc(ctx, unfollow)
 	}
 	responses := next(ctx)
 	return func(rctx context.Context) *graphql.Response {
 		if resp := responses(rctx); resp != nil {
 			return resp
 		}
-		if e := c.ended.Load(); e != nil {
-			transport.AddSubscriptionError(ctx, operationError(e))
+		var ended *store.Error
+		if errors.As(context.Cause(ctx), &ended) {
+			transport.AddSubscriptionError(ctx, operationError(ended))
 		}
 		cancel(nil)
 		end()
 		return nil
 	}
-}
-
-// watchSession ends a subscription when its session ends, once the subscription has asked
-// who its caller is: public feeds do not depend on the session.
-func watchSession(ctx context.Context, c *caller, end context.CancelCauseFunc, every time.Duration) {
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if !c.asked.Load() {
-			continue
-		}
-		if _, err := c.read(); sessionEnded(err) {
-			e := &store.Error{Code: store.ErrorCode(err), Message: store.ErrorMessage(err)}
-			c.ended.Store(e)
-			end(e)
-			return
-		}
-	}
-}
-
-// sessionEnded tells whether err says the token no longer names a live session (and not,
-// say, that the database is out of reach for a moment).
-func sessionEnded(err error) bool {
-	switch store.ErrorCode(err) {
-	case store.CodeInvalidToken, store.CodeTokenRevoked, store.CodeTokenRotated, store.CodeUnauthenticated:
-		return err != nil
-	}
-	return false
 }
 
 // refuse answers an operation refused before it ran with the protocol's error message.

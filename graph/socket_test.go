@@ -193,6 +193,43 @@ func TestSocket_AnOperationAfterTheSessionEndsIsRefused(t *testing.T) {
 	})
 }
 
+// A rotation replaces the socket's token: the socket stops acting as the session at once
+// (token_rotated), and never presents the replaced token again, so the session and its newer
+// token live on past the grace.
+func TestSocket_ARotatedTokenEndsTheSocketsUseOfItNotTheSession(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		s, clock, url := socketGraph(t, b, SocketLimits{SessionCheck: 50 * time.Millisecond}, false)
+		ctx := context.Background()
+		m := newMinter(t, s, "holder")
+		tok := m.signIn()
+		c := dialSession(t, url, tok)
+		vars := map[string]any{"p": m.id}
+		if _, code := c.ask("1", walletQuery, vars); code != "" {
+			t.Fatalf("while the token is current: %s", code)
+		}
+		clock.Advance(31 * time.Minute)
+		a, err := s.Authenticate(ctx, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newer, err := s.RotateIfDue(ctx, a)
+		if err != nil || newer == nil {
+			t.Fatalf("rotation: %v %v", newer, err)
+		}
+		if _, code := c.ask("2", walletQuery, vars); code != string(store.CodeTokenRotated) {
+			t.Fatalf("after the rotation: code %q, want token_rotated", code)
+		}
+		clock.Advance(10 * time.Minute) // past the grace
+		time.Sleep(200 * time.Millisecond)
+		if _, code := c.ask("3", walletQuery, vars); code != string(store.CodeTokenRotated) {
+			t.Fatalf("after the grace: code %q, want token_rotated", code)
+		}
+		if _, err := s.Authenticate(ctx, newer.Token); err != nil {
+			t.Fatalf("the session's newer token after the socket's: %v", err)
+		}
+	})
+}
+
 func dig(v any, keys ...string) any {
 	for _, k := range keys {
 		m, _ := v.(map[string]any)

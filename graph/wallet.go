@@ -33,15 +33,15 @@ type callerSource struct {
 
 // caller is the identity of one GraphQL operation, read from the request's token once and,
 // over HTTP, only when a field needs it: public reads never look at the token. Over a
-// websocket it is read as the operation starts (socket.go), and a subscription that asked for
-// it ends with the session.
+// websocket it is read as the operation starts, and it holds only while the socket's session
+// lives (socket.go).
 type caller struct {
 	once  sync.Once
 	read  func() (*store.Auth, error)
 	auth  *store.Auth
 	err   error
-	asked atomic.Bool                 // a resolver asked who the caller is: the operation reads the caller's data
-	ended atomic.Pointer[store.Error] // the session ended while the operation ran
+	sock  *socket     // the websocket the operation runs on; nil over HTTP
+	asked atomic.Bool // a resolver asked who the caller is: the operation reads the caller's data
 }
 
 func (c *caller) identity() (*store.Auth, error) {
@@ -72,7 +72,7 @@ func withCaller(authenticate func(*http.Request) (*store.Auth, error), next http
 // one place a resolver's callerParty gets its answer from, and, on a websocket, where the
 // socket's session is checked again and its limits kept (socket.go). Without it no operation
 // has a caller, and callerParty answers unauthenticated.
-type callerPerOperation struct{ limits SocketLimits }
+type callerPerOperation struct{}
 
 func (callerPerOperation) ExtensionName() string                   { return "CallerPerOperation" }
 func (callerPerOperation) Validate(graphql.ExecutableSchema) error { return nil }
@@ -82,12 +82,12 @@ func (e callerPerOperation) InterceptOperation(ctx context.Context, next graphql
 	if src == nil {
 		return next(ctx)
 	}
-	c := &caller{read: src.read}
+	c := &caller{read: src.read, sock: src.sock}
 	ctx = context.WithValue(ctx, operationCallerKey{}, c)
 	if src.sock == nil {
 		return next(ctx) // an HTTP request: one operation, its token read when a field needs it
 	}
-	return src.sock.operate(ctx, c, next, e.limits.SessionCheck)
+	return src.sock.operate(ctx, c, next)
 }
 
 // actAs returns nil when the request's token is partyID's, else the error REST would give.
@@ -109,8 +109,10 @@ func callerParty(ctx context.Context) (string, error) {
 		return "", store.Errorf(store.CodeUnauthenticated, "sign in first")
 	}
 	c.asked.Store(true)
-	if err := c.ended.Load(); err != nil {
-		return "", err
+	if c.sock != nil {
+		if err := c.sock.sessionEnded(); err != nil {
+			return "", err
+		}
 	}
 	a, err := c.identity()
 	if err != nil {
