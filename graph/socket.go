@@ -98,7 +98,9 @@ func (ss sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.
 		return conn, nil // outside withCaller no operation has a caller: there is nothing to keep
 	}
 	s := &socket{conn: conn, limits: ss.limits, read: src.read, done: make(chan struct{}), private: map[*caller]context.CancelCauseFunc{}}
+	s.mu.Lock() // the timer may fire before it is stored
 	s.timer = time.AfterFunc(s.limits.InitTimeout, s.initExpired)
+	s.mu.Unlock()
 	// The request's context ends when the transport is done with the connection.
 	context.AfterFunc(r.Context(), s.stop)
 	src.sock = s
