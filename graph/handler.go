@@ -36,6 +36,8 @@ type Options struct {
 	// CountRead counts a query against its origin's read budget, shared with REST; it writes
 	// the RateLimit headers and returns rate_limited over the limit. Nil means unlimited.
 	CountRead func(http.ResponseWriter, *http.Request) error
+	// Sockets bounds each websocket and the time it may act as its session (socket.go).
+	Sockets SocketLimits
 	// Metrics counts operations and their latency in the service's registry; nil counts nothing.
 	Metrics *metrics.Metrics
 	// RunEveryQuery runs each query, even one whose kept answer is current (response_cache.go):
@@ -68,7 +70,9 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	resolvers := cfgs.Resolvers.(*Resolver)
 	es := NewExecutableSchema(cfgs)
 	gql := handler.New(es)
-	gql.AddTransport(transport.Websocket{KeepAlivePingInterval: 15 * time.Second})
+	// Every operation's caller, and on a websocket its session and limits (socket.go).
+	gql.Use(callerPerOperation{})
+	gql.AddTransport(websocketTransport(cfg.Sockets.withDefaults(), 15*time.Second))
 	gql.AddTransport(transport.GET{})
 	gql.AddTransport(postJSON{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))

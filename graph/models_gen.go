@@ -195,6 +195,23 @@ type RewardEdge struct {
 // Live feeds over WebSocket (the graphql-transport-ws protocol), read from the update log: every
 // instance of the service delivers every event, in log order. Each event carries its position;
 // subscribe again with `after` set to the last position seen and nothing is missed or repeated.
+//
+// A socket opened with a token (the `Authorization: Bearer` header or the session cookie on the
+// upgrade request) acts as that token's session only while the session lives. Every operation on
+// it, query or subscription, checks the token again as it starts, and the socket checks it every
+// second while open; after logout, revocation from the admin console or expiry, the operation is
+// refused with an `error` message whose `extensions.code` is token_revoked or invalid_token, and
+// so is every later one (open a new socket with a live token, or without one for public feeds).
+// A token that a cookie rotation replaced stops serving the socket at once, with token_rotated:
+// reconnect, and the browser sends the newer cookie. When the session ends, a running
+// subscription that reads the caller's own data (`intentStatus`) ends with an `error` message
+// carrying that code; public feeds (`collectionActivity`, `poolOutcomes`) run on.
+//
+// Each socket is bounded: `connection_init` must arrive within 10 seconds of the upgrade, or the
+// socket is closed with code 4408; at most 20 subscriptions run at once on one socket, and one
+// more is refused with an `error` message whose code is too_many_subscriptions (the socket stays
+// open); a socket with no operation running for 5 minutes (pings and pongs do not count) is
+// closed with code 4410.
 type Subscription struct {
 }
 

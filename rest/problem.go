@@ -46,7 +46,7 @@ func statusOf(code store.Code) int {
 		return http.StatusUnsupportedMediaType
 	case store.CodeNotAcceptable:
 		return http.StatusNotAcceptable
-	case store.CodeRateLimited:
+	case store.CodeRateLimited, store.CodeTooManySubscriptions:
 		return http.StatusTooManyRequests
 	case store.CodeUnavailable, store.CodeOutcomeUnknown:
 		return http.StatusServiceUnavailable

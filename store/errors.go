@@ -42,6 +42,9 @@ const (
 	// whether it applied is not known. Sending the same execute again is safe: it answers the
 	// receipt if the transaction applied, and applies it once if not.
 	CodeOutcomeUnknown Code = "outcome_unknown"
+	// CodeTooManySubscriptions: a GraphQL socket already runs as many subscriptions as one
+	// socket may; REST never answers it.
+	CodeTooManySubscriptions Code = "too_many_subscriptions"
 )
 
 // Error is the one error type of the domain: a code for machines and a message for people.

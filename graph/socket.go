@@ -1,0 +1,375 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"marketd/store"
+)
+
+// A websocket (graphql-transport-ws) lives longer than the session it was opened with, so
+// it acts as that session only while the session is live, and each socket is bounded:
+//
+//   - Every operation on a socket that carries a token (the Authorization header or the
+//     session cookie of the upgrade request) authenticates that token again as it starts;
+//     after logout, revocation, expiry, or the token's replacement by a rotation, the
+//     operation is refused with an error message whose extensions.code is the store's
+//     (token_revoked, invalid_token, token_rotated), and so is every later one: the socket
+//     no longer acts as anyone.
+//   - While such a socket is open it checks its token every SocketLimits.SessionCheck. When
+//     the session has ended, a running subscription that reads the caller's own data (its
+//     resolvers asked who the caller is, as intentStatus does) ends with an error message
+//     carrying that code (an error message ends an operation in graphql-transport-ws: no
+//     complete follows); public subscriptions run on. A token that a rotation replaced ends
+//     the socket's session at once, within the rotation's grace: presenting a replaced token
+//     after its grace is the sign of a stolen copy, which the store answers by ending the
+//     session, and a socket must not do that to its user.
+//   - No connection_init within InitTimeout: the socket is closed with 4408, the protocol's
+//     code for it.
+//   - At most MaxSubscriptions subscriptions run at once on a socket; one more is refused
+//     with an error message whose code is too_many_subscriptions, and the socket stays open.
+//   - A socket with no operation running, none started or ended for IdleTimeout, is closed
+//     with closeIdle (4410). Pings and pongs are not activity.
+
+// Close codes a socket may end with, besides the protocol's own.
+const (
+	closeInitTimeout = 4408 // graphql-transport-ws: connection initialisation timeout
+	closeIdle        = 4410 // ours: no operation for SocketLimits.IdleTimeout
+)
+
+// SocketLimits bounds each websocket; a zero field picks its default.
+type SocketLimits struct {
+	InitTimeout      time.Duration // from the upgrade to connection_init; 10 s by default
+	IdleTimeout      time.Duration // with no operation running; 5 min by default
+	MaxSubscriptions int           // running at once on one socket; 20 by default
+	SessionCheck     time.Duration // how often a socket with a token checks its session; 1 s by default
+}
+
+func (l SocketLimits) withDefaults() SocketLimits {
+	if l.InitTimeout <= 0 {
+		l.InitTimeout = 10 * time.Second
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = 5 * time.Minute
+	}
+	if l.MaxSubscriptions <= 0 {
+		l.MaxSubscriptions = 20
+	}
+	if l.SessionCheck <= 0 {
+		l.SessionCheck = time.Second
+	}
+	return l
+}
+
+// websocketTransport is gqlgen's websocket transport with a socket per connection that
+// keeps the limits; callerPerOperation (wallet.go) keeps the session rule.
+func websocketTransport(limits SocketLimits, keepAlive time.Duration) transport.Websocket {
+	return transport.Websocket{
+		Implementation:        sockets{limits},
+		KeepAlivePingInterval: keepAlive,
+		InitFunc: func(ctx context.Context, _ transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+			if src, _ := ctx.Value(callerKey{}).(*callerSource); src != nil && src.sock != nil {
+				src.sock.initialised()
+			}
+			return ctx, nil, nil
+		},
+	}
+}
+
+// sockets accepts websockets as gqlgen's default implementation does, and gives each the
+// socket that keeps its limits.
+type sockets struct{ limits SocketLimits }
+
+func (ss sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
+	conn, err := transport.CoderWebsocketImplementation{}.Accept(w, r, opts)
+	if err != nil {
+		return nil, err
+	}
+	src, _ := r.Context().Value(callerKey{}).(*callerSource)
+	if src == nil {
+		return conn, nil // outside withCaller no operation has a caller: there is nothing to keep
+	}
+	s := &socket{conn: conn, limits: ss.limits, read: src.read, done: make(chan struct{}), private: map[*caller]context.CancelCauseFunc{}}
+	s.mu.Lock() // the timer may fire before it is stored
+	s.timer = time.AfterFunc(s.limits.InitTimeout, s.initExpired)
+	s.mu.Unlock()
+	// The request's context ends when the transport is done with the connection.
+	context.AfterFunc(r.Context(), s.stop)
+	src.sock = s
+	return conn, nil
+}
+
+// socket is one websocket's state: whether it was initialised, what runs on it, the one
+// timer that closes it (the init timeout, then the idle timeout), and its session.
+type socket struct {
+	conn   transport.WebsocketConn
+	limits SocketLimits
+	read   func() (*store.Auth, error) // the upgrade request's token, authenticated again
+	done   chan struct{}               // closed when the socket ends
+
+	mu         sync.Mutex
+	closed     bool
+	ready      bool      // connection_init arrived
+	running    int       // operations running
+	subs       int       // of which subscriptions
+	lastActive time.Time // when an operation last started or ended
+	timer      *time.Timer
+	watching   bool                                // the session check runs
+	ended      *store.Error                        // why the socket's session is over; nil while it lives
+	private    map[*caller]context.CancelCauseFunc // running subscriptions of a signed-in socket
+}
+
+func (s *socket) initialised() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.ready {
+		return
+	}
+	s.ready = true
+	s.lastActive = time.Now()
+	s.timer.Stop()
+	s.timer = time.AfterFunc(s.limits.IdleTimeout, s.idleExpired)
+}
+
+func (s *socket) initExpired() {
+	s.mu.Lock()
+	if s.ready || s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.finishLocked()
+	s.mu.Unlock()
+	s.shut(closeInitTimeout, "connection initialisation timeout")
+}
+
+func (s *socket) idleExpired() {
+	s.mu.Lock()
+	if s.closed || s.running > 0 {
+		s.mu.Unlock()
+		return // the last operation to end arms the timer again
+	}
+	if rest := s.limits.IdleTimeout - time.Since(s.lastActive); rest > 0 {
+		s.timer.Reset(rest)
+		s.mu.Unlock()
+		return
+	}
+	s.finishLocked()
+	s.mu.Unlock()
+	s.shut(closeIdle, "idle")
+}
+
+// shut closes the connection with code; gqlgen's read loop then ends and tears the rest down.
+func (s *socket) shut(code int, reason string) {
+	s.conn.WriteClose(code, reason)
+	s.conn.Close()
+}
+
+// stop forgets the timers of a connection the transport is done with.
+func (s *socket) stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.finishLocked()
+	}
+}
+
+func (s *socket) finishLocked() {
+	s.closed = true
+	s.timer.Stop()
+	close(s.done)
+}
+
+// begin counts an operation in, or refuses a subscription past the limit.
+func (s *socket) begin(subscription bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if subscription && s.subs >= s.limits.MaxSubscriptions {
+		return store.Errorf(store.CodeTooManySubscriptions, "this socket already runs %d subscriptions, the most one socket may; complete one, or open another socket", s.subs)
+	}
+	s.running++
+	if subscription {
+		s.subs++
+	}
+	s.lastActive = time.Now()
+	return nil
+}
+
+func (s *socket) end(subscription bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running--
+	if subscription {
+		s.subs--
+	}
+	s.lastActive = time.Now()
+	if s.running == 0 && s.ready && !s.closed {
+		s.timer.Reset(s.limits.IdleTimeout)
+	}
+}
+
+// sessionEnded is why the socket no longer acts as its session, or nil while it does.
+func (s *socket) sessionEnded() *store.Error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
+}
+
+// authenticate reads the socket's token again for an operation: its identity, nil for a
+// socket without a token, or the error that refuses the operation.
+func (s *socket) authenticate(c *caller) (*store.Auth, error) {
+	if err := s.sessionEnded(); err != nil {
+		return nil, err // the token is not presented again once its session is known to be over
+	}
+	a, err := c.identity()
+	switch {
+	case err == nil && !a.Current:
+		err = errReplaced
+	case err == nil:
+		s.watch()
+		return a, nil
+	case store.ErrorCode(err) == store.CodeUnauthenticated:
+		return nil, nil // no token: the operation runs as nobody
+	}
+	if isSessionEnd(err) {
+		s.endSession(err)
+	}
+	return nil, err
+}
+
+var errReplaced = store.Errorf(store.CodeTokenRotated, "the socket's token was replaced by a newer one of its session; open a new socket with the newer token")
+
+// isSessionEnd tells whether err says the token no longer names a live session (and not, say,
+// that the database is out of reach for a moment).
+func isSessionEnd(err error) bool {
+	switch store.ErrorCode(err) {
+	case store.CodeInvalidToken, store.CodeTokenRevoked, store.CodeTokenRotated, store.CodeUnauthenticated:
+		return err != nil
+	}
+	return false
+}
+
+// endSession records that the socket's session is over and ends the running subscriptions
+// that read the caller's data.
+func (s *socket) endSession(err error) {
+	e := &store.Error{Code: store.ErrorCode(err), Message: store.ErrorMessage(err)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended != nil {
+		return
+	}
+	s.ended = e
+	for c, cancel := range s.private {
+		if c.asked.Load() {
+			cancel(e)
+		}
+	}
+}
+
+// watch starts checking the socket's session while the socket is open.
+func (s *socket) watch() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.watching || s.closed {
+		return
+	}
+	s.watching = true
+	go func() {
+		tick := time.NewTicker(s.limits.SessionCheck)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.done:
+				return
+			case <-tick.C:
+			}
+			a, err := s.read()
+			if err == nil && !a.Current {
+				err = errReplaced
+			}
+			if isSessionEnd(err) {
+				s.endSession(err)
+				return
+			}
+		}
+	}()
+}
+
+// follow registers a subscription of a signed-in socket, to be ended with the session if it
+// reads the caller's data; the returned func unregisters it.
+func (s *socket) follow(c *caller, cancel context.CancelCauseFunc) (func(), error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended != nil {
+		return nil, s.ended
+	}
+	s.private[c] = cancel
+	return func() {
+		s.mu.Lock()
+		delete(s.private, c)
+		s.mu.Unlock()
+	}, nil
+}
+
+// operate runs one operation of the socket: it checks the socket's session first, counts the
+// operation, and ends a subscription that reads the caller's data when the session ends.
+func (s *socket) operate(ctx context.Context, c *caller, next graphql.OperationHandler) graphql.ResponseHandler {
+	auth, err := s.authenticate(c)
+	if err != nil {
+		return refuse(ctx, err)
+	}
+	subscription := false
+	if op := graphql.GetOperationContext(ctx).Operation; op != nil {
+		subscription = op.Operation == ast.Subscription
+	}
+	if err := s.begin(subscription); err != nil {
+		return refuse(ctx, err)
+	}
+	// The operation ends at its last answer or, however else it ends (a panic), when the
+	// transport cancels its context.
+	var once sync.Once
+	end := func() { once.Do(func() { s.end(subscription) }) }
+	context.AfterFunc(ctx, end)
+	ctx, cancel := context.WithCancelCause(ctx)
+	if subscription && auth != nil {
+		unfollow, err := s.follow(c, cancel)
+		if err != nil {
+			cancel(nil)
+			end()
+			return refuse(ctx, err)
+		}
+		context.AfterFunc(ctx, unfollow)
+	}
+	responses := next(ctx)
+	return func(rctx context.Context) *graphql.Response {
+		if resp := responses(rctx); resp != nil {
+			return resp
+		}
+		var ended *store.Error
+		if errors.As(context.Cause(ctx), &ended) {
+			transport.AddSubscriptionError(ctx, operationError(ended))
+		}
+		cancel(nil)
+		end()
+		return nil
+	}
+}
+
+// refuse answers an operation refused before it ran with the protocol's error message.
+func refuse(ctx context.Context, err error) graphql.ResponseHandler {
+	transport.AddSubscriptionError(ctx, operationError(err))
+	return func(context.Context) *graphql.Response { return nil }
+}
+
+func operationError(err error) *gqlerror.Error {
+	gerr := &gqlerror.Error{Message: store.ErrorMessage(err)}
+	setCode(gerr, string(store.ErrorCode(err)))
+	return gerr
+}
