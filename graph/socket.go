@@ -290,6 +290,9 @@ func (s *socket) watch() {
 				return
 			case <-tick.C:
 			}
+			if s.sessionEnded() != nil {
+				return // an operation found it over: the token is never presented again
+			}
 			a, err := s.read()
 			if err == nil && !a.Current {
 				err = errReplaced
