@@ -47,7 +47,7 @@ func newFrontDoorsLimited(t *testing.T, b storetest.Backend, rateRead int) (*fro
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(frontDoors(api, graph.NewHandler(s, graph.Options{Logger: quiet, Authenticate: api.Authenticate, CountRead: api.CountRead}), nil))
+	hs := httptest.NewServer(frontDoors(api, graph.NewHandler(s, graph.Options{Logger: quiet, Authenticate: api.Authenticate, ChargeRead: api.ChargeRead}), nil))
 	t.Cleanup(hs.Close)
 	return &frontDoorsAPI{t: t, url: hs.URL}, s
 }
