@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -24,7 +25,8 @@ const maxQueryTokens = 15_000
 // request's client, which REST's reads spend too; over the budget, rate_limited.
 type operationBudget struct {
 	model *costModel
-	limit int // MaxComplexity
+	limit int           // MaxComplexity
+	seen  *atomic.Int64 // when set, told each operation's cost (tests)
 }
 
 func (*operationBudget) ExtensionName() string                   { return "OperationBudget" }
@@ -35,6 +37,9 @@ func (b *operationBudget) MutateOperationContext(ctx context.Context, oc *graphq
 		return nil
 	}
 	cost := b.model.cost(oc)
+	if b.seen != nil {
+		b.seen.Store(int64(cost))
+	}
 	if cost > b.limit {
 		err := gqlerror.Errorf("the query costs %d reads of the store; the limit is %d", cost, b.limit)
 		setCode(err, string(store.CodeInvalidRequest))

@@ -47,6 +47,7 @@ type Options struct {
 	NoFastPath bool
 
 	fastAnswers *atomic.Int64 // when set, counts the fast path's answers (tests)
+	lastCost    *atomic.Int64 // when set, holds the cost of the last operation charged (tests)
 }
 
 //go:embed graphiql
@@ -77,7 +78,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	// Both limits are checked on the parsed query, before any resolver runs.
 	gql.Use(depthLimit(cfg.MaxDepth))
-	gql.Use(&operationBudget{model: newCostModel(es.Schema()), limit: cfg.MaxComplexity}) // budget.go
+	gql.Use(&operationBudget{model: newCostModel(es.Schema()), limit: cfg.MaxComplexity, seen: cfg.lastCost}) // budget.go
 	gql.SetParserTokenLimit(maxQueryTokens)
 	gql.Use(operationMetrics{cfg.Metrics})
 	gql.Use(reuseGuard{schema: es.Schema()})
