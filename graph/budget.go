@@ -19,10 +19,12 @@ import (
 const maxQueryTokens = 15_000
 
 // operationBudget is the extension every operation passes through, whatever its transport
-// (POST, GET, each operation and subscription start on a websocket), after it is parsed and
-// validated and before anything runs: it refuses an operation whose cost (cost.go) passes the
-// absolute limit with invalid_request, and charges the rest to the read budget of the
-// request's client, which REST's reads spend too; over the budget, rate_limited.
+// (POST, GET, each operation and subscription start on a websocket). Before it is parsed, it
+// charges one read to the read budget of the request's client, which REST's reads spend too:
+// as every GET under /api/ counts, a query that does not parse or validate counts. After it
+// is parsed and validated and before anything runs, it refuses an operation whose cost
+// (cost.go) passes the absolute limit with invalid_request, and charges the rest of its reads,
+// readsFor(cost) in all. Over the budget, rate_limited.
 type operationBudget struct {
 	model *costModel
 	limit int           // MaxComplexity
@@ -31,6 +33,10 @@ type operationBudget struct {
 
 func (*operationBudget) ExtensionName() string                   { return "OperationBudget" }
 func (*operationBudget) Validate(graphql.ExecutableSchema) error { return nil }
+
+func (b *operationBudget) MutateOperationParameters(ctx context.Context, _ *graphql.RawParams) *gqlerror.Error {
+	return spenderOf(ctx).spend(1)
+}
 
 func (b *operationBudget) MutateOperationContext(ctx context.Context, oc *graphql.OperationContext) *gqlerror.Error {
 	if oc.Operation == nil {
@@ -45,7 +51,10 @@ func (b *operationBudget) MutateOperationContext(ctx context.Context, oc *graphq
 		setCode(err, string(store.CodeInvalidRequest))
 		return err
 	}
-	return spenderOf(ctx).spend(readsFor(cost))
+	if rest := readsFor(cost) - 1; rest > 0 {
+		return spenderOf(ctx).spend(rest)
+	}
+	return nil
 }
 
 // spender charges the operations of one request (one over HTTP, each of a websocket's) to
@@ -59,6 +68,11 @@ type spender struct {
 	reads   int
 	refused bool
 }
+
+var _ interface {
+	graphql.OperationParameterMutator
+	graphql.OperationContextMutator
+} = (*operationBudget)(nil)
 
 type spenderKey struct{}
 
@@ -75,7 +89,9 @@ func (s *spender) spend(n int) *gqlerror.Error {
 	d, err := s.charge(s.r, n)
 	if s.w != nil {
 		d.SetHeaders(s.w.Header())
-		s.reads = n
+		if d.Allowed {
+			s.reads += n
+		}
 	}
 	if err == nil {
 		return nil

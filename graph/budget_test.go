@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -128,8 +129,9 @@ func TestGraphQLBudget_AQueryOverTheBudgetIsRefusedBeforeAnyStatement(t *testing
 		if took := time.Since(start); took > 2*time.Second {
 			t.Fatalf("refusing took %v", took)
 		}
-		if got := g.remaining(); got != 300 {
-			t.Fatalf("the refusal spent the budget: %d left", got)
+		// The request counts as one read, as any does; the rest of its cost is refused.
+		if got := g.remaining(); got != 299 {
+			t.Fatalf("the refusal spent %d reads", 300-got)
 		}
 		// 9,000 lookups are past the parser's token bound: invalid_request, before any statement.
 		start, before = time.Now(), g.queries.Load()
@@ -140,10 +142,35 @@ func TestGraphQLBudget_AQueryOverTheBudgetIsRefusedBeforeAnyStatement(t *testing
 		if took := time.Since(start); took > 2*time.Second {
 			t.Fatalf("refusing took %v", took)
 		}
-		// 50 lookups cost 150, 25 reads: charged as such.
-		if res, out := g.post(aliasedLookups(50), nil); res.StatusCode != http.StatusOK || len(out.Errors) > 0 || res.Header.Get("RateLimit-Remaining") != "275" {
+		// So does one that does not parse.
+		if res, _ := g.post(aliasedLookups(9000), nil); res.Header.Get("RateLimit-Remaining") != "297" {
+			t.Fatalf("9,000 lookups left %q reads", res.Header.Get("RateLimit-Remaining"))
+		}
+		// 50 lookups cost 150, 25 reads: charged as such, by POST and by GET.
+		if res, out := g.post(aliasedLookups(50), nil); res.StatusCode != http.StatusOK || len(out.Errors) > 0 || res.Header.Get("RateLimit-Remaining") != "272" {
 			t.Fatalf("50 lookups: %d %+v remaining %q", res.StatusCode, out.Errors, res.Header.Get("RateLimit-Remaining"))
 		}
+		res, err := http.Get(g.http.URL + "/graphql?query=" + url.QueryEscape(aliasedLookups(50)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || res.Header.Get("RateLimit-Remaining") != "247" {
+			t.Fatalf("50 lookups by GET: %d remaining %q", res.StatusCode, res.Header.Get("RateLimit-Remaining"))
+		}
+		// Over the budget by GET: 429 before any statement.
+		before = g.queries.Load()
+		res, err = http.Get(g.http.URL + "/graphql?query=" + url.QueryEscape(aliasedLookups(1000)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = gqlResponse{}
+		json.NewDecoder(res.Body).Decode(&out)
+		res.Body.Close()
+		if n := g.queries.Load() - before; n != 0 {
+			t.Fatalf("the refused GET ran %d statements", n)
+		}
+		wantRateLimited(t, res, out)
 	})
 }
 
