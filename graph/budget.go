@@ -47,7 +47,7 @@ func (b *operationBudget) MutateOperationContext(ctx context.Context, oc *graphq
 		b.seen.Store(int64(cost))
 	}
 	if cost > b.limit {
-		err := gqlerror.Errorf("the query costs %d reads of the store; the limit is %d", cost, b.limit)
+		err := gqlerror.Errorf("the query costs %d (the SQL statements it may run); the limit is %d", cost, b.limit)
 		setCode(err, string(store.CodeInvalidRequest))
 		return err
 	}
