@@ -144,7 +144,7 @@ type coster struct {
 type costKey struct {
 	typ  string
 	page int
-	sels string // the selections' addresses: the same AST nodes, wherever they are reached
+	sels string // the selections' addresses (a plain spread's, its fragment's): the same AST nodes, wherever they are reached
 }
 
 // selection is the cost of resolving sels once on a value of type typ; page, when not 0, is
@@ -155,7 +155,11 @@ func (c *coster) selection(sels ast.SelectionSet, typ string, page int) int {
 	}
 	c.key = c.key[:0]
 	for _, sel := range sels {
-		c.key = binary.LittleEndian.AppendUint64(c.key, uint64(reflect.ValueOf(sel).Pointer()))
+		node := any(sel)
+		if fs, ok := sel.(*ast.FragmentSpread); ok && len(fs.Directives) == 0 && fs.Definition != nil {
+			node = fs.Definition // every plain spread of a fragment selects the same
+		}
+		c.key = binary.LittleEndian.AppendUint64(c.key, uint64(reflect.ValueOf(node).Pointer()))
 	}
 	k := costKey{typ: typ, page: page, sels: string(c.key)}
 	if v, ok := c.memo[k]; ok {

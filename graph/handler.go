@@ -229,7 +229,7 @@ func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.Operat
 	if oc.Operation == nil {
 		return nil
 	}
-	if n := depthOf(oc.Operation.SelectionSet); n > int(d) {
+	if n := depthOf(oc.Operation.SelectionSet, map[string]int{}); n > int(d) {
 		err := gqlerror.Errorf("the query nests %d levels deep; the limit is %d", n, int(d))
 		setCode(err, string(store.CodeInvalidRequest))
 		return err
@@ -237,7 +237,9 @@ func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.Operat
 	return nil
 }
 
-func depthOf(set ast.SelectionSet) int {
+// depthOf is the depth of set; fragments holds the depth of each fragment seen, so one spread
+// under many aliases is walked once (a query of 15,000 tokens could otherwise name millions).
+func depthOf(set ast.SelectionSet, fragments map[string]int) int {
 	deepest := 0
 	for _, sel := range set {
 		n := 0
@@ -246,12 +248,17 @@ func depthOf(set ast.SelectionSet) int {
 			if strings.HasPrefix(sel.Name, "__") {
 				continue
 			}
-			n = 1 + depthOf(sel.SelectionSet)
+			n = 1 + depthOf(sel.SelectionSet, fragments)
 		case *ast.InlineFragment:
-			n = depthOf(sel.SelectionSet)
+			n = depthOf(sel.SelectionSet, fragments)
 		case *ast.FragmentSpread:
 			if sel.Definition != nil {
-				n = depthOf(sel.Definition.SelectionSet)
+				d, ok := fragments[sel.Name]
+				if !ok {
+					d = depthOf(sel.Definition.SelectionSet, fragments)
+					fragments[sel.Name] = d
+				}
+				n = d
 			}
 		}
 		deepest = max(deepest, n)
