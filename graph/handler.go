@@ -3,7 +3,6 @@ package graph
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -23,19 +22,21 @@ import (
 
 	"marketd/store"
 	"marketd/store/metrics"
+	"marketd/store/ratelimit"
 )
 
 // Options is the GraphQL endpoint's part of the service configuration.
 type Options struct {
 	MaxDepth      int // deepest selection a query may make (introspection aside); 0 picks 12
-	MaxComplexity int // the most a query may cost, counting each list as its page size; 0 picks 20,000
+	MaxComplexity int // the most an operation may cost (cost.go), whatever the budget; 0 picks 10,000
 	Logger        *slog.Logger
 
 	// Authenticate reads a request's token as REST does; nil means no query may act as a party.
 	Authenticate func(*http.Request) (*store.Auth, error)
-	// CountRead counts a query against its origin's read budget, shared with REST; it writes
-	// the RateLimit headers and returns rate_limited over the limit. Nil means unlimited.
-	CountRead func(http.ResponseWriter, *http.Request) error
+	// ChargeRead charges n reads at once to the read budget of r's client, the budget REST's
+	// reads spend (rest.Server.ChargeRead); over the limit it returns rate_limited. Each
+	// operation is charged by its cost (cost.go, budget.go). Nil means unlimited.
+	ChargeRead func(r *http.Request, n int) (ratelimit.Decision, error)
 	// Sockets bounds each websocket and the time it may act as its session (socket.go).
 	Sockets SocketLimits
 	// Metrics counts operations and their latency in the service's registry; nil counts nothing.
@@ -48,6 +49,7 @@ type Options struct {
 	NoFastPath bool
 
 	fastAnswers *atomic.Int64 // when set, counts the fast path's answers (tests)
+	lastCost    *atomic.Int64 // when set, holds the cost of the last operation charged (tests)
 }
 
 //go:embed graphiql
@@ -61,7 +63,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 		cfg.MaxDepth = 12
 	}
 	if cfg.MaxComplexity == 0 {
-		cfg.MaxComplexity = 20_000
+		cfg.MaxComplexity = 10_000
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -80,7 +82,8 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	gql.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](1000)})
 	// Both limits are checked on the parsed query, before any resolver runs.
 	gql.Use(depthLimit(cfg.MaxDepth))
-	gql.Use(extension.FixedComplexityLimit(cfg.MaxComplexity))
+	gql.Use(&operationBudget{model: newCostModel(es.Schema()), limit: cfg.MaxComplexity, seen: cfg.lastCost}) // budget.go
+	gql.SetParserTokenLimit(maxQueryTokens)
 	gql.Use(operationMetrics{cfg.Metrics})
 	gql.Use(reuseGuard{schema: es.Schema()})
 	// Innermost: the extensions above see its answers as the executor's.
@@ -114,12 +117,10 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 			w.Write(page)
 			return
 		}
-		// A query is a read: it counts against the same budget as REST's GETs.
-		if cfg.CountRead != nil {
-			if err := cfg.CountRead(w, r); err != nil {
-				writeRequestError(w, http.StatusTooManyRequests, err)
-				return
-			}
+		// The body cap, and the spender each operation is charged through (budget.go).
+		w, r, ok := admit(cfg.ChargeRead, w, r, upgrade)
+		if !ok {
+			return
 		}
 		if upgrade {
 			// A subscription outlives the server's per-request timeouts.
@@ -136,29 +137,9 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	return mux
 }
 
-// config wires the resolvers and the cost of each list for the complexity limit.
+// config wires the resolvers. An operation's cost is cost.go's, not gqlgen's complexity.
 func config(s *store.Store) Config {
-	c := Config{Resolvers: &Resolver{store: s, followEvery: followEvery}}
-	c.Complexity.Query.Collections = func(child int, _ *CollectionSort, first *int, _ *string, last *int, _ *string) int {
-		return listCost(child, first, last)
-	}
-	c.Complexity.Collection.Nfts = func(child int, _ *NFTFilter, _ *NFTSort, first *int, _ *string, last *int, _ *string) int {
-		return listCost(child, first, last)
-	}
-	c.Complexity.NFT.History = func(child int, first *int, _ *string, last *int, _ *string) int { return listCost(child, first, last) }
-	c.Complexity.Query.Nodes = func(child int, ids []string) int { return 1 + len(ids)*child }
-	return c
-}
-
-// listCost is a connection's cost: its page size (first or last) times what each item costs.
-func listCost(child int, first, last *int) int {
-	n := store.DefaultPageSize
-	for _, size := range []*int{first, last} {
-		if size != nil && *size > 0 {
-			n = *size
-		}
-	}
-	return 1 + n*child
+	return Config{Resolvers: &Resolver{store: s, followEvery: followEvery}}
 }
 
 // presentError gives every error an extensions.code, the same codes REST's problem+json
@@ -252,7 +233,7 @@ func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.Operat
 	if oc.Operation == nil {
 		return nil
 	}
-	if n := depthOf(oc.Operation.SelectionSet); n > int(d) {
+	if n := depthOf(oc.Operation.SelectionSet, map[string]int{}); n > int(d) {
 		err := gqlerror.Errorf("the query nests %d levels deep; the limit is %d", n, int(d))
 		setCode(err, string(store.CodeInvalidRequest))
 		return err
@@ -260,7 +241,9 @@ func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.Operat
 	return nil
 }
 
-func depthOf(set ast.SelectionSet) int {
+// depthOf is the depth of set; fragments holds the depth of each fragment seen, so one spread
+// under many aliases is walked once (a query of 15,000 tokens could otherwise name millions).
+func depthOf(set ast.SelectionSet, fragments map[string]int) int {
 	deepest := 0
 	for _, sel := range set {
 		n := 0
@@ -269,24 +252,20 @@ func depthOf(set ast.SelectionSet) int {
 			if strings.HasPrefix(sel.Name, "__") {
 				continue
 			}
-			n = 1 + depthOf(sel.SelectionSet)
+			n = 1 + depthOf(sel.SelectionSet, fragments)
 		case *ast.InlineFragment:
-			n = depthOf(sel.SelectionSet)
+			n = depthOf(sel.SelectionSet, fragments)
 		case *ast.FragmentSpread:
 			if sel.Definition != nil {
-				n = depthOf(sel.Definition.SelectionSet)
+				d, ok := fragments[sel.Name]
+				if !ok {
+					d = depthOf(sel.Definition.SelectionSet, fragments)
+					fragments[sel.Name] = d
+				}
+				n = d
 			}
 		}
 		deepest = max(deepest, n)
 	}
 	return deepest
-}
-
-// writeRequestError answers a request refused before it ran, in GraphQL's response shape.
-func writeRequestError(w http.ResponseWriter, status int, err error) {
-	gerr := gqlerror.Errorf("%s", store.ErrorMessage(err))
-	setCode(gerr, string(store.ErrorCode(err)))
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"errors": gqlerror.List{gerr}})
 }

@@ -39,6 +39,7 @@ type cachedResponse struct {
 	body        []byte
 	contentType string
 	reads       *store.Reads
+	charged     int // the reads of the budget its query was charged (budget.go), charged again
 }
 
 const (
@@ -74,8 +75,15 @@ func (c *responseCache) serve(w http.ResponseWriter, r *http.Request, next http.
 		return
 	}
 	start := time.Now()
+	spent := spenderOf(r.Context())
 	if e := c.get(key); e != nil {
 		if e.reads.Current(c.store) {
+			// A kept answer costs the reads its query costs when it runs: the budget counts
+			// what a client asks, not what the service happens to have at hand.
+			if gerr := spent.spend(e.charged); gerr != nil {
+				writeRefusal(w, gerr)
+				return
+			}
 			h := w.Header()
 			h.Set("Content-Type", e.contentType)
 			h.Set("Content-Length", strconv.Itoa(len(e.body)))
@@ -88,8 +96,12 @@ func (c *responseCache) serve(w http.ResponseWriter, r *http.Request, next http.
 	verdict := new(reuseVerdict)
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	next.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, reuseVerdictKey{}, verdict)))
-	if rec.status == http.StatusOK && !rec.overflow && verdict.keep() && reads.Keepable() {
-		c.put(key, &cachedResponse{body: rec.buf.Bytes(), contentType: rec.Header().Get("Content-Type"), reads: reads})
+	if rec.status == http.StatusOK && !rec.overflow && verdict.keep() && reads.Keepable() && (spent == nil || !spent.refused) {
+		e := &cachedResponse{body: rec.buf.Bytes(), contentType: rec.Header().Get("Content-Type"), reads: reads}
+		if spent != nil {
+			e.charged = spent.reads
+		}
+		c.put(key, e)
 	}
 }
 

@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -43,6 +44,11 @@ func (postJSON) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExe
 	w.Header().Add("Content-Type", contentType)
 	start := graphql.Now()
 	body, err := io.ReadAll(r.Body)
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		// A chunked body past the cap (admit, budget.go): the rest is not read.
+		writeRequestError(w, http.StatusRequestEntityTooLarge, bodyTooLarge())
+		return
+	}
 	if err != nil {
 		writeResponse(w, exec.DispatchError(ctx, gqlerror.List{gqlerror.Errorf("could not read request body: %+v", err)}))
 		return

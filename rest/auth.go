@@ -2,13 +2,13 @@ package rest
 
 import (
 	"context"
-	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
 	"marketd/store"
+	"marketd/store/ratelimit"
 )
 
 const cookieName = "ledger_session"
@@ -217,27 +217,36 @@ func (srv *Server) clearSessionCookie(w http.ResponseWriter) {
 // several budgets (an onboarding call is a sign-in and a prepare or an execute) carries the
 // headers of the one with the fewest requests remaining, or of the one that refused it.
 func (srv *Server) limit(w http.ResponseWriter, key string, perMinute int) error {
+	d, err := srv.charge(key, 1, perMinute)
+	d.SetHeaders(w.Header())
+	return err
+}
+
+// charge counts n requests at once against key (all or none); over the limit it is
+// rate_limited. A limit of 0 means unlimited: allowed, with a Decision of Limit 0.
+func (srv *Server) charge(key string, n, perMinute int) (ratelimit.Decision, error) {
 	// key is "scope:who"; the scope (read, prepare, signin, execute) is the metrics label.
 	if perMinute <= 0 {
-		return nil
+		return ratelimit.Decision{Allowed: true}, nil
 	}
-	d := srv.limiter.Allow(key, perMinute)
-	reset := max(int64(math.Ceil(d.ResetIn.Seconds())), 1)
-	h := w.Header()
-	if prev, err := strconv.Atoi(h.Get("RateLimit-Remaining")); !d.Allowed || err != nil || d.Remaining < prev {
-		h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-		h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-		h.Set("RateLimit-Reset", strconv.FormatInt(reset, 10))
+	d := srv.limiter.AllowN(key, n, perMinute)
+	if d.Allowed {
+		return d, nil
 	}
-	if !d.Allowed {
-		scope, _, _ := strings.Cut(key, ":")
-		srv.metrics.RateLimited(scope)
-		srv.store.CountRefusal(scope) // in memory; flushed to the store in batches, for the console's chart
-		h.Set("Retry-After", strconv.FormatInt(reset, 10))
-		return &store.Error{Code: store.CodeRateLimited, // without fmt: a flood is refused here
-			Message: "the limit here is " + strconv.Itoa(d.Limit) + " requests a minute; retry in " + (time.Duration(reset) * time.Second).String()}
+	scope, _, _ := strings.Cut(key, ":")
+	srv.metrics.RateLimited(scope)
+	srv.store.CountRefusal(scope) // in memory; flushed to the store in batches, for the console's chart
+	retry := (time.Duration(d.ResetSeconds()) * time.Second).String()
+	if n > perMinute {
+		return d, &store.Error{Code: store.CodeRateLimited,
+			Message: "this costs " + strconv.Itoa(n) + " reads; the limit here is " + strconv.Itoa(d.Limit) + " a minute"}
 	}
-	return nil
+	if n > 1 {
+		return d, &store.Error{Code: store.CodeRateLimited,
+			Message: "this costs " + strconv.Itoa(n) + " reads, " + strconv.Itoa(d.Remaining) + " are left of the limit of " + strconv.Itoa(d.Limit) + " a minute; retry in " + retry}
+	}
+	return d, &store.Error{Code: store.CodeRateLimited, // without fmt: a flood is refused here
+		Message: "the limit here is " + strconv.Itoa(d.Limit) + " requests a minute; retry in " + retry}
 }
 
 // Authenticate is the identity REST would give r (Authorization: Bearer, else the session
@@ -252,6 +261,14 @@ func (srv *Server) Authenticate(r *http.Request) (*store.Auth, error) {
 // Another front door's reads share the budget through it.
 func (srv *Server) CountRead(w http.ResponseWriter, r *http.Request) error {
 	return srv.limit(w, "read:"+srv.clientOrigin(r), srv.cfg.RateRead)
+}
+
+// ChargeRead counts n reads of r's origin at once, all or none, against the budget CountRead
+// counts REST's reads in: how another front door charges an operation that costs n reads
+// (GraphQL's, by its cost). It writes no headers; the caller answers with the decision
+// (ratelimit.Decision.SetHeaders). Over the limit it is rate_limited.
+func (srv *Server) ChargeRead(r *http.Request, n int) (ratelimit.Decision, error) {
+	return srv.charge("read:"+srv.clientOrigin(r), n, srv.cfg.RateRead)
 }
 
 // accepts tells whether Accept header values admit mediaType (RFC 9110, §12.5.1): no

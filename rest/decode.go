@@ -15,8 +15,8 @@ import (
 	"marketd/store"
 )
 
-// maxBody caps every request body.
-const maxBody = 1 << 20
+// maxBody caps every request body, as every front door does.
+const maxBody = store.MaxRequestBody
 
 // partyFields are the body fields that name a party; an authenticated request that names a
 // party other than its token's is refused before anything else happens.

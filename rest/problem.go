@@ -88,7 +88,7 @@ func writeProblem(w http.ResponseWriter, status int, code store.Code, detail str
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.Encode(problem{
-		Type:   "urn:marketd:problem:" + string(code),
+		Type:   code.ProblemType(),
 		Title:  http.StatusText(status),
 		Status: status,
 		Detail: detail,

@@ -47,6 +47,10 @@ const (
 	CodeTooManySubscriptions Code = "too_many_subscriptions"
 )
 
+// ProblemType is the code as a problem's type URI, the "type" of a problem+json body (and of a
+// GraphQL error's extensions that carry the same fields).
+func (c Code) ProblemType() string { return "urn:marketd:problem:" + string(c) }
+
 // Error is the one error type of the domain: a code for machines and a message for people.
 // The message is safe to show to the caller; wrapped causes are not.
 type Error struct {

@@ -18,6 +18,10 @@ const (
 	MaxPageSize     = 100
 )
 
+// MaxRequestBody is the most a request body may hold on every front door (1 MiB): a larger
+// one is refused with payload_too_large (413) before it is read.
+const MaxRequestBody = 1 << 20
+
 // PageRequest asks for one page of a list: up to Limit items after the position Cursor names,
 // or, Backward, up to Limit items before it.
 type PageRequest struct {

@@ -20,6 +20,7 @@ import (
 	"marketd/graph"
 	"marketd/rest"
 	"marketd/store"
+	"marketd/store/ratelimit"
 	"marketd/store/signing"
 	"marketd/store/storetest"
 )
@@ -38,16 +39,22 @@ func newFrontDoors(t *testing.T, b storetest.Backend) (*frontDoorsAPI, *store.St
 // newFrontDoorsLimited is newFrontDoors with a read limit per origin and minute (0: none).
 func newFrontDoorsLimited(t *testing.T, b storetest.Backend, rateRead int) (*frontDoorsAPI, *store.Store) {
 	t.Helper()
+	return newFrontDoorsLimitedBy(t, b, rateRead, nil)
+}
+
+// newFrontDoorsLimitedBy is newFrontDoorsLimited counting with limiter (nil: REST's own).
+func newFrontDoorsLimitedBy(t *testing.T, b storetest.Backend, rateRead int, limiter ratelimit.Limiter) (*frontDoorsAPI, *store.Store) {
+	t.Helper()
 	s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
 	if _, err := s.SeedDemo(context.Background(), store.DemoOptions{NFTs: 240, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	api, err := rest.New(s, rest.Config{PublicURL: "http://127.0.0.1", Dev: true, RateRead: rateRead, Logger: quiet})
+	api, err := rest.New(s, rest.Config{PublicURL: "http://127.0.0.1", Dev: true, RateRead: rateRead, Logger: quiet, Limiter: limiter})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(frontDoors(api, graph.NewHandler(s, graph.Options{Logger: quiet, Authenticate: api.Authenticate, CountRead: api.CountRead}), nil))
+	hs := httptest.NewServer(frontDoors(api, graph.NewHandler(s, graph.Options{Logger: quiet, Authenticate: api.Authenticate, ChargeRead: api.ChargeRead}), nil))
 	t.Cleanup(hs.Close)
 	return &frontDoorsAPI{t: t, url: hs.URL}, s
 }

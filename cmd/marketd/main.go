@@ -119,7 +119,7 @@ func serve(args []string) error {
 	// GraphQL and the admin console (web/) next to the API: GraphQL on the API's tokens and read
 	// budget, the console on the API's rate limiter and its trusted proxies.
 	root := frontDoors(api,
-		graph.NewHandler(s, graph.Options{Logger: log, Authenticate: api.Authenticate, CountRead: api.CountRead, Metrics: m}),
+		graph.NewHandler(s, graph.Options{Logger: log, Authenticate: api.Authenticate, ChargeRead: api.ChargeRead, Metrics: m}),
 		web.New(s, web.Config{Limits: api.Limiter(), Dev: c.dev, Logger: log, TrustedProxies: proxies}))
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {

@@ -5,7 +5,10 @@ package ratelimit
 
 import (
 	"hash/maphash"
+	"math"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,8 +16,11 @@ import (
 
 // Limiter decides whether a request under key may proceed.
 type Limiter interface {
-	// Allow counts one request against key's window of at most limit requests.
+	// Allow counts one request against key's window of at most limit requests: AllowN(key, 1, limit).
 	Allow(key string, limit int) Decision
+	// AllowN counts n requests at once (an operation that costs n reads), all or none: it is
+	// refused, and counted as one refusal, when fewer than n are left in the window.
+	AllowN(key string, n, limit int) Decision
 	// State lists every key with a live window, sorted by key.
 	State() []KeyState
 	// Reset forgets key's window; it reports whether there was one.
@@ -47,6 +53,31 @@ type Decision struct {
 	Limit     int
 	Remaining int
 	ResetIn   time.Duration // until the window resets
+}
+
+// ResetSeconds is ResetIn in whole seconds, rounded up, at least 1: what the RateLimit-Reset
+// and Retry-After headers say.
+func (d Decision) ResetSeconds() int64 { return max(int64(math.Ceil(d.ResetIn.Seconds())), 1) }
+
+// SetHeaders writes the decision as every front door answers a limited request: the
+// RateLimit-Limit, RateLimit-Remaining and RateLimit-Reset headers, and Retry-After when it
+// is a refusal. A decision of no limit (Limit 0) writes nothing. A request counted against
+// several budgets (an onboarding call is a sign-in and a prepare or an execute) keeps the
+// headers of the one with the fewest requests remaining, or of the one that refused it.
+func (d Decision) SetHeaders(h http.Header) {
+	if d.Limit <= 0 {
+		return
+	}
+	if prev, err := strconv.Atoi(h.Get("RateLimit-Remaining")); d.Allowed && err == nil && d.Remaining >= prev {
+		return
+	}
+	reset := strconv.FormatInt(d.ResetSeconds(), 10)
+	h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
+	h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	h.Set("RateLimit-Reset", reset)
+	if !d.Allowed {
+		h.Set("Retry-After", reset)
+	}
 }
 
 // KeyState is one key's window, for inspection.
@@ -125,7 +156,12 @@ func (m *Memory) shard(key string) *shard {
 
 // Allow counts one request. The request that finds the window full is refused and counted
 // as refused; the first request after the window ends opens the next one.
-func (m *Memory) Allow(key string, limit int) Decision {
+func (m *Memory) Allow(key string, limit int) Decision { return m.AllowN(key, 1, limit) }
+
+// AllowN counts n requests at once, or refuses them all (one refusal) when fewer than n are
+// left in the window.
+func (m *Memory) AllowN(key string, n, limit int) Decision {
+	n = max(n, 1)
 	now := m.now()
 	sh := m.shard(key)
 	sh.mu.Lock()
@@ -150,12 +186,13 @@ func (m *Memory) Allow(key string, limit int) Decision {
 	}
 	c.limit = limit
 	d := Decision{Limit: limit, ResetIn: c.start.Add(m.window).Sub(now)}
-	if c.used >= limit {
+	if c.used+n > limit {
 		c.rejected++
 		c.rejectedTotal++
+		d.Remaining = max(limit-c.used, 0)
 		return d
 	}
-	c.used++
+	c.used += n
 	d.Allowed, d.Remaining = true, limit-c.used
 	return d
 }

@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -229,5 +230,33 @@ func TestMemory_FloodOfKeysStaysBoundedAndKeepsBusyClients(t *testing.T) {
 	// The spent budget was not shed by the flood.
 	if d := m.Allow("read:busy", 5); d.Allowed {
 		t.Fatalf("the busy client's spent window was evicted by the flood: %+v", d)
+	}
+}
+
+func TestMemory_AllowNCountsAllOrNone(t *testing.T) {
+	clock := newFakeClock()
+	m := ratelimit.NewMemory(time.Minute, clock.Now)
+	wantDecision(t, m.AllowN("k", 7, 10), true, 3, time.Minute)
+	// 4 does not fit in the 3 left: refused whole, nothing spent, one refusal counted.
+	wantDecision(t, m.AllowN("k", 4, 10), false, 3, time.Minute)
+	wantDecision(t, m.AllowN("k", 3, 10), true, 0, time.Minute)
+	wantDecision(t, m.Allow("k", 10), false, 0, time.Minute)
+	// More than the whole limit is never admitted.
+	wantDecision(t, m.AllowN("big", 11, 10), false, 10, time.Minute)
+	if st := m.State(); len(st) != 2 || st[1].Key != "k" || st[1].Used != 10 || st[1].Rejected != 2 || st[0].Used != 0 || st[0].Rejected != 1 {
+		t.Fatalf("state %+v", st)
+	}
+}
+
+func TestDecision_SetHeadersAsEveryDoorAnswers(t *testing.T) {
+	h := http.Header{}
+	ratelimit.Decision{Allowed: false, Limit: 300, Remaining: 2, ResetIn: 1500 * time.Millisecond}.SetHeaders(h)
+	if h.Get("RateLimit-Limit") != "300" || h.Get("RateLimit-Remaining") != "2" || h.Get("RateLimit-Reset") != "2" || h.Get("Retry-After") != "2" {
+		t.Fatalf("headers %v", h)
+	}
+	h = http.Header{}
+	ratelimit.Decision{Allowed: true}.SetHeaders(h) // no limit
+	if len(h) != 0 {
+		t.Fatalf("headers %v", h)
 	}
 }

@@ -20,8 +20,8 @@ import (
 const KeyPrefix = "marketd:ratelimit:"
 
 // countScript counts in one atomic round trip what an instance admitted on its own since its
-// last report (ARGV[4]) and refused (ARGV[5]), then, when ARGV[6] is 1, decides one more
-// request as Memory.Allow does. A key's window is a hash of its start (µs, the caller's
+// last report (ARGV[4]) and refused (ARGV[5]), then, when ARGV[6] is n > 0, decides n more
+// requests at once, all or none, as Memory.AllowN does (0 only reports). A key's window is a hash of its start (µs, the caller's
 // clock), used, rejected and rejected-since-idle counts. It expires two windows after its
 // last request, so Redis holds only keys active in the last two windows. Counts reported
 // for a window that has ended are dropped with it.
@@ -38,9 +38,9 @@ elseif now >= start + win then
 end
 used, rej, rejtotal = used + add, rej + rejn, rejtotal + rejn
 local allowed = 0
-if decide == 1 then
-  if used < limit then
-    used = used + 1
+if decide > 0 then
+  if used + decide <= limit then
+    used = used + decide
     allowed = 1
   else
     rej = rej + 1
@@ -227,10 +227,14 @@ func (r *Redis) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), time.Second)
 }
 
-// Allow counts one request: on its own while this instance's share since its last report
-// lasts, else with a round trip that reports and decides; in memory while Redis is
-// unreachable.
-func (r *Redis) Allow(key string, limit int) Decision {
+// Allow counts one request: AllowN(key, 1, limit).
+func (r *Redis) Allow(key string, limit int) Decision { return r.AllowN(key, 1, limit) }
+
+// AllowN counts n requests at once, all or none: on its own while this instance's share since
+// its last report covers them, else with a round trip that reports and decides; in memory
+// while Redis is unreachable.
+func (r *Redis) AllowN(key string, n, limit int) Decision {
+	n = max(n, 1)
 	now := r.now()
 	sh := r.tallyShard(key)
 	sh.mu.Lock()
@@ -243,8 +247,8 @@ func (r *Redis) Allow(key string, limit int) Decision {
 			t.rejected++
 			sh.mu.Unlock()
 			return d
-		case t.admitted+t.sending < onOwn(limit, t.known):
-			t.admitted++
+		case t.admitted+t.sending+n <= onOwn(limit, t.known):
+			t.admitted += n
 			d.Allowed, d.Remaining = true, limit-t.known-t.admitted-t.sending
 			sh.mu.Unlock()
 			return d
@@ -265,12 +269,12 @@ func (r *Redis) Allow(key string, limit int) Decision {
 	sh.mu.Unlock()
 
 	if !r.useRedis() {
-		return r.fallback.Allow(key, limit)
+		return r.fallback.AllowN(key, n, limit)
 	}
 	ctx, cancel := r.ctx()
 	defer cancel()
 	res, err := countScript.Run(ctx, r.client, []string{KeyPrefix + key},
-		now.UnixMicro(), r.window.Microseconds(), limit, add, rejn, 1).Int64Slice()
+		now.UnixMicro(), r.window.Microseconds(), limit, add, rejn, n).Int64Slice()
 	r.answered(err)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -281,7 +285,7 @@ func (r *Redis) Allow(key string, limit int) Decision {
 		}
 	}
 	if err != nil {
-		return r.fallback.Allow(key, limit)
+		return r.fallback.AllowN(key, n, limit)
 	}
 	allowed, used, start := res[0] == 1, int(res[1]), time.UnixMicro(res[2])
 	d := Decision{Limit: limit, ResetIn: start.Add(r.window).Sub(now)}
@@ -299,10 +303,8 @@ func (r *Redis) Allow(key string, limit int) Decision {
 		sh.keys[key] = t
 	}
 	t.known = max(t.known, used)
-	t.spent = !allowed
-	if allowed {
-		d.Allowed, d.Remaining = true, max(limit-t.known-t.admitted-t.sending, 0)
-	}
+	t.spent = !allowed && used >= limit // a refused n > 1 may leave room for smaller ones
+	d.Allowed, d.Remaining = allowed, max(limit-t.known-t.admitted-t.sending, 0)
 	return d
 }
 

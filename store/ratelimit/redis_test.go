@@ -265,3 +265,23 @@ func TestRedis_ThreeInstancesKeepTheStatedAccuracy(t *testing.T) {
 		}
 	}
 }
+
+// AllowN decides in Redis exactly as in memory, n at a time, all or none.
+func TestRedis_AllowNDecidesExactlyAsMemory(t *testing.T) {
+	clock := newFakeClock()
+	r := newTestRedis(t, redisURL(t), clock.Now)
+	m := ratelimit.NewMemory(time.Minute, clock.Now)
+	k := tag()
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 200 {
+		if i%50 == 49 {
+			clock.Advance(61 * time.Second)
+		}
+		n, limit := 1+rng.IntN(12), []int{10, 40, 300}[i%3]
+		key := k + strconv.Itoa(limit)
+		want, got := m.AllowN(key, n, limit), r.AllowN(key, n, limit)
+		if got.Allowed != want.Allowed || got.ResetIn != want.ResetIn || (got.Allowed || limit < 32) && got.Remaining != want.Remaining {
+			t.Fatalf("step %d AllowN(%d, %d): redis %+v, memory %+v", i, n, limit, got, want)
+		}
+	}
+}
