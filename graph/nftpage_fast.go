@@ -53,7 +53,8 @@ func (p *fastPath) InterceptResponse(ctx context.Context, next graphql.ResponseH
 		return next(ctx)
 	}
 	oc := graphql.GetOperationContext(ctx)
-	if oc.Operation == nil || oc.Operation.Operation != ast.Query {
+	// A query a limit refused comes here with its errors (DispatchError), not to be run.
+	if oc.Operation == nil || oc.Operation.Operation != ast.Query || len(graphql.GetErrors(ctx)) > 0 {
 		return next(ctx)
 	}
 	w := fastBuffers.Get().(*bytes.Buffer)

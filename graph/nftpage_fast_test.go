@@ -60,12 +60,17 @@ func TestFastPath_AnswersRandomQueriesByteForByteAsTheExecutor(t *testing.T) {
 			}
 			query, vars := g.query(env.Variables)
 			body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+			before := answered.Load()
 			codeF, gotF := ask(fast, body)
 			codeE, gotE := ask(exec, body)
-			if codeF != codeE || !bytes.Equal(gotF, gotE) {
+			if codeF != codeE || !sameAnswer(gotF, gotE) {
 				t.Fatalf("query %d %s\nvariables %v:\nfast path %d %s\nexecutor  %d %s", i, query, vars, codeF, gotF, codeE, gotE)
 			}
 			asked++
+			// The fast path leaves to the executor only NFT.history and what ends in an error.
+			if !bytes.Contains(gotE, []byte(`"errors"`)) && !strings.Contains(query, "history") && answered.Load() == before {
+				t.Fatalf("query %d %s: the executor answered it, not the fast path", i, query)
+			}
 			// Cursors and contract ids seen come back as arguments of later queries.
 			for _, m := range cursor.FindAllSubmatch(gotE, -1) {
 				g.cursors = append(g.cursors, string(m[1]))
@@ -74,8 +79,6 @@ func TestFastPath_AnswersRandomQueriesByteForByteAsTheExecutor(t *testing.T) {
 				g.contracts = append(g.contracts, string(m[1]))
 			}
 		}
-		// Some queries hold a refused argument, an unknown id or NFT.history: the executor
-		// answers those. The rest are the fast path's.
 		if answered.Load() < int64(asked)/2 {
 			t.Fatalf("the fast path answered %d of %d queries: it should answer most", answered.Load(), asked)
 		}
@@ -137,6 +140,32 @@ func TestFastPath_AnswersEveryFieldOfItsTypes(t *testing.T) {
 	})
 }
 
+// sameAnswer tells whether two answers are the same bytes; or, for two answers that both
+// hold errors of more than one root field, the same but for the order of the errors: the
+// executor resolves root fields concurrently and lists their errors as they come.
+func sameAnswer(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	type answer struct {
+		Errors []json.RawMessage `json:"errors"`
+		Data   json.RawMessage   `json:"data"`
+	}
+	var x, y answer
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil || len(x.Errors) < 2 || !bytes.Equal(x.Data, y.Data) {
+		return false
+	}
+	sorted := func(errs []json.RawMessage) []string {
+		var out []string
+		for _, e := range errs {
+			out = append(out, string(e))
+		}
+		slices.Sort(out)
+		return out
+	}
+	return slices.Equal(sorted(x.Errors), sorted(y.Errors))
+}
+
 // fastAndExecutor is a handler with the fast path, counting its answers, and one without;
 // kept answers are off in both, so each request runs.
 func fastAndExecutor(s *store.Store) (fast, exec http.Handler, answered *atomic.Int64) {
@@ -171,7 +200,7 @@ type queryGen struct {
 // query draws a query and its variables; mix holds a page of storetest.NFTPageMix's ($id, $f, $s).
 func (g *queryGen) query(mix map[string]any) (string, map[string]any) {
 	g.vars, g.used, g.fragments, g.aliases = maps.Clone(mix), map[string]string{}, nil, 0
-	switch g.rng.IntN(10) {
+	switch g.rng.IntN(12) {
 	case 0:
 		g.vars["id"] = "col_00000000000000000000" // no such collection: null
 	case 1:
@@ -237,15 +266,15 @@ func (g *queryGen) alias() string {
 }
 
 func (g *queryGen) cursor() any {
-	if len(g.cursors) == 0 || g.rng.IntN(6) == 0 {
+	if len(g.cursors) == 0 || g.rng.IntN(12) == 0 {
 		return "not a cursor"
 	}
 	return g.cursors[g.rng.IntN(len(g.cursors))]
 }
 
 func (g *queryGen) collectionArgs() string {
-	switch g.rng.IntN(8) {
-	case 0:
+	switch g.rng.IntN(16) {
+	case 0, 3, 4:
 		return fmt.Sprintf("id: %q", g.vars["id"])
 	case 1:
 		return `slug: "no-such-slug"`
@@ -278,10 +307,10 @@ func (g *queryGen) pageArgs(collections bool) string {
 		}
 	}
 	size := func() string {
-		switch g.rng.IntN(8) {
-		case 0:
+		switch g.rng.IntN(20) {
+		case 0, 1:
 			return g.use("n", "Int")
-		case 1:
+		case 2:
 			return []string{"0", "101", "-1"}[g.rng.IntN(3)] // refused
 		}
 		return fmt.Sprint(1 + g.rng.IntN(8))
@@ -292,8 +321,8 @@ func (g *queryGen) pageArgs(collections bool) string {
 		}
 		return fmt.Sprintf("%q", g.cursor())
 	}
-	switch g.rng.IntN(9) {
-	case 0, 1, 2:
+	switch g.rng.IntN(16) {
+	case 0, 1, 2, 8, 9, 10, 11, 12, 13, 14, 15:
 		args = append(args, "first: "+size())
 	case 3:
 		args = append(args, "first: "+size(), "after: "+cur())
