@@ -94,14 +94,24 @@ func (a *fastAnswer) fields(sel ast.SelectionSet, implementors []string) ([]grap
 	return fields, true
 }
 
-// key opens the value of the i-th field of an object, after its '{'.
-func (a *fastAnswer) key(i int, f *graphql.CollectedField) {
-	if i > 0 {
-		a.w.WriteByte(',')
+// object writes an object of the fields, under their response names, each value by value;
+// false as soon as one is.
+func (a *fastAnswer) object(fields []graphql.CollectedField, value func(f *graphql.CollectedField) bool) bool {
+	a.w.WriteByte('{')
+	for i := range fields {
+		if i > 0 {
+			a.w.WriteByte(',')
+		}
+		f := &fields[i]
+		a.w.WriteByte('"')
+		a.w.WriteString(f.Alias)
+		a.w.WriteString(`":`)
+		if !value(f) {
+			return false
+		}
 	}
-	a.w.WriteByte('"')
-	a.w.WriteString(f.Alias)
-	a.w.WriteString(`":`)
+	a.w.WriteByte('}')
+	return true
 }
 
 // args coerces a field's arguments as the executor does.
@@ -119,6 +129,21 @@ func (a *fastAnswer) amount(v store.Amount)  { MarshalDecimal(v).MarshalGQL(a.w)
 func (a *fastAnswer) time(t store.Timestamp) { MarshalUnixTime(t).MarshalGQL(a.w) }
 func (a *fastAnswer) instrument(v store.Instrument) {
 	a.str(marshalNInstrument2marketdᚋstoreᚐInstrument[v])
+}
+
+// list writes n items, each by item; false as soon as one is.
+func (a *fastAnswer) list(n int, item func(i int) bool) bool {
+	a.w.WriteByte('[')
+	for i := range n {
+		if i > 0 {
+			a.w.WriteByte(',')
+		}
+		if !item(i) {
+			return false
+		}
+	}
+	a.w.WriteByte(']')
+	return true
 }
 
 func (a *fastAnswer) optInt(n *int) {
@@ -142,10 +167,7 @@ func (a *fastAnswer) query(sel ast.SelectionSet) bool {
 	if !ok {
 		return false
 	}
-	a.w.WriteByte('{')
-	for i := range fields {
-		f := &fields[i]
-		a.key(i, f)
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
 			a.str("Query")
@@ -197,9 +219,8 @@ func (a *fastAnswer) query(sel ast.SelectionSet) bool {
 		default:
 			return false
 		}
-	}
-	a.w.WriteByte('}')
-	return true
+		return true
+	})
 }
 
 func (a *fastAnswer) collectionConnection(sel ast.SelectionSet, conn *CollectionConnection) bool {
@@ -207,10 +228,7 @@ func (a *fastAnswer) collectionConnection(sel ast.SelectionSet, conn *Collection
 	if !ok {
 		return false
 	}
-	a.w.WriteByte('{')
-	for i := range fields {
-		f := &fields[i]
-		a.key(i, f)
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
 			a.str("CollectionConnection")
@@ -219,16 +237,9 @@ func (a *fastAnswer) collectionConnection(sel ast.SelectionSet, conn *Collection
 			if !ok {
 				return false
 			}
-			a.w.WriteByte('[')
-			for j, e := range conn.Edges {
-				if j > 0 {
-					a.w.WriteByte(',')
-				}
-				if e == nil || !a.collectionEdge(edges, e) {
-					return false
-				}
+			if !a.list(len(conn.Edges), func(j int) bool { return conn.Edges[j] != nil && a.collectionEdge(edges, conn.Edges[j]) }) {
+				return false
 			}
-			a.w.WriteByte(']')
 		case "pageInfo":
 			if !a.pageInfo(f.Selections, conn.PageInfo) {
 				return false
@@ -242,16 +253,12 @@ func (a *fastAnswer) collectionConnection(sel ast.SelectionSet, conn *Collection
 		default:
 			return false
 		}
-	}
-	a.w.WriteByte('}')
-	return true
+		return true
+	})
 }
 
 func (a *fastAnswer) collectionEdge(fields []graphql.CollectedField, e *CollectionEdge) bool {
-	a.w.WriteByte('{')
-	for i := range fields {
-		f := &fields[i]
-		a.key(i, f)
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
 			a.str("CollectionEdge")
@@ -264,9 +271,8 @@ func (a *fastAnswer) collectionEdge(fields []graphql.CollectedField, e *Collecti
 		default:
 			return false
 		}
-	}
-	a.w.WriteByte('}')
-	return true
+		return true
+	})
 }
 
 func (a *fastAnswer) collection(sel ast.SelectionSet, c *store.Collection) bool {
@@ -274,10 +280,7 @@ func (a *fastAnswer) collection(sel ast.SelectionSet, c *store.Collection) bool 
 	if !ok {
 		return false
 	}
-	a.w.WriteByte('{')
-	for i := range fields {
-		f := &fields[i]
-		a.key(i, f)
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
 			a.str("Collection")
@@ -332,16 +335,9 @@ func (a *fastAnswer) collection(sel ast.SelectionSet, c *store.Collection) bool 
 			if !ok {
 				return false
 			}
-			a.w.WriteByte('[')
-			for j, ph := range phases {
-				if j > 0 {
-					a.w.WriteByte(',')
-				}
-				if ph == nil || !a.mintPhase(fields, ph) {
-					return false
-				}
+			if !a.list(len(phases), func(j int) bool { return phases[j] != nil && a.mintPhase(fields, phases[j]) }) {
+				return false
 			}
-			a.w.WriteByte(']')
 		case "nfts":
 			args, ok := a.args(f, (*executionContext).field_Collection_nfts_args)
 			if !ok {
@@ -360,16 +356,12 @@ func (a *fastAnswer) collection(sel ast.SelectionSet, c *store.Collection) bool 
 		default:
 			return false
 		}
-	}
-	a.w.WriteByte('}')
-	return true
+		return true
+	})
 }
 
 func (a *fastAnswer) mintPhase(fields []graphql.CollectedField, ph *store.MintPhase) bool {
-	a.w.WriteByte('{')
-	for i := range fields {
-		f := &fields[i]
-		a.key(i, f)
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
 			a.str("MintPhase")
@@ -398,9 +390,8 @@ func (a *fastAnswer) mintPhase(fields []graphql.CollectedField, ph *store.MintPh
 		default:
 			return false
 		}
-	}
-	a.w.WriteByte('}')
-	return true
+		return true
+	})
 }
 
 func (a *fastAnswer) nftConnection(sel ast.SelectionSet, conn *NFTConnection) bool {
@@ -408,10 +399,7 @@ func (a *fastAnswer) nftConnection(sel ast.SelectionSet, conn *NFTConnection) bo
 	if !ok {
 		return false
 	}
-	a.w.WriteByte('{')
-	for i := range fields {
-		f := &fields[i]
-		a.key(i, f)
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
 			a.str("NFTConnection")
@@ -422,16 +410,9 @@ func (a *fastAnswer) nftConnection(sel ast.SelectionSet, conn *NFTConnection) bo
 			if !ok {
 				return false
 			}
-			a.w.WriteByte('[')
-			for j, e := range conn.Edges {
-				if j > 0 {
-					a.w.WriteByte(',')
-				}
-				if e == nil || !a.nftEdge(edges, e) {
-					return false
-				}
+			if !a.list(len(conn.Edges), func(j int) bool { return conn.Edges[j] != nil && a.nftEdge(edges, conn.Edges[j]) }) {
+				return false
 			}
-			a.w.WriteByte(']')
 		case "pageInfo":
 			if !a.pageInfo(f.Selections, conn.PageInfo) {
 				return false
@@ -439,16 +420,12 @@ func (a *fastAnswer) nftConnection(sel ast.SelectionSet, conn *NFTConnection) bo
 		default:
 			return false
 		}
-	}
-	a.w.WriteByte('}')
-	return true
+		return true
+	})
 }
 
 func (a *fastAnswer) nftEdge(fields []graphql.CollectedField, e *NFTEdge) bool {
-	a.w.WriteByte('{')
-	for i := range fields {
-		f := &fields[i]
-		a.key(i, f)
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
 			a.str("NFTEdge")
@@ -461,9 +438,8 @@ func (a *fastAnswer) nftEdge(fields []graphql.CollectedField, e *NFTEdge) bool {
 		default:
 			return false
 		}
-	}
-	a.w.WriteByte('}')
-	return true
+		return true
+	})
 }
 
 func (a *fastAnswer) nft(sel ast.SelectionSet, n *store.NFTView) bool {
@@ -471,10 +447,7 @@ func (a *fastAnswer) nft(sel ast.SelectionSet, n *store.NFTView) bool {
 	if !ok {
 		return false
 	}
-	a.w.WriteByte('{')
-	for i := range fields {
-		f := &fields[i]
-		a.key(i, f)
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
 			a.str("NFT")
@@ -502,16 +475,9 @@ func (a *fastAnswer) nft(sel ast.SelectionSet, n *store.NFTView) bool {
 			if !ok {
 				return false
 			}
-			a.w.WriteByte('[')
-			for j := range n.Traits {
-				if j > 0 {
-					a.w.WriteByte(',')
-				}
-				if !a.trait(fields, &n.Traits[j]) {
-					return false
-				}
+			if !a.list(len(n.Traits), func(j int) bool { return a.trait(fields, &n.Traits[j]) }) {
+				return false
 			}
-			a.w.WriteByte(']')
 		case "listing":
 			if n.Listing == nil {
 				a.null()
@@ -521,16 +487,12 @@ func (a *fastAnswer) nft(sel ast.SelectionSet, n *store.NFTView) bool {
 		default: // history
 			return false
 		}
-	}
-	a.w.WriteByte('}')
-	return true
+		return true
+	})
 }
 
 func (a *fastAnswer) trait(fields []graphql.CollectedField, t *store.Trait) bool {
-	a.w.WriteByte('{')
-	for i := range fields {
-		f := &fields[i]
-		a.key(i, f)
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
 			a.str("Trait")
@@ -541,9 +503,8 @@ func (a *fastAnswer) trait(fields []graphql.CollectedField, t *store.Trait) bool
 		default:
 			return false
 		}
-	}
-	a.w.WriteByte('}')
-	return true
+		return true
+	})
 }
 
 func (a *fastAnswer) listing(sel ast.SelectionSet, l *store.ListingView) bool {
@@ -551,10 +512,7 @@ func (a *fastAnswer) listing(sel ast.SelectionSet, l *store.ListingView) bool {
 	if !ok {
 		return false
 	}
-	a.w.WriteByte('{')
-	for i := range fields {
-		f := &fields[i]
-		a.key(i, f)
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
 			a.str("Listing")
@@ -575,9 +533,8 @@ func (a *fastAnswer) listing(sel ast.SelectionSet, l *store.ListingView) bool {
 		default:
 			return false
 		}
-	}
-	a.w.WriteByte('}')
-	return true
+		return true
+	})
 }
 
 func (a *fastAnswer) pageInfo(sel ast.SelectionSet, pi *PageInfo) bool {
@@ -585,10 +542,7 @@ func (a *fastAnswer) pageInfo(sel ast.SelectionSet, pi *PageInfo) bool {
 	if !ok || pi == nil {
 		return false
 	}
-	a.w.WriteByte('{')
-	for i := range fields {
-		f := &fields[i]
-		a.key(i, f)
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
 			a.str("PageInfo")
@@ -603,7 +557,6 @@ func (a *fastAnswer) pageInfo(sel ast.SelectionSet, pi *PageInfo) bool {
 		default:
 			return false
 		}
-	}
-	a.w.WriteByte('}')
-	return true
+		return true
+	})
 }

@@ -37,13 +37,7 @@ var fastTypes = []string{"Collection", "CollectionConnection", "CollectionEdge",
 func TestFastPath_AnswersRandomQueriesByteForByteAsTheExecutor(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
-		s := b.Open(t, storetest.Config(storetest.NewClock(time.Now())))
-		if _, err := s.SeedDemo(ctx, store.DemoOptions{NFTs: 600, Seed: 3}); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.AwaitNFTIndex(ctx); err != nil {
-			t.Fatal(err)
-		}
+		s := demoMarket(t, b, 600, 3)
 		mix, err := storetest.NFTPageMix(ctx, s, 200, 7)
 		if err != nil {
 			t.Fatal(err)
@@ -92,14 +86,7 @@ func TestFastPath_AnswersRandomQueriesByteForByteAsTheExecutor(t *testing.T) {
 // nftpage_fast.go fails here.
 func TestFastPath_AnswersEveryFieldOfItsTypes(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
-		ctx := context.Background()
-		s := b.Open(t, storetest.Config(storetest.NewClock(time.Now())))
-		if _, err := s.SeedDemo(ctx, store.DemoOptions{NFTs: 200, Seed: 5}); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.AwaitNFTIndex(ctx); err != nil {
-			t.Fatal(err)
-		}
+		s := demoMarket(t, b, 200, 5)
 		fast, exec, answered := fastAndExecutor(s)
 		schema := NewExecutableSchema(config(s)).Schema()
 		// Where each type is reached from, as a query with a hole for its selection.
@@ -164,6 +151,19 @@ func sameAnswer(a, b []byte) bool {
 		return out
 	}
 	return slices.Equal(sorted(x.Errors), sorted(y.Errors))
+}
+
+// demoMarket is a store seeded with a demo market of n NFTs, its NFT index built.
+func demoMarket(t *testing.T, b storetest.Backend, n int, seed uint64) *store.Store {
+	ctx := context.Background()
+	s := b.Open(t, storetest.Config(storetest.NewClock(time.Now())))
+	if _, err := s.SeedDemo(ctx, store.DemoOptions{NFTs: n, Seed: seed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AwaitNFTIndex(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // fastAndExecutor is a handler with the fast path, counting its answers, and one without;

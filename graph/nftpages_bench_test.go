@@ -96,35 +96,48 @@ func (sh nftPageShape) body(tb testing.TB, r storetest.NFTPageRequest) []byte {
 
 // benchmarkNFTPageBodies asks each body once from one client, then from 32 at once as
 // BenchmarkNFTMix sends them: the executor's goroutines (one per item of every list) then
-// share the cores with 31 other queries' own.
+// share the cores with 31 other queries' own. Each is asked of the handler as served (fast)
+// and of one that sends every query to gqlgen's executor (executor), in the same run, so
+// that the two meet the same load on a shared machine.
 func benchmarkNFTPageBodies(b *testing.B, s *store.Store, name string, bodies [][]byte) {
-	for _, clients := range []int{1, 32} {
-		b.Run(fmt.Sprintf("%s/clients=%d", name, clients), func(b *testing.B) {
-			// A handler per run: its kept answers start empty, so no page is served twice.
-			h := NewHandler(s, Options{Logger: slog.New(slog.DiscardHandler)})
-			var next, bytesOut atomic.Int64
-			b.ReportAllocs()
-			b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-			cpu := processCPU()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					i := int(next.Add(1) - 1)
-					req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(bodies[i%len(bodies)]))
-					req.Header.Set("Content-Type", "application/json")
-					w := httptest.NewRecorder()
-					h.ServeHTTP(w, req)
-					if w.Code != http.StatusOK || bytes.Contains(w.Body.Bytes(), []byte(`"errors"`)) {
-						b.Errorf("%d %s", w.Code, w.Body.Bytes())
-						return
-					}
-					bytesOut.Add(int64(w.Body.Len()))
-				}
-			})
-			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
-			b.ReportMetric(float64(bytesOut.Load())/float64(b.N), "B/answer")
-		})
+	for _, run := range []struct {
+		path       string
+		noFastPath bool
+	}{{"fast", false}, {"executor", true}} {
+		for _, clients := range []int{1, 32} {
+			benchmarkNFTPageRun(b, s, fmt.Sprintf("%s/%s/clients=%d", name, run.path, clients), Options{NoFastPath: run.noFastPath}, clients, bodies)
+		}
 	}
+}
+
+// benchmarkNFTPageRun asks each body once of a new handler with opts from that many clients.
+func benchmarkNFTPageRun(b *testing.B, s *store.Store, name string, opts Options, clients int, bodies [][]byte) {
+	b.Run(name, func(b *testing.B) {
+		// A handler per run: its kept answers start empty, so no page is served twice.
+		opts.Logger = slog.New(slog.DiscardHandler)
+		h := NewHandler(s, opts)
+		var next, bytesOut atomic.Int64
+		b.ReportAllocs()
+		b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+		cpu := processCPU()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				i := int(next.Add(1) - 1)
+				req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(bodies[i%len(bodies)]))
+				req.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != http.StatusOK || bytes.Contains(w.Body.Bytes(), []byte(`"errors"`)) {
+					b.Errorf("%d %s", w.Code, w.Body.Bytes())
+					return
+				}
+				bytesOut.Add(int64(w.Body.Len()))
+			}
+		})
+		b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(bytesOut.Load())/float64(b.N), "B/answer")
+	})
 }
 
 // processCPU is the CPU time the process has used, user and system, in nanoseconds.
