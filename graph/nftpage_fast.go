@@ -67,7 +67,8 @@ func (p *fastPath) InterceptResponse(ctx context.Context, next graphql.ResponseH
 	if p.answers != nil {
 		p.answers.Add(1)
 	}
-	return &graphql.Response{Data: json.RawMessage(bytes.Clone(w.Bytes()))}
+	// As the executor's response: any extensions the request's own extensions added.
+	return &graphql.Response{Data: json.RawMessage(bytes.Clone(w.Bytes())), Extensions: graphql.GetExtensions(ctx)}
 }
 
 var fastBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
