@@ -43,6 +43,58 @@ type fastPath struct {
 	es      *executableSchema
 	r       *Resolver
 	answers *atomic.Int64 // when set, counts the queries it answered
+	fields  map[string]bool
+}
+
+// fastTypes are the types the fast path writes every field of, NFT.history aside.
+var fastTypes = []string{"Collection", "CollectionConnection", "CollectionEdge", "MintPhase",
+	"NFTConnection", "NFTEdge", "NFT", "Trait", "Listing", "PageInfo"}
+
+func newFastPath(es *executableSchema, r *Resolver, answers *atomic.Int64) *fastPath {
+	fields := map[string]bool{"Query.collection": true, "Query.collections": true, "Query.nft": true, "Node.id": true}
+	for _, typ := range fastTypes {
+		for _, f := range es.Schema().Types[typ].Fields {
+			fields[typ+"."+f.Name] = true
+		}
+	}
+	delete(fields, "NFT.history")
+	return &fastPath{es: es, r: r, answers: answers, fields: fields}
+}
+
+// writes tells whether every field set selects, at any depth and through its fragments, is
+// one the fast path writes, and none is deferred: a query it would leave to the executor
+// midway is left before it reads anything.
+func (p *fastPath) writes(set ast.SelectionSet, oc *graphql.OperationContext, seen map[string]bool) bool {
+	for _, sel := range set {
+		switch sel := sel.(type) {
+		case *ast.Field:
+			if sel.Name != "__typename" && (sel.ObjectDefinition == nil || !p.fields[sel.ObjectDefinition.Name+"."+sel.Name]) {
+				return false
+			}
+			if !p.writes(sel.SelectionSet, oc, seen) {
+				return false
+			}
+		case *ast.InlineFragment:
+			if sel.Directives.ForName("defer") != nil || !p.writes(sel.SelectionSet, oc, seen) {
+				return false
+			}
+		case *ast.FragmentSpread:
+			if sel.Directives.ForName("defer") != nil {
+				return false
+			}
+			if seen[sel.Name] {
+				continue
+			}
+			seen[sel.Name] = true
+			def := oc.Doc.Fragments.ForName(sel.Name)
+			if def == nil || !p.writes(def.SelectionSet, oc, seen) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (*fastPath) ExtensionName() string                   { return "FastPath" }
@@ -54,7 +106,8 @@ func (p *fastPath) InterceptResponse(ctx context.Context, next graphql.ResponseH
 	}
 	oc := graphql.GetOperationContext(ctx)
 	// A query a limit refused comes here with its errors (DispatchError), not to be run.
-	if oc.Operation == nil || oc.Operation.Operation != ast.Query || len(graphql.GetErrors(ctx)) > 0 {
+	if oc.Operation == nil || oc.Operation.Operation != ast.Query || len(graphql.GetErrors(ctx)) > 0 ||
+		!p.writes(oc.Operation.SelectionSet, oc, map[string]bool{}) {
 		return next(ctx)
 	}
 	w := fastBuffers.Get().(*bytes.Buffer)
@@ -62,6 +115,8 @@ func (p *fastPath) InterceptResponse(ctx context.Context, next graphql.ResponseH
 	w.Reset()
 	a := &fastAnswer{ctx: ctx, oc: oc, ec: newExecutionContext(oc, p.es, nil), r: p.r, w: w}
 	if !a.query(oc.Operation.SelectionSet) {
+		// An error: the executor meets it again, from loaders as they were.
+		loadersOf(ctx).collection.ClearAll()
 		return next(ctx)
 	}
 	if p.answers != nil {

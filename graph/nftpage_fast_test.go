@@ -17,15 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"marketd/store"
 	"marketd/store/storetest"
 )
-
-// fastTypes are the types the fast path answers every field of (NFT.history aside).
-var fastTypes = []string{"Collection", "CollectionConnection", "CollectionEdge", "MintPhase",
-	"NFTConnection", "NFTEdge", "NFT", "Trait", "Listing", "PageInfo"}
 
 // nftPageQueries are pages of NFTs as the earlier fast path knew them, and as it did not
 // (a field more, a fragment, a directive) and an error, each with the variables $id, $f and
@@ -519,4 +516,68 @@ func literal(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// statementCounter counts the SQL statements a store runs for requests (not the NFT index's
+// own reads of the log).
+type statementCounter struct{ n atomic.Int64 }
+
+func (c *statementCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+
+func (c *statementCounter) AfterQuery(ctx context.Context, _ *bun.QueryEvent) {
+	if !store.InBackground(ctx) {
+		c.n.Add(1)
+	}
+}
+
+// TestFastPath_LeavesAQueryItCannotWriteBeforeItReads asks queries the fast path leaves to the
+// executor (an NFT's history, introspection next to a page) of a store without its page cache,
+// where every read is a statement, and wants them to cost what they cost the executor alone:
+// the fast path gives them up before reading the collection or its page.
+func TestFastPath_LeavesAQueryItCannotWriteBeforeItReads(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		cfg := storetest.Config(storetest.NewClock(time.Now()))
+		cfg.PageCacheTTL = -1
+		s := b.Open(t, cfg)
+		if _, err := s.SeedDemo(context.Background(), store.DemoOptions{NFTs: 200, Seed: 5}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AwaitNFTIndex(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		statements := new(statementCounter)
+		s.AddQueryHook(statements)
+		fast, exec, answered := fastAndExecutor(s)
+		cols, err := s.Collections(context.Background(), store.SortNewest, store.PageRequest{Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		vars := map[string]any{"id": cols.Items[0].ID}
+		for _, q := range []string{
+			`query($id: ID) { collection(id: $id) { name nfts(first: 5) { edges { node { serial history(first: 2) { edges { node { kind } } } } } } } }`,
+			`query($id: ID) { collection(id: $id) { name nfts(first: 5) { edges { node { ...H } } } } } fragment H on NFT { serial history { edges { cursor } } }`,
+			`query($id: ID) { collection(id: $id) { name nfts(first: 5) { edges { cursor } } } __schema { queryType { name } } }`,
+		} {
+			body, _ := json.Marshal(map[string]any{"query": q, "variables": vars})
+			cost := func(h http.Handler) (int64, []byte) {
+				before := statements.n.Load()
+				code, got := ask(h, body)
+				if code != http.StatusOK || bytes.Contains(got, []byte(`"errors"`)) {
+					t.Fatalf("%s: %d %s", q, code, got)
+				}
+				return statements.n.Load() - before, got
+			}
+			cost(exec) // the first read of a kind may prepare what later ones reuse
+			nExec, gotE := cost(exec)
+			nFast, gotF := cost(fast)
+			if nFast != nExec || !bytes.Equal(gotF, gotE) {
+				t.Errorf("%s: %d statements through the handler with the fast path, %d through the executor alone", q, nFast, nExec)
+			}
+		}
+		if answered.Load() != 0 {
+			t.Errorf("the fast path answered %d of these queries", answered.Load())
+		}
+	})
 }
