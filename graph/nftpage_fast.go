@@ -31,9 +31,10 @@ import (
 // their variables), each field's arguments through the generated executor's own coercion, the
 // resolvers and model fields the executor reads, every value through the scalar and enum
 // marshalers the executor uses, written in the order the executor writes them. A field outside
-// these types, a deferred fragment and any error (an argument refused, a resolver's error, a
-// null where the schema says non-null) leave the query to the executor, which then answers and
-// reports it its way; TestFastPath_AnswersRandomQueriesByteForByteAsTheExecutor holds the two
+// these types or a deferred fragment leaves the query to the executor before anything is read
+// (fastPath.writes); any error (an argument refused, a resolver's error, a null where the
+// schema says non-null) leaves it midway, and the executor then answers and reports it its
+// way. TestFastPath_AnswersRandomQueriesByteForByteAsTheExecutor holds the two
 // equal over randomly drawn queries, TestFastPath_AnswersEveryFieldOfItsTypes that it knows
 // every field the schema gives these types.
 //
@@ -42,8 +43,8 @@ import (
 type fastPath struct {
 	es      *executableSchema
 	r       *Resolver
-	answers *atomic.Int64 // when set, counts the queries it answered
-	fields  map[string]bool
+	answers *atomic.Int64   // when set, counts the queries it answered
+	fields  map[string]bool // Type.field of every field it writes
 }
 
 // fastTypes are the types the fast path writes every field of, NFT.history aside.
