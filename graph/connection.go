@@ -119,6 +119,13 @@ func (f *NFTFilter) store() (store.NFTFilter, error) {
 	return out, nil
 }
 
+// collectionNFTs is Collection.nfts for the executor and the fast path: the page, with the
+// collection primed in the request's loader, as every NFT of the page belongs to it.
+func (r *Resolver) collectionNFTs(ctx context.Context, c *store.Collection, filter *NFTFilter, sort *NFTSort, first *int, after *string, last *int, before *string) (*NFTConnection, []store.NFTView, error) {
+	loadersOf(ctx).collection.Prime(ctx, c.ID, c)
+	return r.nftPage(ctx, c, filter, sort, first, after, last, before)
+}
+
 // nftPage reads a page of the collection's NFTs as Collection.nfts answers it, and the NFTs.
 func (r *Resolver) nftPage(ctx context.Context, c *store.Collection, filter *NFTFilter, sort *NFTSort, first *int, after *string, last *int, before *string) (*NFTConnection, []store.NFTView, error) {
 	pr, err := pageRequest(first, after, last, before)

@@ -44,8 +44,8 @@ type Options struct {
 	// RunEveryQuery runs each query, even one whose kept answer is current (response_cache.go):
 	// for measuring the executor.
 	RunEveryQuery bool
-	// NoFastPath sends every query through gqlgen's executor, even a page of NFTs that
-	// nftpage_fast.go answers itself: for tests that compare the two.
+	// NoFastPath sends every query through gqlgen's executor, even the pages of collections
+	// and NFTs that nftpage_fast.go answers itself: for tests that compare the two.
 	NoFastPath bool
 
 	fastAnswers *atomic.Int64 // when set, counts the fast path's answers (tests)
@@ -88,7 +88,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	gql.Use(reuseGuard{schema: es.Schema()})
 	// Innermost: the extensions above see its answers as the executor's.
 	if !cfg.NoFastPath {
-		gql.Use(&nftPageFastPath{es: es.(*executableSchema), r: resolvers, answers: cfg.fastAnswers})
+		gql.Use(newFastPath(es.(*executableSchema), resolvers, cfg.fastAnswers))
 	}
 	gql.SetErrorPresenter(presentError(cfg.Logger))
 	gql.SetRecoverFunc(func(ctx context.Context, v any) error {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -13,151 +14,390 @@ import (
 	"marketd/store"
 )
 
-// A page of a collection's NFTs is what dApp grids and dashboards ask for most, each with
-// other filters, sorts and cursors, so its answers are rarely kept. gqlgen's executor resolves
-// each of such a page's ~420 fields through a field context, a closure and the middleware, and
-// marshals every element of a list in a goroutine of its own: most of a query's cost. A query
-// of exactly the shape below is answered by nftPageAnswer instead: the same resolvers read the
-// collection and the page (Query.collection and the NFT index behind Collection.nfts), the
-// arguments go through the generated executor's own coercion, and every value through the
-// scalar and enum marshalers the executor uses, written in the order the query asks. Anything
-// else (another field, a fragment, a directive, a repeated response name) and any error go to
-// the executor, and TestNFTPageFastPath_AnswersByteForByteAsTheExecutor holds the two equal.
+// Pages of collections and of their NFTs are what dApp grids and dashboards ask for most, each
+// with other fields, aliases, fragments, filters, sorts and cursors, so their answers are rarely
+// kept. gqlgen's executor resolves each of a page's ~400 fields through a field context, a
+// closure and the middleware, and marshals every element of a list in a goroutine of its own:
+// most of a query's cost. fastPath answers a query instead when everything it selects is a
+// field of the types below (any of their fields but NFT.history, which batches a statement per
+// page across the NFTs' concurrent resolvers):
 //
-//	query { collection(id|slug) { __typename collectionId slug name
-//	  nfts(filter sort first after last before) { __typename totalCount
-//	    edges { __typename cursor node { __typename id contractId collectionId serial name image owner
-//	      traits { __typename type value } listing { __typename cid seller price currency expiresAt } } }
-//	    pageInfo { __typename hasNextPage hasPreviousPage startCursor endCursor } } } }
+//	Query { __typename collection collections nft }
+//	Collection, CollectionConnection, CollectionEdge, MintPhase,
+//	NFTConnection, NFTEdge, NFT, Trait, Listing, PageInfo
 //
-// Aliases are answered under their names, as the executor does.
-
-// nftPageFields is the shape: for each object type, the fields answered, and for those with
-// a selection of their own, its type.
-var nftPageFields = map[string]map[string]string{
-	"Query":         {"collection": "Collection"},
-	"Collection":    {"__typename": "", "collectionId": "", "slug": "", "name": "", "nfts": "NFTConnection"},
-	"NFTConnection": {"__typename": "", "totalCount": "", "edges": "NFTEdge", "pageInfo": "PageInfo"},
-	"NFTEdge":       {"__typename": "", "cursor": "", "node": "NFT"},
-	"NFT": {"__typename": "", "id": "", "contractId": "", "collectionId": "", "serial": "", "name": "", "image": "",
-		"owner": "", "traits": "Trait", "listing": "Listing"},
-	"Trait":    {"__typename": "", "type": "", "value": ""},
-	"Listing":  {"__typename": "", "cid": "", "seller": "", "price": "", "currency": "", "expiresAt": ""},
-	"PageInfo": {"__typename": "", "hasNextPage": "", "hasPreviousPage": "", "startCursor": "", "endCursor": ""},
+// It walks the operation as the executor does: the fields of each selection set as gqlgen's
+// CollectFields merges them (fragments, inline fragments, aliases, @skip and @include with
+// their variables), each field's arguments through the generated executor's own coercion, the
+// resolvers and model fields the executor reads, every value through the scalar and enum
+// marshalers the executor uses, written in the order the executor writes them. A field outside
+// these types or a deferred fragment leaves the query to the executor before anything is read
+// (fastPath.writes); any error (an argument refused, a resolver's error, a null where the
+// schema says non-null) leaves it midway, and the executor then answers and reports it its
+// way. TestFastPath_AnswersRandomQueriesByteForByteAsTheExecutor holds the two
+// equal over randomly drawn queries, TestFastPath_AnswersEveryFieldOfItsTypes that it knows
+// every field the schema gives these types.
+//
+// It intercepts the response innermost, so the extensions around it (metrics, the kept-answer
+// verdict, the limits) see its answers as any other.
+type fastPath struct {
+	es      *executableSchema
+	r       *Resolver
+	answers *atomic.Int64   // when set, counts the queries it answered
+	fields  map[string]bool // Type.field of every field it writes
 }
 
-// nftPageShaped tells whether set, selected on typ, keeps to the shape.
-func nftPageShaped(typ string, set ast.SelectionSet) bool {
-	fields := nftPageFields[typ]
-	seen := make(map[string]bool, len(set))
+// fastTypes are the types the fast path writes every field of, NFT.history aside.
+var fastTypes = []string{"Collection", "CollectionConnection", "CollectionEdge", "MintPhase",
+	"NFTConnection", "NFTEdge", "NFT", "Trait", "Listing", "PageInfo"}
+
+func newFastPath(es *executableSchema, r *Resolver, answers *atomic.Int64) *fastPath {
+	fields := map[string]bool{"Query.collection": true, "Query.collections": true, "Query.nft": true, "Node.id": true}
+	for _, typ := range fastTypes {
+		for _, f := range es.Schema().Types[typ].Fields {
+			fields[typ+"."+f.Name] = true
+		}
+	}
+	delete(fields, "NFT.history")
+	return &fastPath{es: es, r: r, answers: answers, fields: fields}
+}
+
+// writes tells whether every field set selects, at any depth and through its fragments, is
+// one the fast path writes, and none is deferred: a query it would leave to the executor
+// midway is left before it reads anything.
+func (p *fastPath) writes(set ast.SelectionSet, oc *graphql.OperationContext, seen map[string]bool) bool {
 	for _, sel := range set {
-		f, ok := sel.(*ast.Field)
-		if !ok || len(f.Directives) > 0 || seen[f.Alias] {
-			return false
-		}
-		seen[f.Alias] = true
-		child, ok := fields[f.Name]
-		if !ok || (len(f.Arguments) > 0 && f.Name != "collection" && f.Name != "nfts") {
-			return false
-		}
-		if (child == "") != (len(f.SelectionSet) == 0) || child != "" && !nftPageShaped(child, f.SelectionSet) {
+		switch sel := sel.(type) {
+		case *ast.Field:
+			if sel.Name != "__typename" && (sel.ObjectDefinition == nil || !p.fields[sel.ObjectDefinition.Name+"."+sel.Name]) {
+				return false
+			}
+			if !p.writes(sel.SelectionSet, oc, seen) {
+				return false
+			}
+		case *ast.InlineFragment:
+			if sel.Directives.ForName("defer") != nil || !p.writes(sel.SelectionSet, oc, seen) {
+				return false
+			}
+		case *ast.FragmentSpread:
+			if sel.Directives.ForName("defer") != nil {
+				return false
+			}
+			if seen[sel.Name] {
+				continue
+			}
+			seen[sel.Name] = true
+			def := oc.Doc.Fragments.ForName(sel.Name)
+			if def == nil || !p.writes(def.SelectionSet, oc, seen) {
+				return false
+			}
+		default:
 			return false
 		}
 	}
 	return true
 }
 
-// nftPageFastPath is the extension that answers such queries. It intercepts the response
-// innermost, so the extensions around it (metrics, the kept-answer verdict) see its answers as
-// any other.
-type nftPageFastPath struct {
-	es      *executableSchema
-	r       *Resolver
-	answers *atomic.Int64 // when set, counts the queries it answered
-}
+func (*fastPath) ExtensionName() string                   { return "FastPath" }
+func (*fastPath) Validate(graphql.ExecutableSchema) error { return nil }
 
-func (*nftPageFastPath) ExtensionName() string                   { return "NFTPageFastPath" }
-func (*nftPageFastPath) Validate(graphql.ExecutableSchema) error { return nil }
-
-func (p *nftPageFastPath) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+func (p *fastPath) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
 	if !graphql.HasOperationContext(ctx) { // a request refused before it parsed
 		return next(ctx)
 	}
 	oc := graphql.GetOperationContext(ctx)
-	if oc.Operation == nil || oc.Operation.Operation != ast.Query || len(oc.Operation.SelectionSet) != 1 ||
-		!nftPageShaped("Query", oc.Operation.SelectionSet) {
+	// A query a limit refused comes here with its errors (DispatchError), not to be run.
+	if oc.Operation == nil || oc.Operation.Operation != ast.Query || len(graphql.GetErrors(ctx)) > 0 ||
+		!p.writes(oc.Operation.SelectionSet, oc, map[string]bool{}) {
 		return next(ctx)
 	}
-	data, ok := p.answer(ctx, oc)
-	if !ok {
+	w := fastBuffers.Get().(*bytes.Buffer)
+	defer fastBuffers.Put(w)
+	w.Reset()
+	a := &fastAnswer{ctx: ctx, oc: oc, ec: newExecutionContext(oc, p.es, nil), r: p.r, w: w}
+	if !a.query(oc.Operation.SelectionSet) {
+		// An error: the executor meets it again, from loaders as they were.
+		loadersOf(ctx).collection.ClearAll()
 		return next(ctx)
 	}
 	if p.answers != nil {
 		p.answers.Add(1)
 	}
-	return &graphql.Response{Data: data}
+	// As the executor's response: any extensions the request's own extensions added.
+	return &graphql.Response{Data: json.RawMessage(bytes.Clone(w.Bytes())), Extensions: graphql.GetExtensions(ctx)}
 }
 
-var nftPageBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+var fastBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// answer reads and writes the query's data; false on any error, which the executor then
-// meets and reports its way.
-func (p *nftPageFastPath) answer(ctx context.Context, oc *graphql.OperationContext) (json.RawMessage, bool) {
-	ec := newExecutionContext(oc, p.es, nil)
-	root := oc.Operation.SelectionSet[0].(*ast.Field)
-	args, err := ec.field_Query_collection_args(ctx, root.ArgumentMap(oc.Variables))
-	if err != nil {
-		return nil, false
-	}
-	id, _ := args["id"].(*string)
-	slug, _ := args["slug"].(*string)
-	c, err := p.r.Query().Collection(ctx, id, slug)
-	if err != nil {
-		return nil, false
-	}
-	w := nftPageBuffers.Get().(*bytes.Buffer)
-	defer nftPageBuffers.Put(w)
-	w.Reset()
-	w.WriteString(`{"`)
-	w.WriteString(root.Alias)
-	w.WriteString(`":`)
-	if c == nil {
-		w.WriteString("null")
-	} else if !p.collection(ctx, ec, oc, w, root.SelectionSet, c) {
-		return nil, false
-	}
-	w.WriteByte('}')
-	return bytes.Clone(w.Bytes()), true
+// fastAnswer writes one query's data. Each method writes a value and returns false when the
+// executor must answer instead; what it wrote is then dropped.
+type fastAnswer struct {
+	ctx context.Context
+	oc  *graphql.OperationContext
+	ec  *executionContext
+	r   *Resolver
+	w   *bytes.Buffer
 }
 
-// key opens the value of the i-th field of an object.
-func key(w *bytes.Buffer, i int, f *ast.Field) {
-	if i == 0 {
-		w.WriteByte('{')
+// fields is the executor's own collection of sel on an object of a type that implementors
+// satisfy; false when a field of it is deferred (@defer answers in parts).
+func (a *fastAnswer) fields(sel ast.SelectionSet, implementors []string) ([]graphql.CollectedField, bool) {
+	fields := graphql.CollectFields(a.oc, sel, implementors)
+	for _, f := range fields {
+		if f.IsDeferred() {
+			return nil, false
+		}
+	}
+	return fields, true
+}
+
+// object writes an object of the fields, under their response names, each value by value;
+// false as soon as one is.
+func (a *fastAnswer) object(fields []graphql.CollectedField, value func(f *graphql.CollectedField) bool) bool {
+	a.w.WriteByte('{')
+	for i := range fields {
+		if i > 0 {
+			a.w.WriteByte(',')
+		}
+		f := &fields[i]
+		a.w.WriteByte('"')
+		a.w.WriteString(f.Alias)
+		a.w.WriteString(`":`)
+		if !value(f) {
+			return false
+		}
+	}
+	a.w.WriteByte('}')
+	return true
+}
+
+// args coerces a field's arguments as the executor does.
+func (a *fastAnswer) args(f *graphql.CollectedField, coerce func(*executionContext, context.Context, map[string]any) (map[string]any, error)) (map[string]any, bool) {
+	args, err := coerce(a.ec, a.ctx, f.ArgumentMap(a.oc.Variables))
+	return args, err == nil
+}
+
+func (a *fastAnswer) str(s string)           { graphql.MarshalString(s).MarshalGQL(a.w) }
+func (a *fastAnswer) id(s string)            { graphql.MarshalID(s).MarshalGQL(a.w) }
+func (a *fastAnswer) integer(n int)          { a.w.WriteString(strconv.Itoa(n)) }
+func (a *fastAnswer) boolean(b bool)         { graphql.MarshalBoolean(b).MarshalGQL(a.w) }
+func (a *fastAnswer) null()                  { a.w.WriteString("null") }
+func (a *fastAnswer) amount(v store.Amount)  { MarshalDecimal(v).MarshalGQL(a.w) }
+func (a *fastAnswer) time(t store.Timestamp) { MarshalUnixTime(t).MarshalGQL(a.w) }
+func (a *fastAnswer) instrument(v store.Instrument) {
+	a.str(marshalNInstrument2marketdᚋstoreᚐInstrument[v])
+}
+
+// list writes n items, each by item; false as soon as one is.
+func (a *fastAnswer) list(n int, item func(i int) bool) bool {
+	a.w.WriteByte('[')
+	for i := range n {
+		if i > 0 {
+			a.w.WriteByte(',')
+		}
+		if !item(i) {
+			return false
+		}
+	}
+	a.w.WriteByte(']')
+	return true
+}
+
+func (a *fastAnswer) optInt(n *int) {
+	if n == nil {
+		a.null()
 	} else {
-		w.WriteByte(',')
+		a.integer(*n)
 	}
-	w.WriteByte('"')
-	w.WriteString(f.Alias)
-	w.WriteString(`":`)
 }
 
-func (p *nftPageFastPath) collection(ctx context.Context, ec *executionContext, oc *graphql.OperationContext, w *bytes.Buffer, set ast.SelectionSet, c *store.Collection) bool {
-	for i, sel := range set {
-		f := sel.(*ast.Field)
-		key(w, i, f)
+func (a *fastAnswer) optString(s *string) {
+	if s == nil {
+		a.null()
+	} else {
+		a.str(*s)
+	}
+}
+
+func (a *fastAnswer) query(sel ast.SelectionSet) bool {
+	fields, ok := a.fields(sel, queryImplementors)
+	if !ok {
+		return false
+	}
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
-			graphql.MarshalString("Collection").MarshalGQL(w)
-		case "collectionId":
-			graphql.MarshalID(c.ID).MarshalGQL(w)
-		case "slug":
-			graphql.MarshalString(c.Slug).MarshalGQL(w)
-		case "name":
-			graphql.MarshalString(c.Name).MarshalGQL(w)
-		case "nfts":
-			args, err := ec.field_Collection_nfts_args(ctx, f.ArgumentMap(oc.Variables))
+			a.str("Query")
+		case "collection":
+			args, ok := a.args(f, (*executionContext).field_Query_collection_args)
+			if !ok {
+				return false
+			}
+			id, _ := args["id"].(*string)
+			slug, _ := args["slug"].(*string)
+			c, err := a.r.Query().Collection(a.ctx, id, slug)
 			if err != nil {
+				return false
+			}
+			if c == nil {
+				a.null()
+			} else if !a.collection(f.Selections, c) {
+				return false
+			}
+		case "collections":
+			args, ok := a.args(f, (*executionContext).field_Query_collections_args)
+			if !ok {
+				return false
+			}
+			sort, _ := args["sort"].(*CollectionSort)
+			first, _ := args["first"].(*int)
+			after, _ := args["after"].(*string)
+			last, _ := args["last"].(*int)
+			before, _ := args["before"].(*string)
+			conn, err := a.r.Query().Collections(a.ctx, sort, first, after, last, before)
+			if err != nil || conn == nil || !a.collectionConnection(f.Selections, conn) {
+				return false
+			}
+		case "nft":
+			args, ok := a.args(f, (*executionContext).field_Query_nft_args)
+			if !ok {
+				return false
+			}
+			contractID, _ := args["contractId"].(string)
+			n, err := a.r.Query().Nft(a.ctx, contractID)
+			if err != nil {
+				return false
+			}
+			if n == nil {
+				a.null()
+			} else if !a.nft(f.Selections, n) {
+				return false
+			}
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (a *fastAnswer) collectionConnection(sel ast.SelectionSet, conn *CollectionConnection) bool {
+	fields, ok := a.fields(sel, collectionConnectionImplementors)
+	if !ok {
+		return false
+	}
+	return a.object(fields, func(f *graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			a.str("CollectionConnection")
+		case "edges":
+			edges, ok := a.fields(f.Selections, collectionEdgeImplementors)
+			if !ok {
+				return false
+			}
+			if !a.list(len(conn.Edges), func(j int) bool { return conn.Edges[j] != nil && a.collectionEdge(edges, conn.Edges[j]) }) {
+				return false
+			}
+		case "pageInfo":
+			if !a.pageInfo(f.Selections, conn.PageInfo) {
+				return false
+			}
+		case "totalCount":
+			n, err := a.r.CollectionConnection().TotalCount(a.ctx, conn)
+			if err != nil {
+				return false
+			}
+			a.integer(n)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (a *fastAnswer) collectionEdge(fields []graphql.CollectedField, e *CollectionEdge) bool {
+	return a.object(fields, func(f *graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			a.str("CollectionEdge")
+		case "cursor":
+			a.str(e.Cursor)
+		case "node":
+			if e.Node == nil || !a.collection(f.Selections, e.Node) {
+				return false
+			}
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (a *fastAnswer) collection(sel ast.SelectionSet, c *store.Collection) bool {
+	fields, ok := a.fields(sel, collectionImplementors)
+	if !ok {
+		return false
+	}
+	return a.object(fields, func(f *graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			a.str("Collection")
+		case "id":
+			id, err := a.r.Collection().ID(a.ctx, c)
+			if err != nil {
+				return false
+			}
+			a.id(id)
+		case "collectionId":
+			a.id(c.ID)
+		case "slug":
+			a.str(c.Slug)
+		case "name":
+			a.str(c.Name)
+		case "description":
+			a.str(c.Description)
+		case "image":
+			a.str(c.Image)
+		case "creator":
+			a.id(c.Creator)
+		case "currency":
+			a.instrument(c.Currency)
+		case "royaltyBps":
+			a.integer(c.RoyaltyBps)
+		case "supply":
+			a.integer(c.Supply)
+		case "minted":
+			a.integer(c.Minted)
+		case "burned":
+			a.integer(c.Burned)
+		case "floorPrice":
+			if c.FloorPrice == nil {
+				a.null()
+			} else {
+				a.amount(*c.FloorPrice)
+			}
+		case "listedCount":
+			a.integer(c.ListedCount)
+		case "owners":
+			a.integer(c.Owners)
+		case "volume":
+			a.amount(c.Volume)
+		case "createdAt":
+			a.time(c.CreatedAt)
+		case "phases":
+			phases, err := a.r.Collection().Phases(a.ctx, c)
+			if err != nil {
+				return false
+			}
+			fields, ok := a.fields(f.Selections, mintPhaseImplementors)
+			if !ok {
+				return false
+			}
+			if !a.list(len(phases), func(j int) bool { return phases[j] != nil && a.mintPhase(fields, phases[j]) }) {
+				return false
+			}
+		case "nfts":
+			args, ok := a.args(f, (*executionContext).field_Collection_nfts_args)
+			if !ok {
 				return false
 			}
 			filter, _ := args["filter"].(*NFTFilter)
@@ -166,168 +406,214 @@ func (p *nftPageFastPath) collection(ctx context.Context, ec *executionContext, 
 			after, _ := args["after"].(*string)
 			last, _ := args["last"].(*int)
 			before, _ := args["before"].(*string)
-			conn, _, err := p.r.nftPage(ctx, c, filter, sort, first, after, last, before)
+			conn, _, err := a.r.collectionNFTs(a.ctx, c, filter, sort, first, after, last, before)
+			if err != nil || !a.nftConnection(f.Selections, conn) {
+				return false
+			}
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (a *fastAnswer) mintPhase(fields []graphql.CollectedField, ph *store.MintPhase) bool {
+	return a.object(fields, func(f *graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			a.str("MintPhase")
+		case "name":
+			a.str(ph.Name)
+		case "price":
+			a.amount(ph.Price)
+		case "start":
+			a.time(ph.Start)
+		case "end":
+			a.time(ph.End)
+		case "perPartyLimit":
+			a.integer(ph.PerPartyLimit)
+		case "supply":
+			a.optInt(ph.Supply)
+		case "minted":
+			a.integer(ph.Minted)
+		case "allowList":
+			a.boolean(ph.AllowList)
+		case "active":
+			active, err := a.r.MintPhase().Active(a.ctx, ph)
 			if err != nil {
 				return false
 			}
-			writeNFTConnection(w, f.SelectionSet, conn)
+			a.boolean(active)
+		default:
+			return false
 		}
-	}
-	w.WriteByte('}')
-	return true
+		return true
+	})
 }
 
-func writeNFTConnection(w *bytes.Buffer, set ast.SelectionSet, conn *NFTConnection) {
-	for i, sel := range set {
-		f := sel.(*ast.Field)
-		key(w, i, f)
+func (a *fastAnswer) nftConnection(sel ast.SelectionSet, conn *NFTConnection) bool {
+	fields, ok := a.fields(sel, nFTConnectionImplementors)
+	if !ok {
+		return false
+	}
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
-			graphql.MarshalString("NFTConnection").MarshalGQL(w)
+			a.str("NFTConnection")
 		case "totalCount":
-			if conn.TotalCount == nil {
-				w.WriteString("null")
-			} else {
-				graphql.MarshalInt(*conn.TotalCount).MarshalGQL(w)
-			}
+			a.optInt(conn.TotalCount)
 		case "edges":
-			w.WriteByte('[')
-			for j, e := range conn.Edges {
-				if j > 0 {
-					w.WriteByte(',')
-				}
-				writeNFTEdge(w, f.SelectionSet, e)
+			edges, ok := a.fields(f.Selections, nFTEdgeImplementors)
+			if !ok {
+				return false
 			}
-			w.WriteByte(']')
+			if !a.list(len(conn.Edges), func(j int) bool { return conn.Edges[j] != nil && a.nftEdge(edges, conn.Edges[j]) }) {
+				return false
+			}
 		case "pageInfo":
-			writePageInfo(w, f.SelectionSet, conn.PageInfo)
-		}
-	}
-	w.WriteByte('}')
-}
-
-func writeNFTEdge(w *bytes.Buffer, set ast.SelectionSet, e *NFTEdge) {
-	for i, sel := range set {
-		f := sel.(*ast.Field)
-		key(w, i, f)
-		switch f.Name {
-		case "__typename":
-			graphql.MarshalString("NFTEdge").MarshalGQL(w)
-		case "cursor":
-			graphql.MarshalString(e.Cursor).MarshalGQL(w)
-		case "node":
-			writeNFT(w, f.SelectionSet, e.Node)
-		}
-	}
-	w.WriteByte('}')
-}
-
-func writeNFT(w *bytes.Buffer, set ast.SelectionSet, n *store.NFTView) {
-	for i, sel := range set {
-		f := sel.(*ast.Field)
-		key(w, i, f)
-		switch f.Name {
-		case "__typename":
-			graphql.MarshalString("NFT").MarshalGQL(w)
-		case "id":
-			MarshalNFTGlobalID(n.Ref()).MarshalGQL(w)
-		case "contractId":
-			graphql.MarshalID(n.ContractID).MarshalGQL(w)
-		case "collectionId":
-			graphql.MarshalID(n.CollectionID).MarshalGQL(w)
-		case "serial":
-			graphql.MarshalInt(n.Serial).MarshalGQL(w)
-		case "name":
-			graphql.MarshalString(n.Name).MarshalGQL(w)
-		case "image":
-			graphql.MarshalString(n.Image).MarshalGQL(w)
-		case "owner":
-			graphql.MarshalID(n.Owner).MarshalGQL(w)
-		case "traits":
-			w.WriteByte('[')
-			for j := range n.Traits {
-				if j > 0 {
-					w.WriteByte(',')
-				}
-				writeTrait(w, f.SelectionSet, &n.Traits[j])
+			if !a.pageInfo(f.Selections, conn.PageInfo) {
+				return false
 			}
-			w.WriteByte(']')
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (a *fastAnswer) nftEdge(fields []graphql.CollectedField, e *NFTEdge) bool {
+	return a.object(fields, func(f *graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			a.str("NFTEdge")
+		case "cursor":
+			a.str(e.Cursor)
+		case "node":
+			if e.Node == nil || !a.nft(f.Selections, e.Node) {
+				return false
+			}
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (a *fastAnswer) nft(sel ast.SelectionSet, n *store.NFTView) bool {
+	fields, ok := a.fields(sel, nFTImplementors)
+	if !ok {
+		return false
+	}
+	return a.object(fields, func(f *graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			a.str("NFT")
+		case "id":
+			MarshalNFTGlobalID(n.Ref()).MarshalGQL(a.w)
+		case "contractId":
+			a.id(n.ContractID)
+		case "collectionId":
+			a.id(n.CollectionID)
+		case "collection":
+			c, err := a.r.NFT().Collection(a.ctx, n)
+			if err != nil || c == nil || !a.collection(f.Selections, c) {
+				return false
+			}
+		case "serial":
+			a.integer(n.Serial)
+		case "name":
+			a.str(n.Name)
+		case "image":
+			a.str(n.Image)
+		case "owner":
+			a.id(n.Owner)
+		case "traits":
+			fields, ok := a.fields(f.Selections, traitImplementors)
+			if !ok {
+				return false
+			}
+			if !a.list(len(n.Traits), func(j int) bool { return a.trait(fields, &n.Traits[j]) }) {
+				return false
+			}
 		case "listing":
 			if n.Listing == nil {
-				w.WriteString("null")
-			} else {
-				writeListing(w, f.SelectionSet, n.Listing)
+				a.null()
+			} else if !a.listing(f.Selections, n.Listing) {
+				return false
 			}
+		default: // history
+			return false
 		}
-	}
-	w.WriteByte('}')
+		return true
+	})
 }
 
-func writeTrait(w *bytes.Buffer, set ast.SelectionSet, t *store.Trait) {
-	for i, sel := range set {
-		f := sel.(*ast.Field)
-		key(w, i, f)
+func (a *fastAnswer) trait(fields []graphql.CollectedField, t *store.Trait) bool {
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
-			graphql.MarshalString("Trait").MarshalGQL(w)
+			a.str("Trait")
 		case "type":
-			graphql.MarshalString(t.Type).MarshalGQL(w)
+			a.str(t.Type)
 		case "value":
-			graphql.MarshalString(t.Value).MarshalGQL(w)
+			a.str(t.Value)
+		default:
+			return false
 		}
-	}
-	w.WriteByte('}')
+		return true
+	})
 }
 
-func writeListing(w *bytes.Buffer, set ast.SelectionSet, l *store.ListingView) {
-	for i, sel := range set {
-		f := sel.(*ast.Field)
-		key(w, i, f)
+func (a *fastAnswer) listing(sel ast.SelectionSet, l *store.ListingView) bool {
+	fields, ok := a.fields(sel, listingImplementors)
+	if !ok {
+		return false
+	}
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
-			graphql.MarshalString("Listing").MarshalGQL(w)
+			a.str("Listing")
 		case "cid":
-			graphql.MarshalID(l.CID).MarshalGQL(w)
+			a.id(l.CID)
 		case "seller":
-			graphql.MarshalID(l.Seller).MarshalGQL(w)
+			a.id(l.Seller)
 		case "price":
-			MarshalDecimal(l.Price).MarshalGQL(w)
+			a.amount(l.Price)
 		case "currency":
-			graphql.MarshalString(marshalNInstrument2marketdᚋstoreᚐInstrument[l.Currency]).MarshalGQL(w)
+			a.instrument(l.Currency)
 		case "expiresAt":
 			if l.ExpiresAt == nil {
-				w.WriteString("null")
+				a.null()
 			} else {
-				MarshalUnixTime(*l.ExpiresAt).MarshalGQL(w)
+				a.time(*l.ExpiresAt)
 			}
+		default:
+			return false
 		}
-	}
-	w.WriteByte('}')
+		return true
+	})
 }
 
-func writePageInfo(w *bytes.Buffer, set ast.SelectionSet, pi *PageInfo) {
-	opt := func(s *string) {
-		if s == nil {
-			w.WriteString("null")
-		} else {
-			graphql.MarshalString(*s).MarshalGQL(w)
-		}
+func (a *fastAnswer) pageInfo(sel ast.SelectionSet, pi *PageInfo) bool {
+	fields, ok := a.fields(sel, pageInfoImplementors)
+	if !ok || pi == nil {
+		return false
 	}
-	for i, sel := range set {
-		f := sel.(*ast.Field)
-		key(w, i, f)
+	return a.object(fields, func(f *graphql.CollectedField) bool {
 		switch f.Name {
 		case "__typename":
-			graphql.MarshalString("PageInfo").MarshalGQL(w)
+			a.str("PageInfo")
 		case "hasNextPage":
-			graphql.MarshalBoolean(pi.HasNextPage).MarshalGQL(w)
+			a.boolean(pi.HasNextPage)
 		case "hasPreviousPage":
-			graphql.MarshalBoolean(pi.HasPreviousPage).MarshalGQL(w)
+			a.boolean(pi.HasPreviousPage)
 		case "startCursor":
-			opt(pi.StartCursor)
+			a.optString(pi.StartCursor)
 		case "endCursor":
-			opt(pi.EndCursor)
+			a.optString(pi.EndCursor)
+		default:
+			return false
 		}
-	}
-	w.WriteByte('}')
+		return true
+	})
 }

@@ -3,8 +3,10 @@ package graph
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -18,8 +20,8 @@ import (
 )
 
 // BenchmarkNFTPages is the GraphQL half of cmd/marketd's BenchmarkNFTMix without the network:
-// the same distinct pages of the demo market's NFTs (storetest.NFTPageMix) asked as the same
-// query, each once, straight to the handler (httptest), from one client and from 32, on each store. Every page
+// the same distinct pages of the demo market's NFTs (storetest.NFTPageMix), each once, asked
+// as each of nftPageShapes (the mix's own query and the ways dashboards write it), straight to the handler (httptest), from one client and from 32, on each store. Every page
 // is new, so every request runs the executor, through the kept-answer cache's miss path as a
 // served request does. cpu-ns/op is what one executed query costs the process's cores, its
 // goroutines and garbage collection included: on a shared machine it moves far less than
@@ -44,40 +46,98 @@ func BenchmarkNFTPages(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		bodies := make([][]byte, len(mix))
-		for i, r := range mix {
-			bodies[i] = r.GraphQLBody()
-		}
-		// One client, then 32 at once as BenchmarkNFTMix sends them: the executor's goroutines
-		// (one per item of every list) then share the cores with 31 other queries' own.
-		for _, clients := range []int{1, 32} {
-			b.Run(fmt.Sprintf("%s/clients=%d", be.Name, clients), func(b *testing.B) {
-				// A handler per run: its kept answers start empty, so no page is served twice.
-				h := NewHandler(s, Options{Logger: slog.New(slog.DiscardHandler)})
-				var next, bytesOut atomic.Int64
-				b.ReportAllocs()
-				b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-				cpu := processCPU()
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						i := int(next.Add(1) - 1)
-						req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(bodies[i%len(bodies)]))
-						req.Header.Set("Content-Type", "application/json")
-						w := httptest.NewRecorder()
-						h.ServeHTTP(w, req)
-						if w.Code != http.StatusOK || bytes.Contains(w.Body.Bytes(), []byte(`"errors"`)) {
-							b.Errorf("%d %s", w.Code, w.Body.Bytes())
-							return
-						}
-						bytesOut.Add(int64(w.Body.Len()))
-					}
-				})
-				b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
-				b.ReportMetric(float64(bytesOut.Load())/float64(b.N), "B/answer")
-			})
+		for _, shape := range nftPageShapes {
+			bodies := make([][]byte, len(mix))
+			for i, r := range mix {
+				bodies[i] = shape.body(b, r)
+			}
+			benchmarkNFTPageBodies(b, s, be.Name+"/"+shape.name, bodies)
 		}
 	}
+}
+
+// nftPageShape is a page of the mix as a client writes its query: the query, with the mix's
+// variables $id, $f and $s, and the variables it adds.
+type nftPageShape struct {
+	name  string
+	query string
+	vars  map[string]any
+}
+
+// nftPageShapes are the ways a dashboard asks for the mix's pages: the mix's own query, the
+// collection's header with the page written out (plain), the same as Apollo Client sends it
+// (__typename and id on every object), and through fragments with the page size a variable.
+var nftPageShapes = []nftPageShape{
+	{name: "grid", query: storetest.NFTPageQuery},
+	{name: "plain", query: `query($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { id name floorPrice nfts(filter: $f, sort: $s, first: 20) { totalCount edges { cursor node { id contractId serial name image owner traits { type value } listing { cid seller price currency expiresAt } } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`},
+	{name: "apollo", query: `query NFTGrid($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { __typename id name floorPrice listedCount nfts(filter: $f, sort: $s, first: 20) { __typename totalCount edges { __typename cursor node { __typename id contractId serial name image owner traits { __typename type value } listing { __typename cid seller price currency expiresAt } } } pageInfo { __typename hasNextPage endCursor } } } }`},
+	{name: "fragments", query: `query NFTGrid($id: ID!, $f: NFTFilter, $s: NFTSort, $n: Int) { collection(id: $id) { ...Header nfts(filter: $f, sort: $s, first: $n) { edges { node { ...Card } } pageInfo { ...Page } } } }
+fragment Header on Collection { id collectionId name slug floorPrice listedCount owners }
+fragment Card on NFT { id serial name image owner traits { type value } listing { ...Price } }
+fragment Price on Listing { cid price currency expiresAt }
+fragment Page on PageInfo { hasNextPage endCursor }`, vars: map[string]any{"n": 20}},
+}
+
+// body is r's page asked in the shape's query.
+func (sh nftPageShape) body(tb testing.TB, r storetest.NFTPageRequest) []byte {
+	var env map[string]any
+	if err := json.Unmarshal(r.GraphQLBody(), &env); err != nil {
+		tb.Fatal(err)
+	}
+	env["query"] = sh.query
+	vars := env["variables"].(map[string]any)
+	maps.Copy(vars, sh.vars)
+	body, err := json.Marshal(env)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return body
+}
+
+// benchmarkNFTPageBodies asks each body once from one client, then from 32 at once as
+// BenchmarkNFTMix sends them: the executor's goroutines (one per item of every list) then
+// share the cores with 31 other queries' own. Each is asked of the handler as served (fast)
+// and of one that sends every query to gqlgen's executor (executor), in the same run, so
+// that the two meet the same load on a shared machine.
+func benchmarkNFTPageBodies(b *testing.B, s *store.Store, name string, bodies [][]byte) {
+	for _, run := range []struct {
+		path       string
+		noFastPath bool
+	}{{"fast", false}, {"executor", true}} {
+		for _, clients := range []int{1, 32} {
+			benchmarkNFTPageRun(b, s, fmt.Sprintf("%s/%s/clients=%d", name, run.path, clients), Options{NoFastPath: run.noFastPath}, clients, bodies)
+		}
+	}
+}
+
+// benchmarkNFTPageRun asks each body once of a new handler with opts from that many clients.
+func benchmarkNFTPageRun(b *testing.B, s *store.Store, name string, opts Options, clients int, bodies [][]byte) {
+	b.Run(name, func(b *testing.B) {
+		// A handler per run: its kept answers start empty, so no page is served twice.
+		opts.Logger = slog.New(slog.DiscardHandler)
+		h := NewHandler(s, opts)
+		var next, bytesOut atomic.Int64
+		b.ReportAllocs()
+		b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+		cpu := processCPU()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				i := int(next.Add(1) - 1)
+				req := httptest.NewRequest(http.MethodPost, "/graphql", bytes.NewReader(bodies[i%len(bodies)]))
+				req.Header.Set("Content-Type", "application/json")
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != http.StatusOK || bytes.Contains(w.Body.Bytes(), []byte(`"errors"`)) {
+					b.Errorf("%d %s", w.Code, w.Body.Bytes())
+					return
+				}
+				bytesOut.Add(int64(w.Body.Len()))
+			}
+		})
+		b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(bytesOut.Load())/float64(b.N), "B/answer")
+	})
 }
 
 // processCPU is the CPU time the process has used, user and system, in nanoseconds.

@@ -22,9 +22,7 @@ func (r *collectionResolver) Phases(ctx context.Context, obj *store.Collection) 
 
 // Nfts is the field nfts.
 func (r *collectionResolver) Nfts(ctx context.Context, obj *store.Collection, filter *NFTFilter, sort *NFTSort, first *int, after *string, last *int, before *string) (*NFTConnection, error) {
-	// Every NFT of the page belongs to obj: its collection loads from here, not the store.
-	loadersOf(ctx).collection.Prime(ctx, obj.ID, obj)
-	conn, nfts, err := r.nftPage(ctx, obj, filter, sort, first, after, last, before)
+	conn, nfts, err := r.collectionNFTs(ctx, obj, filter, sort, first, after, last, before)
 	if err != nil {
 		return nil, err
 	}
