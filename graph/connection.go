@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 
 	"marketd/store"
 )
@@ -136,7 +137,9 @@ func (r *Resolver) nftPage(ctx context.Context, c *store.Collection, filter *NFT
 	if err != nil {
 		return nil, nil, err
 	}
-	page, err := r.store.NFTs(ctx, c.ID, f, sort.store(), pr)
+	page, err := memoized(ctx, func() string { return fmt.Sprintf("nfts %s %+v %v %+v", c.ID, f, sort.store(), pr) }, func() (store.Page[store.NFTView], error) {
+		return r.store.NFTs(ctx, c.ID, f, sort.store(), pr)
+	})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -163,4 +164,45 @@ func intArg(v any, def int) (int, bool) {
 		return int(i), err == nil
 	}
 	return 0, false
+}
+
+// An operation the fast path (nftpage_fast.go) starts and then leaves to the executor would
+// otherwise read what it read twice, and run more statements than its cost says. The fast path
+// gives such an operation a memo of its reads; the resolvers it shares with the executor read
+// through it, so the executor finds what the fast path read. Without a memo (every operation
+// the executor answers alone) they read the store directly.
+type readMemoKey struct{}
+
+type readMemo struct {
+	mu    sync.Mutex
+	reads map[string]*memoRead
+}
+
+type memoRead struct {
+	once sync.Once
+	v    any
+	err  error
+}
+
+func withReadMemo(ctx context.Context) context.Context {
+	return context.WithValue(ctx, readMemoKey{}, &readMemo{reads: map[string]*memoRead{}})
+}
+
+// memoized answers read once per key within an operation that has a memo.
+func memoized[T any](ctx context.Context, key func() string, read func() (T, error)) (T, error) {
+	m, _ := ctx.Value(readMemoKey{}).(*readMemo)
+	if m == nil {
+		return read()
+	}
+	k := key()
+	m.mu.Lock()
+	e := m.reads[k]
+	if e == nil {
+		e = new(memoRead)
+		m.reads[k] = e
+	}
+	m.mu.Unlock()
+	e.once.Do(func() { e.v, e.err = read() })
+	v, _ := e.v.(T)
+	return v, e.err
 }

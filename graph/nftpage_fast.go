@@ -114,10 +114,11 @@ func (p *fastPath) InterceptResponse(ctx context.Context, next graphql.ResponseH
 	w := fastBuffers.Get().(*bytes.Buffer)
 	defer fastBuffers.Put(w)
 	w.Reset()
+	// What the fast path reads, the executor finds again if it must answer instead.
+	ctx = withReadMemo(ctx)
 	a := &fastAnswer{ctx: ctx, oc: oc, ec: newExecutionContext(oc, p.es, nil), r: p.r, w: w}
 	if !a.query(oc.Operation.SelectionSet) {
-		// An error: the executor meets it again, from loaders as they were.
-		loadersOf(ctx).collection.ClearAll()
+		// An error: the executor answers and reports it its way, from the reads made so far.
 		return next(ctx)
 	}
 	if p.answers != nil {

@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 	"marketd/store"
 )
 
@@ -34,7 +35,7 @@ func (r *collectionResolver) Nfts(ctx context.Context, obj *store.Collection, fi
 
 // TotalCount is the resolver for the totalCount field.
 func (r *collectionConnectionResolver) TotalCount(ctx context.Context, obj *CollectionConnection) (int, error) {
-	return r.store.CollectionCount(ctx)
+	return memoized(ctx, func() string { return "collection count" }, func() (int, error) { return r.store.CollectionCount(ctx) })
 }
 
 // Active is the field active.
@@ -97,7 +98,9 @@ func (r *queryResolver) Collections(ctx context.Context, sort *CollectionSort, f
 	if err != nil {
 		return nil, err
 	}
-	page, err := r.store.Collections(ctx, sort.store(), pr)
+	page, err := memoized(ctx, func() string { return fmt.Sprintf("collections %v %+v", sort.store(), pr) }, func() (store.Page[store.Collection], error) {
+		return r.store.Collections(ctx, sort.store(), pr)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +121,9 @@ func (r *queryResolver) Collection(ctx context.Context, id *string, slug *string
 	case id != nil:
 		c, err = r.collectionByAnyID(ctx, *id)
 	default:
-		c, err = r.store.CollectionBySlug(ctx, *slug)
+		c, err = memoized(ctx, func() string { return "collection slug " + *slug }, func() (*store.Collection, error) {
+			return r.store.CollectionBySlug(ctx, *slug)
+		})
 	}
 	if err != nil && store.ErrorCode(err) == store.CodeNotFound {
 		return nil, nil
@@ -128,7 +133,9 @@ func (r *queryResolver) Collection(ctx context.Context, id *string, slug *string
 
 // Nft is the field nft.
 func (r *queryResolver) Nft(ctx context.Context, contractID string) (*store.NFTView, error) {
-	d, err := r.store.NFTByContract(ctx, contractID)
+	d, err := memoized(ctx, func() string { return "nft " + contractID }, func() (*store.NFTDetail, error) {
+		return r.store.NFTByContract(ctx, contractID)
+	})
 	if err != nil && store.ErrorCode(err) == store.CodeNotFound {
 		return nil, nil
 	}
