@@ -3,10 +3,8 @@ package graph
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -21,7 +19,7 @@ import (
 
 // BenchmarkNFTPages is the GraphQL half of cmd/marketd's BenchmarkNFTMix without the network:
 // the same distinct pages of the demo market's NFTs (storetest.NFTPageMix), each once, asked
-// as each of nftPageShapes (the mix's own query and the ways dashboards write it), straight to the handler (httptest), from one client and from 32, on each store. Every page
+// as each of storetest.NFTPageShapes (the mix's own query and the ways dashboards write it), straight to the handler (httptest), from one client and from 32, on each store. Every page
 // is new, so every request runs the executor, through the kept-answer cache's miss path as a
 // served request does. cpu-ns/op is what one executed query costs the process's cores, its
 // goroutines and garbage collection included: on a shared machine it moves far less than
@@ -46,52 +44,14 @@ func BenchmarkNFTPages(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, shape := range nftPageShapes {
+		for _, shape := range storetest.NFTPageShapes {
 			bodies := make([][]byte, len(mix))
 			for i, r := range mix {
-				bodies[i] = shape.body(b, r)
+				bodies[i] = r.GraphQLBodyAs(shape)
 			}
-			benchmarkNFTPageBodies(b, s, be.Name+"/"+shape.name, bodies)
+			benchmarkNFTPageBodies(b, s, be.Name+"/"+shape.Name, bodies)
 		}
 	}
-}
-
-// nftPageShape is a page of the mix as a client writes its query: the query, with the mix's
-// variables $id, $f and $s, and the variables it adds.
-type nftPageShape struct {
-	name  string
-	query string
-	vars  map[string]any
-}
-
-// nftPageShapes are the ways a dashboard asks for the mix's pages: the mix's own query, the
-// collection's header with the page written out (plain), the same as Apollo Client sends it
-// (__typename and id on every object), and through fragments with the page size a variable.
-var nftPageShapes = []nftPageShape{
-	{name: "grid", query: storetest.NFTPageQuery},
-	{name: "plain", query: `query($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { id name floorPrice nfts(filter: $f, sort: $s, first: 20) { totalCount edges { cursor node { id contractId serial name image owner traits { type value } listing { cid seller price currency expiresAt } } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`},
-	{name: "apollo", query: `query NFTGrid($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { __typename id name floorPrice listedCount nfts(filter: $f, sort: $s, first: 20) { __typename totalCount edges { __typename cursor node { __typename id contractId serial name image owner traits { __typename type value } listing { __typename cid seller price currency expiresAt } } } pageInfo { __typename hasNextPage endCursor } } } }`},
-	{name: "fragments", query: `query NFTGrid($id: ID!, $f: NFTFilter, $s: NFTSort, $n: Int) { collection(id: $id) { ...Header nfts(filter: $f, sort: $s, first: $n) { edges { node { ...Card } } pageInfo { ...Page } } } }
-fragment Header on Collection { id collectionId name slug floorPrice listedCount owners }
-fragment Card on NFT { id serial name image owner traits { type value } listing { ...Price } }
-fragment Price on Listing { cid price currency expiresAt }
-fragment Page on PageInfo { hasNextPage endCursor }`, vars: map[string]any{"n": 20}},
-}
-
-// body is r's page asked in the shape's query.
-func (sh nftPageShape) body(tb testing.TB, r storetest.NFTPageRequest) []byte {
-	var env map[string]any
-	if err := json.Unmarshal(r.GraphQLBody(), &env); err != nil {
-		tb.Fatal(err)
-	}
-	env["query"] = sh.query
-	vars := env["variables"].(map[string]any)
-	maps.Copy(vars, sh.vars)
-	body, err := json.Marshal(env)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return body
 }
 
 // benchmarkNFTPageBodies asks each body once from one client, then from 32 at once as

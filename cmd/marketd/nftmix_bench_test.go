@@ -24,7 +24,9 @@ import (
 // often listed only, sometimes a price floor, the three sorts), each sent once, from 32
 // keep-alive clients, to a `marketd serve` process of its own (page cache at its default, rate
 // limits off) on SQLite and on PostgreSQL (TEST_DATABASE_URL), over REST and as the same
-// pages over GraphQL, next to a bare net/http handler in the same run. Run it with
+// pages over GraphQL in each way dashboards write the query (storetest.NFTPageShapes: the
+// grid's own, plain fields, Apollo's __typename and id on every object, fragments with
+// variables), next to a bare net/http handler in the same run. Run it with
 // -benchtime 20000x so no page repeats. It reports pages/s, the p99 and the server's peak
 // resident memory. MARKETD_BENCH_NFTS sets the market's size (default 100,000; seeding it takes
 // about 30 s per store).
@@ -75,14 +77,17 @@ func BenchmarkNFTMix(b *testing.B) {
 			})
 			rss(b)
 		})
-		b.Run(st.name+"/graphql", func(b *testing.B) {
-			benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
-				req, _ := http.NewRequest("POST", in.url+"/graphql", bytes.NewReader(gql[i%len(gql)]))
-				req.Header.Set("Content-Type", "application/json")
-				return send(b, client, req, buf)
+		for _, shape := range storetest.NFTPageShapes {
+			bodies := gql[shape.Name]
+			b.Run(st.name+"/graphql-"+shape.Name, func(b *testing.B) {
+				benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
+					req, _ := http.NewRequest("POST", in.url+"/graphql", bytes.NewReader(bodies[i%len(bodies)]))
+					req.Header.Set("Content-Type", "application/json")
+					return send(b, client, req, buf)
+				})
+				rss(b)
 			})
-			rss(b)
-		})
+		}
 		b.Run(st.name+"/bare", func(b *testing.B) {
 			benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
 				req, _ := http.NewRequest("GET", bare.URL+rest[i%len(rest)][len(in.url):], nil)
@@ -93,8 +98,8 @@ func BenchmarkNFTMix(b *testing.B) {
 }
 
 // nftMix draws the 20,000 pages from the store at dsn and writes each as a REST URL on base
-// and as the same page's GraphQL request.
-func nftMix(b *testing.B, dsn, base string) (rest []string, gql [][]byte) {
+// and as the same page's GraphQL request in each of storetest.NFTPageShapes, by shape name.
+func nftMix(b *testing.B, dsn, base string) (rest []string, gql map[string][][]byte) {
 	cfg := storetest.Config(nil)
 	cfg.DB = dsn
 	s, err := store.Open(context.Background(), cfg)
@@ -106,9 +111,12 @@ func nftMix(b *testing.B, dsn, base string) (rest []string, gql [][]byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	gql = map[string][][]byte{}
 	for _, r := range mix {
 		rest = append(rest, base+r.RESTPath())
-		gql = append(gql, r.GraphQLBody())
+		for _, shape := range storetest.NFTPageShapes {
+			gql[shape.Name] = append(gql[shape.Name], r.GraphQLBodyAs(shape))
+		}
 	}
 	return rest, gql
 }

@@ -141,8 +141,33 @@ func (r NFTPageRequest) RESTPath() string {
 	return "/api/nft/collection/" + r.Collection.ID + "/nfts?" + q.Encode()
 }
 
+// NFTPageShape is a way a client writes the query for a page of the mix: the query, using
+// the mix's variables $id, $f and $s, and the variables it adds.
+type NFTPageShape struct {
+	Name  string
+	Query string
+	Vars  map[string]any
+}
+
+// NFTPageShapes are the ways a dashboard asks for the mix's pages: the mix's own query (grid),
+// the collection's header with the page written out (plain), the same as Apollo Client sends
+// it (__typename and id on every object), and through fragments with the page size a variable.
+var NFTPageShapes = []NFTPageShape{
+	{Name: "grid", Query: NFTPageQuery},
+	{Name: "plain", Query: `query($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { id name floorPrice nfts(filter: $f, sort: $s, first: 20) { totalCount edges { cursor node { id contractId serial name image owner traits { type value } listing { cid seller price currency expiresAt } } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`},
+	{Name: "apollo", Query: `query NFTGrid($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { __typename id name floorPrice listedCount nfts(filter: $f, sort: $s, first: 20) { __typename totalCount edges { __typename cursor node { __typename id contractId serial name image owner traits { __typename type value } listing { __typename cid seller price currency expiresAt } } } pageInfo { __typename hasNextPage endCursor } } } }`},
+	{Name: "fragments", Query: `query NFTGrid($id: ID!, $f: NFTFilter, $s: NFTSort, $n: Int) { collection(id: $id) { ...Header nfts(filter: $f, sort: $s, first: $n) { edges { node { ...Card } } pageInfo { ...Page } } } }
+fragment Header on Collection { id collectionId name slug floorPrice listedCount owners }
+fragment Card on NFT { id serial name image owner traits { type value } listing { ...Price } }
+fragment Price on Listing { cid price currency expiresAt }
+fragment Page on PageInfo { hasNextPage endCursor }`, Vars: map[string]any{"n": 20}},
+}
+
 // GraphQLBody is the same page as RESTPath asked as NFTPageQuery, a POST body.
-func (r NFTPageRequest) GraphQLBody() []byte {
+func (r NFTPageRequest) GraphQLBody() []byte { return r.GraphQLBodyAs(NFTPageShapes[0]) }
+
+// GraphQLBodyAs is the same page as RESTPath asked in the shape's query, a POST body.
+func (r NFTPageRequest) GraphQLBodyAs(sh NFTPageShape) []byte {
 	type traitFilter struct {
 		Type   string   `json:"type"`
 		Values []string `json:"values"`
@@ -159,6 +184,8 @@ func (r NFTPageRequest) GraphQLBody() []byte {
 	if r.Filter.MinPrice != "" {
 		f["minPrice"] = r.Filter.MinPrice
 	}
-	body, _ := json.Marshal(map[string]any{"query": NFTPageQuery, "variables": map[string]any{"id": r.Collection.ID, "f": f, "s": strings.ToUpper(string(r.Sort))}})
+	vars := map[string]any{"id": r.Collection.ID, "f": f, "s": strings.ToUpper(string(r.Sort))}
+	maps.Copy(vars, sh.Vars)
+	body, _ := json.Marshal(map[string]any{"query": sh.Query, "variables": vars})
 	return body
 }
