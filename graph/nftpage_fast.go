@@ -106,6 +106,15 @@ func (p *fastPath) InterceptResponse(ctx context.Context, next graphql.ResponseH
 		return next(ctx)
 	}
 	oc := graphql.GetOperationContext(ctx)
+	// A transport that streams (a websocket) asks again until the answer is nil: an operation
+	// the fast path answered has ended (nil); one it left is the executor's to the end.
+	switch oc.Stats.GetExtension(fastPathStat) {
+	case fastAnswered:
+		return nil
+	case fastLeft:
+		return next(ctx)
+	}
+	oc.Stats.SetExtension(fastPathStat, fastLeft)
 	// A query a limit refused comes here with its errors (DispatchError), not to be run.
 	if oc.Operation == nil || oc.Operation.Operation != ast.Query || len(graphql.GetErrors(ctx)) > 0 ||
 		!p.writes(oc.Operation.SelectionSet, oc, map[string]bool{}) {
@@ -121,12 +130,21 @@ func (p *fastPath) InterceptResponse(ctx context.Context, next graphql.ResponseH
 		// An error: the executor answers and reports it its way, from the reads made so far.
 		return next(ctx)
 	}
+	oc.Stats.SetExtension(fastPathStat, fastAnswered)
 	if p.answers != nil {
 		p.answers.Add(1)
 	}
 	// As the executor's response: any extensions the request's own extensions added.
 	return &graphql.Response{Data: json.RawMessage(bytes.Clone(w.Bytes())), Extensions: graphql.GetExtensions(ctx)}
 }
+
+// fastPathStat records, in an operation's stats, how the fast path's one turn went.
+const fastPathStat = "marketd.fastPath"
+
+const (
+	fastLeft     = "left"     // to the executor
+	fastAnswered = "answered" // the whole answer was given
+)
 
 var fastBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
