@@ -68,7 +68,11 @@ var readsNothing = map[string]bool{
 // than it is counted for.
 var fieldStatements = map[string]int{
 	"Query.collection":  3, // the collection, its mint phases, its listings past their expiry
-	"Query.collections": 3, // the page, their mint phases, their listings past their expiry
+	// The page, their mint phases, their listings past their expiry; sorted by floor, also the
+	// collections whose floor counts an expired listing the sweeper has not archived yet, and
+	// their rows (each such collection's corrected floor costs two more: the sweeper, running
+	// every second, keeps them rare).
+	"Query.collections": 5,
 	"NFT.collection":    3, // as Query.collection, for the page's collections at once
 	"Collection.nfts":   3, // the NFT index; with a cursor, the collection again
 	"Query.nft":         3, // the contract's NFT, the NFT, its listing's event

@@ -322,7 +322,7 @@ func TestOperationCost_CountsReadsNotFields(t *testing.T) {
 			{`{ nft(contractId: "x") { serial } nft(contractId: "x") { name } }`, nil, 3},
 			// nodes reads once per id; an interface costs its dearest type.
 			{`{ nodes(ids: ["a", "b", "c"]) { id ... on NFT { collection { name } } } }`, nil, 18},
-			{`query($n: Int) { collections(first: $n) { totalCount edges { node { nfts(first: 2) { totalCount } } } } }`, map[string]any{"n": 7}, 25},
+			{`query($n: Int) { collections(first: $n) { totalCount edges { node { nfts(first: 2) { totalCount } } } } }`, map[string]any{"n": 7}, 27}, // 5 + 1 + 7 × 3
 			// Introspection reads the schema only.
 			{`{ __typename __schema { queryType { name } } }`, nil, 0},
 		} {
