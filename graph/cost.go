@@ -67,7 +67,7 @@ var readsNothing = map[string]bool{
 // most each runs, the page cache missing. FuzzOperationCost finds a resolver that runs more
 // than it is counted for.
 var fieldStatements = map[string]int{
-	"Query.collection":  3, // the collection, its mint phases, its listings past their expiry
+	"Query.collection": 3, // the collection, its mint phases, its listings past their expiry
 	// The page, their mint phases, their listings past their expiry; sorted by floor, also the
 	// collections whose floor counts an expired listing the sweeper has not archived yet, and
 	// their rows (each such collection's corrected floor costs two more: the sweeper, running
