@@ -1209,3 +1209,9 @@ func applyMove(ctx context.Context, tx *Tx, u *Update, e *moveEffects) (any, err
 	}
 	return res, ct.close(ctx)
 }
+
+// batchKey batches the mints of one collection: they all lock it.
+func (e *mintEffects) batchKey() batchKey { return batchKey{row: "collection/" + e.CollectionID} }
+
+// batchKey batches the buys and sweeps of one collection: they all lock it.
+func (e *buyEffects) batchKey() batchKey { return batchKey{row: "collection/" + e.CollectionID} }

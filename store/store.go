@@ -149,7 +149,7 @@ type Store struct {
 
 	commitObserver atomic.Pointer[CommitObserver]  // observe.go
 	hooks          atomic.Pointer[[]bun.QueryHook] // AddQueryHook
-	submits        sync.Map                        // pool id -> *submitQueue (swap_batch.go)
+	batches        sync.Map                        // batchKey -> *executeQueue (execute_batch.go)
 	sheds          atomic.Int64                    // requests refused for a busy pool (admission.go)
 	writer         writerSlot                      // SQLite's single writer, admitted within the wait
 
