@@ -29,6 +29,12 @@ import (
 // maxBatch bounds the executes one batch applies.
 const maxBatch = 32
 
+// maxQueued bounds the executes waiting for one row's batches: a crowd on one row queues
+// (the batch that applies them waits for its database connection as long as it takes), and
+// only an execute that finds this many ahead of it is refused, 503 unavailable, for the
+// database cannot keep up with the row.
+const maxQueued = 8 * maxBatch
+
 // batchKey names the row the ledger serializes an execute on: executes with the same key
 // are batched. The zero key is none: the execute applies alone.
 type batchKey struct {
@@ -64,6 +70,10 @@ func (s *Store) executeInBatch(ctx context.Context, key batchKey, x Execution, p
 	q := s.executeQueue(key)
 	req := &executeRequest{x: x, p: p, done: make(chan executeResult, 1)}
 	q.mu.Lock()
+	if len(q.waiting) >= maxQueued {
+		q.mu.Unlock()
+		return nil, s.shed()
+	}
 	q.waiting = append(q.waiting, req)
 	start := !q.running
 	q.running = true
@@ -97,7 +107,8 @@ func (s *Store) runBatches(key batchKey, q *executeQueue) {
 
 // applyBatch applies one batch in one database transaction and answers each execute.
 func (s *Store) applyBatch(key batchKey, batch []*executeRequest) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// The queue admitted the batch's executes (maxQueued): it waits for its connection.
+	ctx, cancel := context.WithTimeout(patient(context.Background()), 30*time.Second)
 	defer cancel()
 	answered := false
 	defer func() { // a fault answers the batch's executes, and the queue goes on
