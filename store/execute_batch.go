@@ -18,13 +18,17 @@ import (
 //
 // A batch holds at most maxBatch executes, taken first come first served, so no execute
 // waits behind more than the batch that is applying. The execute whose arrival finds no
-// batch running starts the goroutine that runs batches until the queue is empty.
+// batch running starts the goroutine that runs batches until the queue is empty; the next
+// batch starts as soon as the last one has committed, while that one still brings the NFT
+// index up to date before it answers.
 //
 // One execute that cannot apply (expired, a holding spent meanwhile, a phase sold out) is
 // answered alone and the others commit: a batch of most kinds applies each execute under a
 // savepoint it rolls back to on a refusal; a batch of swap intents, matched in memory against
-// the book as the earlier fills left it (swap_batch.go), is applied again without it. When
-// the batch fails as a whole (the database), each execute is applied alone for its own answer.
+// the book as the earlier fills left it (swap_batch.go), or of mints, counted in memory
+// against the phase as the earlier mints left it (mint_batch.go), is applied in one pass, and
+// again without one the ledger refuses. When the batch fails as a whole (the database), each
+// execute is applied alone for its own answer.
 
 // maxBatch bounds the executes one batch applies.
 const maxBatch = 32
@@ -38,9 +42,18 @@ const maxQueued = 8 * maxBatch
 // batchKey names the row the ledger serializes an execute on: executes with the same key
 // are batched. The zero key is none: the execute applies alone.
 type batchKey struct {
-	row    string // "collection/<id>", "pool/<id>"
-	staged bool   // the kind applies a batch in memory (swap_batch.go), not per savepoint
+	row string // "collection/<id>", "pool/<id>"
+	way batchWay
 }
+
+// batchWay is how a batch applies its executes.
+type batchWay int
+
+const (
+	eachUnderSavepoint batchWay = iota // one after the other, each under a savepoint (applyEach)
+	intentsInOnePass                   // swap intents matched in memory (applyIntents, swap_batch.go)
+	mintsInOnePass                     // mints counted in memory (applyMintBatch, mint_batch.go)
+)
 
 type executeRequest struct {
 	x    Execution
@@ -101,12 +114,17 @@ func (s *Store) runBatches(key batchKey, q *executeQueue) {
 			return
 		}
 		q.mu.Unlock()
-		s.applyBatch(key, batch)
+		committed := make(chan struct{})
+		var once sync.Once
+		go s.applyBatch(key, batch, func() { once.Do(func() { close(committed) }) })
+		<-committed
 	}
 }
 
-// applyBatch applies one batch in one database transaction and answers each execute.
-func (s *Store) applyBatch(key batchKey, batch []*executeRequest) {
+// applyBatch applies one batch in one database transaction and answers each execute. It
+// calls next, once, as soon as the batch's transaction has committed, or when it is done.
+func (s *Store) applyBatch(key batchKey, batch []*executeRequest, next func()) {
+	defer next()
 	// The queue admitted the batch's executes (maxQueued): it waits for its connection.
 	ctx, cancel := context.WithTimeout(patient(context.Background()), 30*time.Second)
 	defer cancel()
@@ -126,12 +144,16 @@ func (s *Store) applyBatch(key batchKey, batch []*executeRequest) {
 	var err error
 	for {
 		err = s.inTx(ctx, func(tx *Tx) error {
+			tx.ended = next
 			prepared, err := tx.lockPrepared(ctx, batch, refused)
 			if err != nil {
 				return err
 			}
-			if key.staged {
+			switch key.way {
+			case intentsInOnePass:
 				return tx.applyIntents(ctx, batch, prepared, refused, results)
+			case mintsInOnePass:
+				return tx.applyMintBatch(ctx, batch, prepared, refused, results)
 			}
 			return tx.applyEach(ctx, batch, prepared, results)
 		})
@@ -154,7 +176,7 @@ func (s *Store) applyBatch(key batchKey, batch []*executeRequest) {
 	}
 }
 
-// errExecuteRefused rolls back an attempt at a staged batch in which the ledger refused an
+// errExecuteRefused rolls back an attempt at a batch applied in one pass in which the ledger refused an
 // execute: the batch is applied again without it.
 var errExecuteRefused = errors.New("an execute of the batch was refused")
 

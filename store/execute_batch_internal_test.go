@@ -65,10 +65,10 @@ func (d *mintDrop) apply(t *testing.T, reqs ...*executeRequest) []executeResult 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if key != (batchKey{row: "collection/" + d.col.ID}) {
+	if key != (batchKey{row: "collection/" + d.col.ID, way: mintsInOnePass}) {
 		t.Fatalf("a mint's batch key is %+v, want the collection's", key)
 	}
-	d.s.applyBatch(key, reqs)
+	d.s.applyBatch(key, reqs, func() {})
 	out := make([]executeResult, len(reqs))
 	for i, r := range reqs {
 		out[i] = <-r.done
@@ -102,10 +102,11 @@ func updateIDOf(t *testing.T, r Receipt) string {
 }
 
 // One batch of mints of a collection: b's payment spends a holding b spent after the
-// prepare, so the ledger refuses b's mint after it archived b's other holding. That write is
-// rolled back with b's savepoint: a and c mint in the same database transaction, b is
-// answered alone, stale, with both its CC left; a replay of a's mint answers a's receipt; and
-// the log's offsets follow the order the batches committed in.
+// prepare, so the ledger refuses b's mint after it archived b's other holding. The attempt is
+// rolled back and the batch applied again without b: a and c mint in the same database
+// transaction, b is answered alone, stale, with both its CC left; a replay of a's mint
+// answers a's receipt; a second mint of one wallet in a batch is held to the phase's limit by
+// the count the first left; and the log's offsets follow the order the batches committed in.
 func TestExecuteBatch_ARefusedMintIsAnsweredAloneAndTheOthersCommit(t *testing.T) {
 	eachLedgerStore(t, func(t *testing.T, s *Store, clock *ledgerClock) {
 		ctx := context.Background()
@@ -164,11 +165,23 @@ func TestExecuteBatch_ARefusedMintIsAnsweredAloneAndTheOthersCommit(t *testing.T
 			t.Fatalf("b's mint again: %v, want stale", err)
 		}
 
+		// e prepares two mints before either applies; the phase allows one a wallet, so the
+		// second, in the same batch, is answered alone, stale, by the count the first left.
 		e, _ := d.minter(t, "e")
 		f, _ := d.minter(t, "f")
-		second := d.apply(t, d.prepare(t, e), d.prepare(t, f))
+		second := d.apply(t, d.prepare(t, e), d.prepare(t, e), d.prepare(t, f))
+		if ErrorCode(second[1].err) != CodeStale {
+			t.Fatalf("e's second mint: %v, want stale", second[1].err)
+		}
+		if got := balanceOf(t, s, e.id); got != "0" {
+			t.Fatalf("e holds %s CC after one mint, want 0", got)
+		}
+		var phase MintPhase
+		if err := s.db.NewSelect().Model(&phase).Where("collection_id = ?", d.col.ID).Scan(ctx); err != nil || phase.Minted != 4 {
+			t.Fatalf("the phase counts %d minted (%v), want 4", phase.Minted, err)
+		}
 		var ids []string
-		for _, r := range append(first[0:1], first[2], second[0], second[1]) {
+		for _, r := range append(first[0:1], first[2], second[0], second[2]) {
 			if r.err != nil {
 				t.Fatal(r.err)
 			}
@@ -233,7 +246,7 @@ func TestExecute_ConcurrentMintsOfOneCollectionCommitAllButTheRefusedOne(t *test
 		for i, r := range reqs {
 			wg.Go(func() { _, errs[i] = s.Execute(ctx, r.x) })
 		}
-		q := s.executeQueue(batchKey{row: "collection/" + d.col.ID})
+		q := s.executeQueue(batchKey{row: "collection/" + d.col.ID, way: mintsInOnePass})
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			q.mu.Lock()
 			queued := len(q.waiting)
@@ -276,6 +289,108 @@ func TestExecute_ConcurrentMintsOfOneCollectionCommitAllButTheRefusedOne(t *test
 		}
 		if !after[CC].Equal(supply[CC]) {
 			t.Fatalf("CC supply %s after the drop, %s before", after[CC], supply[CC])
+		}
+	})
+}
+
+// One batch of buys of a collection, applied each under a savepoint: b's payment spends a
+// holding b spent after it prepared, so the ledger refuses b's buy after it archived b's
+// other holding and the listing. Those writes are rolled back to b's savepoint: a and c buy
+// in the same database transaction, b is answered alone, stale, with its CC left and the
+// listing open, and the CC supply is what it was.
+func TestExecuteBatch_ARefusedBuyIsRolledBackToItsSavepointAndTheOthersCommit(t *testing.T) {
+	eachLedgerStore(t, func(t *testing.T, s *Store, clock *ledgerClock) {
+		ctx := context.Background()
+		d := openMintDrop(t, s, clock, 10)
+		buy := func(buyer *keyedParty, listing string) *executeRequest {
+			t.Helper()
+			prep, err := s.PrepareBuy(ctx, buyer.id, listing)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := Execution{Kinds: []string{KindNFTBuy}, Hash: prep.Hash, Signature: ed25519.Sign(buyer.priv, prep.Hash), Caller: buyer.id}
+			row := new(PreparedTx)
+			if err := s.db.NewSelect().Model(row).Where("hash = ?", prep.Hash).Scan(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return &executeRequest{x: x, p: row, done: make(chan executeResult, 1)}
+		}
+		var reqs []*executeRequest
+		var sellers []*keyedParty
+		var listings []string
+		for range 3 {
+			seller, _ := d.minter(t, "seller")
+			r := d.apply(t, d.prepare(t, seller))
+			var minted MintResult
+			if err := json.Unmarshal(r[0].receipt, &minted); err != nil {
+				t.Fatalf("mint: %s %v", r[0].receipt, r[0].err)
+			}
+			prep, err := s.PrepareList(ctx, seller.id, []ListingTerms{{ContractID: minted.ContractIDs[0], Price: "2"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var listed ListResult
+			if err := json.Unmarshal(seller.execute(t, s, KindNFTList, prep), &listed); err != nil {
+				t.Fatal(err)
+			}
+			sellers, listings = append(sellers, seller), append(listings, listed.CIDs[0])
+		}
+		var buyers []*keyedParty
+		var bh [2]*Holding
+		for i, hint := range []string{"a", "b", "c"} {
+			p, hs := d.minter(t, hint)
+			buyers = append(buyers, p)
+			reqs = append(reqs, buy(p, listings[i]))
+			if hint == "b" {
+				bh = hs
+				if err := commitAs(s, p.id, &Transaction{Consume: spend(hs[0]), Create: []Contract{&Holding{Owner: p.id, Instrument: CC, Amount: MustAmount("1")}}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		supply, err := s.Supply(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := reqs[0].p.batchKey()
+		if err != nil || key != (batchKey{row: "collection/" + d.col.ID}) {
+			t.Fatalf("a buy's batch key is %+v (%v), want the collection's", key, err)
+		}
+		s.applyBatch(key, reqs, func() {})
+		results := make([]executeResult, len(reqs))
+		for i, r := range reqs {
+			results[i] = <-r.done
+		}
+		if ErrorCode(results[1].err) != CodeStale {
+			t.Fatalf("b's buy: %v, want stale", results[1].err)
+		}
+		for _, i := range []int{0, 2} {
+			if results[i].err != nil {
+				t.Fatalf("buy %d: %v", i, results[i].err)
+			}
+		}
+		// Each seller paid 2 for its mint; a sale pays it 2 less the 2.5% fee.
+		for p, want := range map[*keyedParty]string{buyers[0]: "0", buyers[1]: "2", buyers[2]: "0", sellers[0]: "1.95", sellers[1]: "0", sellers[2]: "1.95"} {
+			if got := balanceOf(t, s, p.id); got != want {
+				t.Fatalf("%s holds %s CC, want %s", p.id, got, want)
+			}
+		}
+		if !isActive(t, s, bh[1]) {
+			t.Fatal("b's holding archived by its refused buy stayed archived")
+		}
+		open, err := s.db.NewSelect().Model((*Listing)(nil)).Where("cid = ?", listings[1]).Where("consumed_update IS NULL").Count(ctx)
+		if err != nil || open != 1 {
+			t.Fatalf("b's listing: %d open (%v), want it open", open, err)
+		}
+		after, err := s.Supply(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !after[CC].Equal(supply[CC]) {
+			t.Fatalf("CC supply %s after the batch, %s before", after[CC], supply[CC])
+		}
+		if replay, err := s.Execute(ctx, reqs[2].x); err != nil || string(replay) != string(results[2].receipt) {
+			t.Fatalf("replay of c's buy answered %s (%v), the batch %s", replay, err, results[2].receipt)
 		}
 	})
 }

@@ -66,13 +66,7 @@ type serialized interface {
 // applyAs turns a typed apply function into an action; the effects type says whether its
 // executes are batched (serialized).
 func applyAs[E any](apply func(ctx context.Context, tx *Tx, u *Update, e *E) (any, error)) action {
-	decode := func(raw json.RawMessage) (*E, error) {
-		e := new(E)
-		if err := json.Unmarshal(raw, e); err != nil {
-			return nil, fmt.Errorf("prepared effects: %w", err)
-		}
-		return e, nil
-	}
+	decode := decodeEffects[E]
 	return action{
 		apply: func(ctx context.Context, tx *Tx, u *Update, raw json.RawMessage) (any, error) {
 			e, err := decode(raw)
@@ -92,6 +86,15 @@ func applyAs[E any](apply func(ctx context.Context, tx *Tx, u *Update, e *E) (an
 			return batchKey{}, nil
 		},
 	}
+}
+
+// decodeEffects reads a prepared transaction's effects as E.
+func decodeEffects[E any](raw json.RawMessage) (*E, error) {
+	e := new(E)
+	if err := json.Unmarshal(raw, e); err != nil {
+		return nil, fmt.Errorf("prepared effects: %w", err)
+	}
+	return e, nil
 }
 
 // PreparedTx is a write shown to a party to sign: the canonical bytes of its exact effects,

@@ -344,6 +344,7 @@ type Tx struct {
 	pools    map[string]*Pool       // the swap pools this transaction has locked
 	books    map[string][]*LPQuote  // their open quotes by pool and side, as this transaction left them
 	fees     map[feeKey]*runningFee // LPs' running fees, as this transaction left them
+	ended    func()                 // run once it has committed, before the work that follows a commit
 }
 
 // afterCommit runs fn once the transaction has committed (not if it rolls back).
@@ -355,6 +356,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var after []func()
 	var recorded string
 	var touched, nfts []string
+	var ended func()
 	committing := false // fn succeeded: an error from here on comes from COMMIT
 	release, err := s.enterWriter(ctx)
 	if err != nil {
@@ -362,7 +364,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	err = s.runWriteTx(ctx, release, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now()}
-		defer func() { touched, nfts = tx.touched, tx.nfts }()
+		defer func() { touched, nfts, ended = tx.touched, tx.nfts, tx.ended }()
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -378,6 +380,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	})
 	if committing {
 		err = commitFault(ctx, err)
+	}
+	if err == nil && ended != nil {
+		ended()
 	}
 	// The NFT index reads what committed (or may have, when the commit's answer was lost)
 	// before the write answers; the pages it changed end after that.

@@ -15,7 +15,9 @@ import (
 // without it.
 
 // batchKey batches the intents to one pool, matched in memory (applyIntents).
-func (e *intentEffects) batchKey() batchKey { return batchKey{row: "pool/" + e.PoolID, staged: true} }
+func (e *intentEffects) batchKey() batchKey {
+	return batchKey{row: "pool/" + e.PoolID, way: intentsInOnePass}
+}
 
 // applyIntents applies the batch's intents that are not refused, each as its own update,
 // and sets their results. When the ledger refuses one, it answers that one, marks it refused

@@ -57,7 +57,7 @@ func TestSwapBatch_ARefusedSubmitIsAnsweredAloneAndTheOthersCommit(t *testing.T)
 			return &executeRequest{x: x, p: row, done: make(chan executeResult, 1)}
 		}
 		batch := []*executeRequest{submit(a, pa), submit(b, pb), submit(c, pc), submit(a, pa)}
-		s.applyBatch(batchKey{row: "pool/" + pool.PoolID, staged: true}, batch)
+		s.applyBatch(batchKey{row: "pool/" + pool.PoolID, way: intentsInOnePass}, batch, func() {})
 		results := make([]executeResult, len(batch))
 		for i, r := range batch {
 			results[i] = <-r.done
