@@ -204,6 +204,59 @@ func (tx *Tx) lockPrepared(ctx context.Context, batch []*executeRequest, refused
 	return prepared, nil
 }
 
+// pending answers the batch's executes that apply nothing (not found, executed before,
+// expired) and returns the others in batch order, once per prepared transaction: their
+// indexes and rows. again maps a repeat in the batch to the index of the first, whose answer
+// it shares (answerRepeats).
+func (tx *Tx) pending(batch []*executeRequest, prepared map[string]*PreparedTx, refused []bool, results []executeResult) (at []int, ps []*PreparedTx, again map[int]int) {
+	first := map[string]int{}
+	again = map[int]int{}
+	for i, r := range batch {
+		if refused[i] {
+			continue
+		}
+		results[i] = executeResult{}
+		p, ok := prepared[string(r.x.Hash)]
+		if !ok {
+			results[i].err = r.x.notFound()
+			continue
+		}
+		if j, ok := first[string(p.Hash)]; ok {
+			again[i] = j
+			continue
+		}
+		first[string(p.Hash)] = i
+		if receipt, done, err := tx.due(p); done {
+			results[i] = executeResult{receipt, err}
+			continue
+		}
+		at, ps = append(at, i), append(ps, p)
+	}
+	return at, ps, again
+}
+
+// batchEffects reads the effects of the prepared transactions ps, all of one kind, as E.
+func batchEffects[E any](ps []*PreparedTx) ([]*E, error) {
+	es := make([]*E, len(ps))
+	for j, p := range ps {
+		effects, err := p.effects()
+		if err != nil {
+			return nil, err
+		}
+		if es[j], err = decodeEffects[E](effects); err != nil {
+			return nil, err
+		}
+	}
+	return es, nil
+}
+
+// answerRepeats gives each repeat in the batch the answer of its first.
+func answerRepeats(results []executeResult, again map[int]int) {
+	for i, j := range again {
+		results[i] = results[j]
+	}
+}
+
 // savepoint is where applyEach rolls an execute the ledger refuses back to.
 const savepoint = "SAVEPOINT execute"
 

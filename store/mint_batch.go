@@ -186,43 +186,14 @@ func (tx *Tx) applyMints(ctx context.Context, us []*Update, es []*mintEffects) (
 // and sets their results. When the ledger refuses one, it answers that one, marks it refused
 // and returns errExecuteRefused: the caller rolls back and tries again without it.
 func (tx *Tx) applyMintBatch(ctx context.Context, batch []*executeRequest, prepared map[string]*PreparedTx, refused []bool, results []executeResult) error {
-	var (
-		us    []*Update
-		es    []*mintEffects
-		at    []int // in batch
-		ps    []*PreparedTx
-		first = map[string]int{} // the first of the batch's executes of each prepared transaction
-		again = map[int]int{}    // a repeat in the batch: the first's index
-	)
-	for i, r := range batch {
-		if refused[i] {
-			continue
-		}
-		results[i] = executeResult{}
-		p, ok := prepared[string(r.x.Hash)]
-		if !ok {
-			results[i].err = r.x.notFound()
-			continue
-		}
-		if j, ok := first[string(p.Hash)]; ok {
-			again[i] = j
-			continue
-		}
-		first[string(p.Hash)] = i
-		if receipt, done, err := tx.due(p); done {
-			results[i] = executeResult{receipt, err}
-			continue
-		}
-		effects, err := p.effects()
-		if err != nil {
-			return err
-		}
-		e, err := decodeEffects[mintEffects](effects)
-		if err != nil {
-			return err
-		}
-		us = append(us, &Update{UpdateID: newUpdateID(), Kind: p.Kind, ActAs: p.ActAs})
-		es, at, ps = append(es, e), append(at, i), append(ps, p)
+	at, ps, again := tx.pending(batch, prepared, refused, results)
+	es, err := batchEffects[mintEffects](ps)
+	if err != nil {
+		return err
+	}
+	us := make([]*Update, len(ps))
+	for j, p := range ps {
+		us[j] = &Update{UpdateID: newUpdateID(), Kind: p.Kind, ActAs: p.ActAs}
 	}
 	if len(es) > 0 {
 		minted, errs, k, err := tx.applyMints(ctx, us, es)
@@ -256,8 +227,6 @@ func (tx *Tx) applyMintBatch(ctx context.Context, batch []*executeRequest, prepa
 			}
 		}
 	}
-	for i, j := range again {
-		results[i] = results[j]
-	}
+	answerRepeats(results, again)
 	return nil
 }

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 )
 
 // Submits of intents to one pool are serialised by the pool's lock, and are batched as every
@@ -23,21 +21,16 @@ func (e *intentEffects) batchKey() batchKey {
 // and sets their results. When the ledger refuses one, it answers that one, marks it refused
 // and returns errExecuteRefused: the caller rolls back and tries again without it.
 func (tx *Tx) applyIntents(ctx context.Context, batch []*executeRequest, prepared map[string]*PreparedTx, refused []bool, results []executeResult) error {
-	if len(prepared) == 0 {
-		for i, r := range batch {
-			if !refused[i] {
-				results[i] = executeResult{err: r.x.notFound()}
-			}
-		}
+	at, ps, again := tx.pending(batch, prepared, refused, results)
+	defer answerRepeats(results, again)
+	if len(ps) == 0 {
 		return nil
 	}
-	var env struct {
-		Effects intentEffects `json:"effects"`
-	}
-	if err := json.Unmarshal(batch[0].p.Body, &env); err != nil {
+	es, err := batchEffects[intentEffects](ps)
+	if err != nil {
 		return err
 	}
-	if _, err := tx.lockPool(ctx, env.Effects.PoolID); err != nil {
+	if _, err := tx.lockPool(ctx, es[0].PoolID); err != nil {
 		return err
 	}
 	type staged struct {
@@ -51,28 +44,10 @@ func (tx *Tx) applyIntents(ctx context.Context, batch []*executeRequest, prepare
 		ts    []*Transaction
 		stage []staged
 	)
-	for i, r := range batch {
-		if refused[i] {
-			continue
-		}
-		results[i] = executeResult{}
-		p, ok := prepared[string(r.x.Hash)]
-		if !ok {
-			results[i].err = r.x.notFound()
-			continue
-		}
-		if receipt, done, err := tx.due(p); done { // executed before (or earlier in this batch), or expired
-			results[i] = executeResult{receipt, err}
-			continue
-		}
-		var env struct {
-			Effects intentEffects `json:"effects"`
-		}
-		if err := json.Unmarshal(p.Body, &env); err != nil {
-			return fmt.Errorf("prepared body: %w", err)
-		}
+	for j, p := range ps {
+		i := at[j]
 		u := &Update{UpdateID: newUpdateID(), Kind: p.Kind, ActAs: p.ActAs}
-		st, err := tx.stageIntent(ctx, u, &env.Effects)
+		st, err := tx.stageIntent(ctx, u, es[j])
 		if err != nil {
 			if ErrorCode(err) == CodeInternal {
 				return err
@@ -84,7 +59,6 @@ func (tx *Tx) applyIntents(ctx context.Context, batch []*executeRequest, prepare
 		if err != nil {
 			return err
 		}
-		p.Result = receipt // a repeat later in the batch answers it
 		us, ts = append(us, u), append(ts, st.t)
 		stage = append(stage, staged{at: i, p: p, intent: st, receipt: receipt})
 	}

@@ -5,15 +5,12 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"marketd/store/storetest"
 )
 
 // BenchmarkMintDrop is a mint drop next to ordinary traffic: 64 wallets mint from one open
@@ -35,12 +32,7 @@ func BenchmarkMintDrop(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	stores := []struct{ name, dsn string }{{"sqlite", "sqlite://" + filepath.Join(b.TempDir(), "m.db")}}
-	for _, be := range storetest.Backends() {
-		if be.Postgres {
-			stores = append(stores, struct{ name, dsn string }{"postgres", be.DSN(b)})
-		}
-	}
+	stores := benchStores(b)
 	for _, st := range stores {
 		b.Run(st.name, func(b *testing.B) {
 			in := startInstance(b, "MARKETD_DB="+st.dsn, "MARKETD_RATE_READ=0", "MARKETD_LOG_LEVEL=error")
