@@ -203,9 +203,10 @@ func TestExecuteBatch_ARefusedMintIsAnsweredAloneAndTheOthersCommit(t *testing.T
 }
 
 // Concurrent executes of a drop: sixteen wallets mint at once, one of them with a payment
-// spent since it prepared, while a write holds the collection. The first mint waits for it,
-// the others queue and apply together as one batch, in one database transaction: fifteen
-// mint, each its own serial, the one is stale, and the CC supply is what it was.
+// spent since it prepared, while a write holds the collection (on SQLite the writer) for
+// longer than the admission wait. The first mint waits for it, not refused, the others queue
+// and apply together as one batch, in one database transaction: fifteen mint, each its own
+// serial, the one is stale, and the CC supply is what it was.
 func TestExecute_ConcurrentMintsOfOneCollectionCommitAllButTheRefusedOne(t *testing.T) {
 	eachLedgerStore(t, func(t *testing.T, s *Store, clock *ledgerClock) {
 		ctx := context.Background()
@@ -255,6 +256,7 @@ func TestExecute_ConcurrentMintsOfOneCollectionCommitAllButTheRefusedOne(t *test
 				break
 			}
 		}
+		time.Sleep(300 * time.Millisecond) // past the admission wait: the batch waits on
 		close(release)
 		wg.Wait()
 		if got := commits.Load(); got < 1 || got > 2 {
@@ -391,6 +393,47 @@ func TestExecuteBatch_ARefusedBuyIsRolledBackToItsSavepointAndTheOthersCommit(t 
 		}
 		if replay, err := s.Execute(ctx, reqs[2].x); err != nil || string(replay) != string(results[2].receipt) {
 			t.Fatalf("replay of c's buy answered %s (%v), the batch %s", replay, err, results[2].receipt)
+		}
+	})
+}
+
+// A queue of one row's executes admits up to maxQueued: one more is refused at once, 503
+// unavailable as a busy database, and nothing of it applies.
+func TestExecute_AnExecuteFindingItsRowsQueueFullIsRefusedAsBusy(t *testing.T) {
+	eachLedgerStore(t, func(t *testing.T, s *Store, clock *ledgerClock) {
+		d := openMintDrop(t, s, clock, 10)
+		p, _ := d.minter(t, "m")
+		r := d.prepare(t, p)
+		q := s.executeQueue(batchKey{row: "collection/" + d.col.ID, way: mintsInOnePass})
+		q.mu.Lock()
+		q.running = true // no batch runs: the queue stays as the test fills it
+		q.waiting = make([]*executeRequest, maxQueued-1)
+		q.mu.Unlock()
+		sheds := s.DatabaseSheds()
+		replies := make(chan error, 1)
+		go func() { _, err := s.Execute(context.Background(), r.x); replies <- err }()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			q.mu.Lock()
+			n := len(q.waiting)
+			q.mu.Unlock()
+			if n == maxQueued || time.Now().After(deadline) {
+				break
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := s.Execute(ctx, r.x); !Overloaded(err) || ErrorCode(err) != CodeUnavailable {
+			t.Fatalf("an execute past a full queue: %v, want unavailable, the database busy", err)
+		}
+		if s.DatabaseSheds() != sheds+1 {
+			t.Fatalf("sheds %d, want %d", s.DatabaseSheds(), sheds+1)
+		}
+		q.mu.Lock()
+		q.waiting = q.waiting[maxQueued-1:] // the queued execute, alone, for the runner started here
+		q.mu.Unlock()
+		go s.runBatches(batchKey{row: "collection/" + d.col.ID, way: mintsInOnePass}, q)
+		if err := <-replies; err != nil {
+			t.Fatalf("the execute that queued: %v", err)
 		}
 	})
 }
