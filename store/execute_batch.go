@@ -167,7 +167,7 @@ func (s *Store) applyBatch(key batchKey, batch []*executeRequest, next func()) {
 			if refused[i] {
 				continue
 			}
-			results[i].receipt, results[i].err = s.executeAlone(ctx, r.x)
+			results[i].receipt, results[i].err = s.executeAlone(ctx, r.x, false)
 		}
 	}
 	answered = true

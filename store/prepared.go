@@ -55,6 +55,8 @@ type action struct {
 	apply func(ctx context.Context, tx *Tx, u *Update, effects json.RawMessage) (any, error)
 	// key names the row the ledger serializes the transaction on, if any (execute_batch.go).
 	key func(effects json.RawMessage) (batchKey, error)
+	// batched says the kind's effects may name one (serialized).
+	batched bool
 }
 
 // serialized is effects that lock one row every other transaction on it waits for (a
@@ -67,7 +69,9 @@ type serialized interface {
 // executes are batched (serialized).
 func applyAs[E any](apply func(ctx context.Context, tx *Tx, u *Update, e *E) (any, error)) action {
 	decode := decodeEffects[E]
+	_, batched := any(new(E)).(serialized)
 	return action{
+		batched: batched,
 		apply: func(ctx context.Context, tx *Tx, u *Update, raw json.RawMessage) (any, error) {
 			e, err := decode(raw)
 			if err != nil {
@@ -223,8 +227,13 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 	if len(x.Hash) != sha256.Size {
 		return nil, Errorf(CodeInvalidRequest, "preparedTransactionHash must be %d bytes, got %d", sha256.Size, len(x.Hash))
 	}
-	// Checked outside the write transaction, so the signature check holds up no writer; the
-	// write reads the row again under its lock (a concurrent execute of it may have won).
+	if s.dialect == Postgres && !slices.ContainsFunc(x.Kinds, func(k string) bool { return actions[k].batched }) {
+		// Nothing to batch: the row is read and checked under its lock, in the one transaction.
+		return s.executeAlone(ctx, x, true)
+	}
+	// Checked outside the write transaction, so the signature check holds up no writer (on
+	// SQLite, one at a time) and the execute finds its batch; the write reads the row again
+	// under its lock (a concurrent execute of it may have won).
 	p := new(PreparedTx)
 	err := s.db.NewSelect().Model(p).Where("hash = ?", x.Hash).Scan(ctx)
 	if isNoRows(err) {
@@ -246,15 +255,15 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 	if key.row != "" {
 		return s.executeInBatch(ctx, key, x, p)
 	}
-	return s.executeAlone(ctx, x)
+	return s.executeAlone(ctx, x, false)
 }
 
-// executeAlone applies x in a database transaction of its own.
-func (s *Store) executeAlone(ctx context.Context, x Execution) (Receipt, error) {
+// executeAlone applies x in a database transaction of its own; check says x is not checked yet.
+func (s *Store) executeAlone(ctx context.Context, x Execution, check bool) (Receipt, error) {
 	var receipt Receipt
 	err := s.inTx(ctx, func(tx *Tx) error {
 		var err error
-		receipt, err = tx.execute(ctx, x)
+		receipt, err = tx.execute(ctx, x, check)
 		return err
 	})
 	return receipt, staleOnCollision(err)
@@ -306,9 +315,9 @@ func (p *PreparedTx) batchKey() (batchKey, error) {
 	return actions[p.Kind].key(effects)
 }
 
-// execute applies the prepared transaction x names, checked (Execution.check) before, inside
-// tx, reading its row under the lock.
-func (tx *Tx) execute(ctx context.Context, x Execution) (Receipt, error) {
+// execute applies the prepared transaction x names inside tx, reading its row under the lock;
+// check says x is not checked (Execution.check) yet.
+func (tx *Tx) execute(ctx context.Context, x Execution, check bool) (Receipt, error) {
 	p := new(PreparedTx)
 	err := tx.forUpdate(tx.NewSelect().Model(p).Where("hash = ?", x.Hash)).Scan(ctx)
 	if isNoRows(err) {
@@ -316,6 +325,11 @@ func (tx *Tx) execute(ctx context.Context, x Execution) (Receipt, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if check {
+		if err := x.check(p); err != nil {
+			return nil, err
+		}
 	}
 	return tx.executeLocked(ctx, p)
 }
