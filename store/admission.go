@@ -14,7 +14,9 @@ import (
 // PostgreSQL the bound is on taking a connection from the pool, for every statement and
 // transaction; on SQLite it is on the single writer connection, for write transactions
 // (reads have connections of their own and wait as before). The store's own background
-// work (the NFT index) and readiness checks wait as long as their context allows.
+// work (the NFT index) and readiness checks wait as long as their context allows, and so
+// does a batch of executes of one row (execute_batch.go): those are admitted by their queue,
+// refused only when it is full.
 
 // DefaultAdmissionWait is how long a request waits for a busy pool's connection by default.
 const DefaultAdmissionWait = 100 * time.Millisecond

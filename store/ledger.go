@@ -225,13 +225,25 @@ func (embeddedLedger) CommitBatch(ctx context.Context, tx *Tx, us []*Update, ts 
 	}
 	var events []updateEvent
 	var creates []Contract
+	minted := map[string][]batchConsume{} // by template: the assets each transaction mints
 	for i, t := range ts {
-		evs, err := tx.check(ctx, us[i], t, consumed[i])
+		evs, assets, err := tx.check(ctx, us[i], t, consumed[i])
 		if err != nil {
 			return i, err
 		}
+		for template, as := range assets {
+			for _, a := range as {
+				minted[template] = append(minted[template], batchConsume{a, i})
+			}
+		}
 		events = append(events, evs...)
 		creates = append(creates, t.Create...)
+	}
+	if i, err := tx.mintedAnew(ctx, minted); err != nil || i >= 0 {
+		if err != nil {
+			return -1, err
+		}
+		return i, Errorf(CodeStale, "an asset this transaction mints exists already; prepare it again")
 	}
 	if err := tx.countInPools(ctx, consumed, ts); err != nil {
 		return 0, err
@@ -271,7 +283,7 @@ func consumedOf(c Contract) consumedContract {
 
 // check applies the ledger's rules to t, whose consumed contracts are archived, and returns
 // the update's events.
-func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []consumedContract) ([]updateEvent, error) {
+func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []consumedContract) ([]updateEvent, map[string][]string, error) {
 	signer := u.ActAs
 	byTemplate := map[string][]string{}
 	for _, c := range consumed {
@@ -296,7 +308,7 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []c
 		spec := templates[c.template]
 		if c.Owner != signer && !spec.offer && !released[c.CID] {
 			if !spec.folds || !consent[c.Owner] {
-				return nil, Errorf(CodePartyMismatch, "%s %s belongs to %s, not to the signer %s", noun(c.template), c.CID, c.Owner, signer)
+				return nil, nil, Errorf(CodePartyMismatch, "%s %s belongs to %s, not to the signer %s", noun(c.template), c.CID, c.Owner, signer)
 			}
 			k := foldKey{c.template, c.Owner, c.Instrument}
 			folded[k] = folded[k].Add(c.Amount)
@@ -309,7 +321,7 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []c
 		}
 	}
 	if err := tx.checkNotEscrowed(ctx, byTemplate); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 
 	var events []updateEvent
@@ -321,22 +333,22 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []c
 	for _, c := range t.Create {
 		spec, ok := templates[c.template()]
 		if !ok {
-			return nil, fmt.Errorf("ledger: unknown template %q", c.template())
+			return nil, nil, fmt.Errorf("ledger: unknown template %q", c.template())
 		}
 		if owner := c.owner(); !consent[owner] {
 			if spec.receive == nil {
-				return nil, fmt.Errorf("ledger: a %s cannot be created for %s, who neither signs nor consents", noun(c.template()), owner)
+				return nil, nil, fmt.Errorf("ledger: a %s cannot be created for %s, who neither signs nor consents", noun(c.template()), owner)
 			}
 			if kind := spec.receive(c); kind != "" {
 				if err := tx.requirePreapproval(ctx, owner, kind); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
 		}
 		if v, ok := c.(valuedContract); ok {
 			inst, amount := v.value()
 			if err := checkAmountBounds(amount); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			credited[inst] = credited[inst].Add(amount)
 		}
@@ -345,7 +357,7 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []c
 		}
 		if e, ok := c.(escrowContract); ok {
 			if err := tx.checkEscrowable(ctx, spec, e.escrowed(), c.owner()); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		events = append(events, updateEvent{UpdateID: u.UpdateID, Seq: len(events), Event: "created", Template: c.template(), CID: c.lifecycle().CID})
@@ -363,17 +375,18 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []c
 	}
 	for k, a := range folded {
 		if a.IsPositive() {
-			return nil, fmt.Errorf("ledger: a settlement takes %s %s from %s's %s", a, k.instrument, k.owner, noun(k.template))
+			return nil, nil, fmt.Errorf("ledger: a settlement takes %s %s from %s's %s", a, k.instrument, k.owner, noun(k.template))
 		}
 	}
 	if !t.Mint {
 		for _, inst := range Instruments {
 			if !spent[inst].Equal(credited[inst]) {
-				return nil, fmt.Errorf("ledger: %s not conserved: spends %s, credits %s", inst, spent[inst], credited[inst])
+				return nil, nil, fmt.Errorf("ledger: %s not conserved: spends %s, credits %s", inst, spent[inst], credited[inst])
 			}
 		}
 	}
-	return events, tx.checkAssets(ctx, t, assetsIn, assetsOut)
+	minted, err := checkAssets(t, assetsIn, assetsOut)
+	return events, minted, err
 }
 
 // foldKey names the running contracts of one template, owner and instrument.
@@ -387,26 +400,27 @@ func noun(template string) string { return strings.TrimSuffix(template, "s") }
 
 // checkAssets enforces that every non-fungible asset has one live contract: a transaction
 // that is not a mint creates only assets it consumes, one that is not a burn consumes only
-// assets it creates again, and a mint creates only assets that never existed.
-func (tx *Tx) checkAssets(ctx context.Context, t *Transaction, in, out map[string]int) error {
+// assets it creates again. It returns the assets a mint creates, by template: the caller
+// checks that they never existed (mintedAnew).
+func checkAssets(t *Transaction, in, out map[string]int) (map[string][]string, error) {
 	for a, n := range out {
 		if n > 1 {
-			return fmt.Errorf("ledger: transaction creates asset %s %d times", a, n)
+			return nil, fmt.Errorf("ledger: transaction creates asset %s %d times", a, n)
 		}
 		if in[a] == 0 && !t.MintAssets {
-			return fmt.Errorf("ledger: transaction creates asset %s without consuming it or minting", a)
+			return nil, fmt.Errorf("ledger: transaction creates asset %s without consuming it or minting", a)
 		}
 	}
 	for a, n := range in {
 		if n > 1 {
-			return fmt.Errorf("ledger: transaction consumes asset %s %d times", a, n)
+			return nil, fmt.Errorf("ledger: transaction consumes asset %s %d times", a, n)
 		}
 		if out[a] == 0 && !t.BurnAssets {
-			return fmt.Errorf("ledger: transaction consumes asset %s without creating it again or burning it", a)
+			return nil, fmt.Errorf("ledger: transaction consumes asset %s without creating it again or burning it", a)
 		}
 	}
 	if !t.MintAssets {
-		return nil
+		return nil, nil
 	}
 	minted := map[string][]string{}
 	for _, c := range t.Create {
@@ -414,17 +428,42 @@ func (tx *Tx) checkAssets(ctx context.Context, t *Transaction, in, out map[strin
 			minted[c.template()] = append(minted[c.template()], a.asset())
 		}
 	}
-	for template, assets := range minted {
-		col := templates[template].asset
-		n, err := tx.NewSelect().Table(template).Where("? IN (?)", bun.Ident(col), bun.In(assets)).Count(ctx)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			return Errorf(CodeStale, "an asset this transaction mints exists already; prepare it again")
+	return minted, nil
+}
+
+// mintedAnew checks, with one statement per template for the whole batch, that the assets
+// its transactions mint (minted, by template, each with its transaction's index) never
+// existed, nor are minted twice in the batch. It returns the index of the first transaction
+// that mints one that did (-1 for none).
+func (tx *Tx) mintedAnew(ctx context.Context, minted map[string][]batchConsume) (int, error) {
+	refused := -1
+	refuse := func(i int) {
+		if refused < 0 || i < refused {
+			refused = i
 		}
 	}
-	return nil
+	for _, template := range sortedKeys(minted) {
+		assets := minted[template]
+		ids := make([]string, len(assets))
+		by := map[string]int{}
+		for j, a := range assets {
+			ids[j] = a.cid
+			if i, ok := by[a.cid]; ok {
+				refuse(max(i, a.batch))
+				continue
+			}
+			by[a.cid] = a.batch
+		}
+		var existing []string
+		col := templates[template].asset
+		if err := tx.NewSelect().Table(template).Column(col).Where("? IN (?)", bun.Ident(col), bun.In(ids)).Scan(ctx, &existing); err != nil {
+			return -1, err
+		}
+		for _, a := range existing {
+			refuse(by[a])
+		}
+	}
+	return refused, nil
 }
 
 // checkEscrowable refuses an offer that would lock a contract that is not an active one of

@@ -266,22 +266,28 @@ func (x *nftIndex) logEnd(ctx context.Context) (int64, error) {
 	return end, err
 }
 
-// catchUp applies every update committed since the last one applied.
+// catchUp applies every update committed since the last one applied. It finds the log's end
+// and the NFTs the updates changed without the follow lock, which every write's sync waits
+// for, and holds it only to read those NFTs again: the follower's goroutine alone moves
+// offset once the index is built, so it may read it unlocked.
 func (x *nftIndex) catchUp(ctx context.Context) error {
-	x.follow.Lock()
-	defer x.follow.Unlock()
 	if !x.ready.Load() {
 		return nil // the build follows the log itself
 	}
-	return x.catchUpLocked(ctx)
+	return x.readLog(ctx, false)
 }
 
-func (x *nftIndex) catchUpLocked(ctx context.Context) error {
-	for {
-		end, err := x.logEnd(ctx)
-		if err != nil || end <= x.offset {
-			return err
-		}
+func (x *nftIndex) catchUpLocked(ctx context.Context) error { return x.readLog(ctx, true) }
+
+// readLog reads up to the log's end as it finds it and no further: under a steady stream of
+// writes it would otherwise chase the end; what commits meanwhile is the next catch-up's.
+// locked says the caller holds the follow lock.
+func (x *nftIndex) readLog(ctx context.Context, locked bool) error {
+	end, err := x.logEnd(ctx)
+	if err != nil {
+		return err
+	}
+	for x.offset < end {
 		to := min(end, x.offset+followBatch)
 		var changed []struct {
 			NFTID string `bun:"nft_id"`
@@ -296,11 +302,21 @@ func (x *nftIndex) catchUpLocked(ctx context.Context) error {
 		for i, c := range changed {
 			ids[i] = c.NFTID
 		}
-		if err := x.reread(ctx, ids); err != nil {
+		if !locked {
+			x.follow.Lock()
+		}
+		err := x.reread(ctx, ids)
+		if err == nil {
+			x.offset = to
+		}
+		if !locked {
+			x.follow.Unlock()
+		}
+		if err != nil {
 			return err
 		}
-		x.offset = to
 	}
+	return nil
 }
 
 // sync brings this instance's writes into the index before the write answers: it reads the

@@ -375,48 +375,6 @@ type MintResult struct {
 	ContractIDs []string `json:"contractIds"`
 }
 
-func applyMint(ctx context.Context, tx *Tx, u *Update, e *mintEffects) (any, error) {
-	ct, err := tx.lockCollection(ctx, e.CollectionID)
-	if err != nil {
-		return nil, err
-	}
-	c := ct.c
-	ph := new(MintPhase)
-	if err := tx.NewSelect().Model(ph).Where("collection_id = ?", c.ID).Where("name = ?", e.Phase).Scan(ctx); err != nil {
-		return nil, err
-	}
-	if !ph.ActiveAt(tx.now) {
-		return nil, Errorf(CodeStale, "phase %q of %s is not active any more; prepare again", ph.Name, c.Slug)
-	}
-	allowed, minted, err := phaseState(ctx, tx, ph, e.Minter)
-	if err != nil {
-		return nil, err
-	}
-	if err := mintCheck(c, ph, allowed, minted, e.Quantity, CodeStale); err != nil {
-		return nil, err
-	}
-	nfts, err := tx.mintNext(ctx, u, ct, e.Minter, e.Quantity, e.Price, e.Payment)
-	if err != nil {
-		return nil, err
-	}
-	ph.Minted += e.Quantity
-	if err := tx.later(ctx, tx.NewUpdate().Model(ph).Column("minted").WherePK()); err != nil {
-		return nil, err
-	}
-	pm := &phaseMints{CollectionID: c.ID, Phase: ph.Name, PartyID: e.Minter, Minted: minted + e.Quantity}
-	if err := tx.later(ctx, tx.NewInsert().Model(pm).On("CONFLICT (collection_id, phase, party_id) DO UPDATE").Set("minted = EXCLUDED.minted")); err != nil {
-		return nil, err
-	}
-	if err := ct.close(ctx); err != nil {
-		return nil, err
-	}
-	res := MintResult{}
-	for _, n := range nfts {
-		res.ContractIDs = append(res.ContractIDs, n.CID)
-	}
-	return res, nil
-}
-
 // mintNext mints the collection's next quantity serials to owner, as their items say, with
 // the payment in the same ledger transaction.
 func (tx *Tx) mintNext(ctx context.Context, u *Update, ct *collectionTx, owner string, quantity int, price Amount, pay *payment) ([]*NFT, error) {

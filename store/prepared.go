@@ -48,19 +48,57 @@ var actions = map[string]action{
 	KindIntentCancel:     applyAs(applyIntentCancel),
 }
 
-// action applies a prepared transaction's effects inside the execute transaction and returns
-// what the receipt adds to updateId and status.
-type action func(ctx context.Context, tx *Tx, u *Update, effects json.RawMessage) (any, error)
+// action is how an execute applies a prepared kind.
+type action struct {
+	// apply applies the transaction's effects inside the execute transaction and returns
+	// what the receipt adds to updateId and status.
+	apply func(ctx context.Context, tx *Tx, u *Update, effects json.RawMessage) (any, error)
+	// key names the row the ledger serializes the transaction on, if any (execute_batch.go).
+	key func(effects json.RawMessage) (batchKey, error)
+	// batched says the kind's effects may name one (serialized).
+	batched bool
+}
 
-// applyAs turns a typed apply function into an action.
+// serialized is effects that lock one row every other transaction on it waits for (a
+// collection, a pool): their executes are applied in batches per row.
+type serialized interface {
+	batchKey() batchKey
+}
+
+// applyAs turns a typed apply function into an action; the effects type says whether its
+// executes are batched (serialized).
 func applyAs[E any](apply func(ctx context.Context, tx *Tx, u *Update, e *E) (any, error)) action {
-	return func(ctx context.Context, tx *Tx, u *Update, raw json.RawMessage) (any, error) {
-		e := new(E)
-		if err := json.Unmarshal(raw, e); err != nil {
-			return nil, fmt.Errorf("prepared effects: %w", err)
-		}
-		return apply(ctx, tx, u, e)
+	decode := decodeEffects[E]
+	_, batched := any(new(E)).(serialized)
+	return action{
+		batched: batched,
+		apply: func(ctx context.Context, tx *Tx, u *Update, raw json.RawMessage) (any, error) {
+			e, err := decode(raw)
+			if err != nil {
+				return nil, err
+			}
+			return apply(ctx, tx, u, e)
+		},
+		key: func(raw json.RawMessage) (batchKey, error) {
+			e, err := decode(raw)
+			if err != nil {
+				return batchKey{}, err
+			}
+			if k, ok := any(e).(serialized); ok {
+				return k.batchKey(), nil
+			}
+			return batchKey{}, nil
+		},
 	}
+}
+
+// decodeEffects reads a prepared transaction's effects as E.
+func decodeEffects[E any](raw json.RawMessage) (*E, error) {
+	e := new(E)
+	if err := json.Unmarshal(raw, e); err != nil {
+		return nil, fmt.Errorf("prepared effects: %w", err)
+	}
+	return e, nil
 }
 
 // PreparedTx is a write shown to a party to sign: the canonical bytes of its exact effects,
@@ -182,47 +220,63 @@ type Execution struct {
 type Receipt = json.RawMessage
 
 // Execute verifies the signature over the prepared hash and applies the transaction's
-// effects in one database transaction. Executing an executed transaction again returns its
-// first receipt and applies nothing.
+// effects in one database transaction, with the executes that wait for the same row
+// (execute_batch.go). Executing an executed transaction again returns its first receipt and
+// applies nothing.
 func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 	if len(x.Hash) != sha256.Size {
 		return nil, Errorf(CodeInvalidRequest, "preparedTransactionHash must be %d bytes, got %d", sha256.Size, len(x.Hash))
 	}
-	if slices.Equal(x.Kinds, []string{KindSwapIntent}) {
-		return s.submitIntent(ctx, x)
+	if s.dialect == Postgres && !slices.ContainsFunc(x.Kinds, func(k string) bool { return actions[k].batched }) {
+		// Nothing to batch: the row is read and checked under its lock, in the one transaction.
+		return s.executeAlone(ctx, x, true)
 	}
+	// Checked outside the write transaction, so the signature check holds up no writer (on
+	// SQLite, one at a time) and the execute finds its batch; the write reads the row again
+	// under its lock (a concurrent execute of it may have won).
 	p := new(PreparedTx)
-	checked := false
-	if s.dialect == SQLite {
-		// Check outside the write transaction: SQLite runs one writer at a time, and the
-		// signature check need not hold it up.
-		err := s.db.NewSelect().Model(p).Where("hash = ?", x.Hash).Scan(ctx)
-		if isNoRows(err) {
-			return nil, x.notFound()
-		}
-		if err != nil {
-			return nil, err
-		}
-		if err := x.check(p); err != nil {
-			return nil, err
-		}
-		if p.Result != nil {
-			return p.Result, nil
-		}
-		checked = true
+	err := s.db.NewSelect().Model(p).Where("hash = ?", x.Hash).Scan(ctx)
+	if isNoRows(err) {
+		return nil, x.notFound()
 	}
+	if err != nil {
+		return nil, err
+	}
+	if err := x.check(p); err != nil {
+		return nil, err
+	}
+	if p.Result != nil {
+		return p.Result, nil
+	}
+	key, err := p.batchKey()
+	if err != nil {
+		return nil, err
+	}
+	if key.row != "" {
+		return s.executeInBatch(ctx, key, x, p)
+	}
+	return s.executeAlone(ctx, x, false)
+}
+
+// executeAlone applies x in a database transaction of its own; check says x is not checked yet.
+func (s *Store) executeAlone(ctx context.Context, x Execution, check bool) (Receipt, error) {
 	var receipt Receipt
 	err := s.inTx(ctx, func(tx *Tx) error {
 		var err error
-		receipt, err = tx.execute(ctx, x, p, checked)
+		receipt, err = tx.execute(ctx, x, check)
 		return err
 	})
+	return receipt, staleOnCollision(err)
+}
+
+// staleOnCollision maps a unique constraint refusing a contract the transaction creates: it
+// collides with one a concurrent transaction created since the prepare (a party's one
+// preapproval of a kind), so the prepared view is out of date.
+func staleOnCollision(err error) error {
 	if isUniqueViolation(err) {
-		// A contract it creates collides with one a concurrent transaction created since the
-		// prepare (a party's one preapproval of a kind): the prepared view is out of date.
-		return nil, &Error{Code: CodeStale, Message: "the ledger changed since this transaction was prepared; prepare it again", Err: err}
+		return &Error{Code: CodeStale, Message: "the ledger changed since this transaction was prepared; prepare it again", Err: err}
 	}
-	return receipt, err
+	return err
 }
 
 func (x Execution) notFound() error {
@@ -243,9 +297,28 @@ func (x Execution) check(p *PreparedTx) error {
 	return nil
 }
 
-// execute applies the prepared transaction x names inside tx, reading its row under the lock
-// (a concurrent execute of the same transaction may have won); checked says x.check passed.
-func (tx *Tx) execute(ctx context.Context, x Execution, p *PreparedTx, checked bool) (Receipt, error) {
+// effects returns the prepared transaction's effects as its body states them.
+func (p *PreparedTx) effects() (json.RawMessage, error) {
+	var env envelope
+	if err := json.Unmarshal(p.Body, &env); err != nil {
+		return nil, fmt.Errorf("prepared body: %w", err)
+	}
+	return env.Effects, nil
+}
+
+// batchKey names the row the ledger serializes p on; the zero key when none.
+func (p *PreparedTx) batchKey() (batchKey, error) {
+	effects, err := p.effects()
+	if err != nil {
+		return batchKey{}, err
+	}
+	return actions[p.Kind].key(effects)
+}
+
+// execute applies the prepared transaction x names inside tx, reading its row under the lock;
+// check says x is not checked (Execution.check) yet.
+func (tx *Tx) execute(ctx context.Context, x Execution, check bool) (Receipt, error) {
+	p := new(PreparedTx)
 	err := tx.forUpdate(tx.NewSelect().Model(p).Where("hash = ?", x.Hash)).Scan(ctx)
 	if isNoRows(err) {
 		return nil, x.notFound()
@@ -253,7 +326,7 @@ func (tx *Tx) execute(ctx context.Context, x Execution, p *PreparedTx, checked b
 	if err != nil {
 		return nil, err
 	}
-	if !checked {
+	if check {
 		if err := x.check(p); err != nil {
 			return nil, err
 		}
@@ -261,31 +334,45 @@ func (tx *Tx) execute(ctx context.Context, x Execution, p *PreparedTx, checked b
 	return tx.executeLocked(ctx, p)
 }
 
-// executeLocked applies p, read under its row lock and checked.
-func (tx *Tx) executeLocked(ctx context.Context, p *PreparedTx) (Receipt, error) {
+// due answers an execute of p, read under its row lock, that applies nothing: p's receipt
+// when it was executed before, an error when it expired. Otherwise done is false.
+func (tx *Tx) due(p *PreparedTx) (receipt Receipt, done bool, err error) {
 	if p.Result != nil {
-		return p.Result, nil
+		return p.Result, true, nil
 	}
 	if !tx.now.Before(p.ExpiresAt.Time) {
-		return nil, Errorf(CodePreparedExpired, "the prepared transaction expired at %s; prepare it again", p.ExpiresAt.UTC().Format(time.RFC3339))
+		return nil, true, Errorf(CodePreparedExpired, "the prepared transaction expired at %s; prepare it again", p.ExpiresAt.UTC().Format(time.RFC3339))
 	}
-	var env envelope
-	if err := json.Unmarshal(p.Body, &env); err != nil {
-		return nil, fmt.Errorf("prepared body: %w", err)
+	return nil, false, nil
+}
+
+// executeLocked applies p, read under its row lock and checked.
+func (tx *Tx) executeLocked(ctx context.Context, p *PreparedTx) (Receipt, error) {
+	if receipt, done, err := tx.due(p); done {
+		return receipt, err
+	}
+	effects, err := p.effects()
+	if err != nil {
+		return nil, err
 	}
 	var receipt Receipt
-	err := tx.record(ctx, p.Kind, p.ActAs, func(u *Update) error {
-		result, err := actions[p.Kind](ctx, tx, u, env.Effects)
+	err = tx.record(ctx, p.Kind, p.ActAs, func(u *Update) error {
+		result, err := actions[p.Kind].apply(ctx, tx, u, effects)
 		if err != nil {
 			return err
 		}
 		if receipt, err = committedReceipt(u.UpdateID, result); err != nil {
 			return err
 		}
-		p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.now)
-		return tx.later(ctx, tx.NewUpdate().Model(p).Column("update_id", "result", "executed_at").WherePK())
+		return tx.executed(ctx, p, u, receipt)
 	})
 	return receipt, err
+}
+
+// executed records on p its receipt, which every replay answers.
+func (tx *Tx) executed(ctx context.Context, p *PreparedTx, u *Update, receipt Receipt) error {
+	p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.now)
+	return tx.later(ctx, tx.NewUpdate().Model(p).Column("update_id", "result", "executed_at").WherePK())
 }
 
 // commit runs fn as one ledger update of kind acting as actAs, in its own transaction: the

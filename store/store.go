@@ -156,7 +156,7 @@ type Store struct {
 
 	commitObserver atomic.Pointer[CommitObserver]  // observe.go
 	hooks          atomic.Pointer[[]bun.QueryHook] // AddQueryHook
-	submits        sync.Map                        // pool id -> *submitQueue (swap_batch.go)
+	batches        sync.Map                        // batchKey -> *executeQueue (execute_batch.go)
 	sheds          atomic.Int64                    // requests refused for a busy pool (admission.go)
 	writer         writerSlot                      // SQLite's single writer, admitted within the wait
 
@@ -357,6 +357,7 @@ type Tx struct {
 	pools    map[string]*Pool       // the swap pools this transaction has locked
 	books    map[string][]*LPQuote  // their open quotes by pool and side, as this transaction left them
 	fees     map[feeKey]*runningFee // LPs' running fees, as this transaction left them
+	ended    func()                 // run once it has committed, before the work that follows a commit
 }
 
 // afterCommit runs fn once the transaction has committed (not if it rolls back).
@@ -368,6 +369,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var after []func()
 	var recorded string
 	var touched, nfts []string
+	var ended func()
 	committing := false // fn succeeded: an error from here on comes from COMMIT
 	release, err := s.enterWriter(ctx)
 	if err != nil {
@@ -375,7 +377,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	err = s.runWriteTx(ctx, release, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now()}
-		defer func() { touched, nfts = tx.touched, tx.nfts }()
+		defer func() { touched, nfts, ended = tx.touched, tx.nfts, tx.ended }()
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -391,6 +393,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	})
 	if committing {
 		err = commitFault(ctx, err)
+	}
+	if err == nil && ended != nil {
+		ended()
 	}
 	// The NFT index reads what committed (or may have, when the commit's answer was lost)
 	// before the write answers; the pages it changed end after that.

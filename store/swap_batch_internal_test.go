@@ -48,17 +48,17 @@ func TestSwapBatch_ARefusedSubmitIsAnsweredAloneAndTheOthersCommit(t *testing.T)
 		}
 		pa, pb, pc := sell(a), sell(b), sell(c)
 		b.execute(t, s, KindSwapIntent, sell(b)) // spends the holding pb locks
-		submit := func(p *keyedParty, prep *Prepared) *submitRequest {
+		submit := func(p *keyedParty, prep *Prepared) *executeRequest {
 			row := new(PreparedTx)
 			if err := s.db.NewSelect().Model(row).Where("hash = ?", prep.Hash).Scan(ctx); err != nil {
 				t.Fatal(err)
 			}
 			x := Execution{Kinds: []string{KindSwapIntent}, Hash: prep.Hash, Signature: ed25519.Sign(p.priv, prep.Hash), Caller: p.id}
-			return &submitRequest{x: x, p: row, done: make(chan submitResult, 1)}
+			return &executeRequest{x: x, p: row, done: make(chan executeResult, 1)}
 		}
-		batch := []*submitRequest{submit(a, pa), submit(b, pb), submit(c, pc), submit(a, pa)}
-		s.applySubmits(batch)
-		results := make([]submitResult, len(batch))
+		batch := []*executeRequest{submit(a, pa), submit(b, pb), submit(c, pc), submit(a, pa)}
+		s.applyBatch(batchKey{row: "pool/" + pool.PoolID, way: intentsInOnePass}, batch, func() {})
+		results := make([]executeResult, len(batch))
 		for i, r := range batch {
 			results[i] = <-r.done
 		}

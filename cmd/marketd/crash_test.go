@@ -23,12 +23,13 @@ import (
 )
 
 // Writes killed mid-flight: traders mint, list, cancel, buy, sweep, transfer and burn NFTs,
-// post and cancel LP quotes, swap, cancel intents and claim fees through a marketd process
+// post and cancel LP quotes, swap, cancel intents and claim fees, while a crowd of wallets
+// mints from one open phase (a drop, whose mints apply in batches), through a marketd process
 // that is SIGKILLed at a random moment, then restarted, several rounds on each store. After
 // every round: each acknowledged write is in the store, each instrument is conserved (locked
 // amounts and unclaimed fees included), each NFT has one live contract and at most one live
-// listing, and the restarted instance's NFT index answers every page exactly as an instance
-// reading by SQL (MARKETD_NFT_INDEX=off) does.
+// listing, every mint of the drop applied once, and the restarted instance's NFT index
+// answers every page exactly as an instance reading by SQL (MARKETD_NFT_INDEX=off) does.
 func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testing.T) {
 	stores := []struct{ name, dsn, driver, raw string }{}
 	file := filepath.Join(t.TempDir(), "m.db")
@@ -57,7 +58,13 @@ func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testi
 				}
 				traders[i] = p
 			}
+			minters := make([]*party, 12)
+			for i := range minters {
+				minters[i] = c.onboard(in.url, fmt.Sprintf("minter%d", i))
+				c.tap(in.url, minters[i], "1000")
+			}
 			col := createCrashCollection(t, st.dsn, traders[0].id)
+			drop := createDrop(t, st.dsn, traders[0].id)
 			pool := createCrashPool(t, st.dsn)
 			db, err := sql.Open(st.driver, st.raw)
 			if err != nil {
@@ -89,13 +96,25 @@ func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testi
 						}
 					})
 				}
+				for _, p := range minters {
+					wg.Go(func() {
+						for !stop.Load() {
+							if id, ok := c.write(in.url, p, "/api/nft/mint/atomic/prepare", "/api/nft/mint/atomic/execute", map[string]string{"collectionId": drop}); ok {
+								mu.Lock()
+								acked = append(acked, id)
+								mu.Unlock()
+							}
+						}
+					})
+				}
 				time.Sleep(time.Duration(400+mrand.IntN(800)) * time.Millisecond)
 				in.cmd.Process.Signal(syscall.SIGKILL)
 				<-in.done
 				stop.Store(true)
 				wg.Wait()
 				in = startInstance(t, env...)
-				checkAfterCrash(t, db, acked, len(traders))
+				checkAfterCrash(t, db, acked, len(traders), len(minters))
+				checkDrop(t, db, drop)
 				sqlInstance := startInstance(t, append(env, "MARKETD_NFT_INDEX=off")...)
 				comparePages(t, c, in.url, sqlInstance.url, col, traders)
 				compareAggregates(t, c, in.url, db, pool, "2")
@@ -141,10 +160,6 @@ func uncommittedKinds(t *testing.T, db *sql.DB) []string {
 // createCrashCollection makes a collection of 400 NFTs with traits and an open mint phase,
 // with the operator's commands, and returns its id.
 func createCrashCollection(t *testing.T, dsn, creator string) string {
-	bin, err := binary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var items []map[string]any
 	for i := range 400 {
 		items = append(items, map[string]any{"name": fmt.Sprintf("Crash #%d", i+1), "image": "https://img.example/crash.png",
@@ -155,15 +170,7 @@ func createCrashCollection(t *testing.T, dsn, creator string) string {
 	if err := os.WriteFile(itemsFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	run := func(args ...string) []byte {
-		cmd := exec.Command(bin, args...)
-		cmd.Env = append(os.Environ(), "MARKETD_DB="+dsn)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("marketd %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	run := func(args ...string) []byte { return runMarketd(t, dsn, args...) }
 	var col struct{ ID string }
 	json.Unmarshal(run("collection", "create", "--slug", "crash", "--name", "Crash", "--creator", creator, "--currency", "CC",
 		"--supply", "400", "--items", itemsFile), &col)
@@ -174,6 +181,53 @@ func createCrashCollection(t *testing.T, dsn, creator string) string {
 }
 
 // nftStep makes one random NFT write as p and returns its update id when it was acknowledged.
+// runMarketd runs an operator command of marketd on the store at dsn and returns its output.
+func runMarketd(t *testing.T, dsn string, args ...string) []byte {
+	t.Helper()
+	bin, err := binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "MARKETD_DB="+dsn)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("marketd %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// createDrop creates the "drop" collection, 5,000 items, and opens its mint phase: 1 CC a
+// mint, as many as a wallet likes.
+func createDrop(t *testing.T, dsn, creator string) string {
+	var col struct{ ID string }
+	json.Unmarshal(runMarketd(t, dsn, "collection", "create", "--slug", "drop", "--name", "Drop", "--creator", creator, "--currency", "CC", "--supply", "5000"), &col)
+	now := time.Now().Unix()
+	runMarketd(t, dsn, "collection", "add-phase", "--collection", "drop", "--name", "public", "--price", "1",
+		"--start", fmt.Sprint(now-3600), "--end", fmt.Sprint(now+86400), "--per-party-limit", "5000")
+	return col.ID
+}
+
+// checkDrop checks that every mint of the drop applied once: the collection counts as many
+// mints as there are NFTs of it, and so do its phase and the phase's count per wallet.
+func checkDrop(t *testing.T, db *sql.DB, drop string) {
+	t.Helper()
+	var minted, nfts, phase, perWallet int
+	for q, dest := range map[string]*int{
+		"SELECT minted FROM collections WHERE collection_id = '" + drop + "'":                   &minted,
+		"SELECT count(DISTINCT nft_id) FROM nfts WHERE collection_id = '" + drop + "'":          &nfts,
+		"SELECT minted FROM mint_phases WHERE collection_id = '" + drop + "'":                   &phase,
+		"SELECT coalesce(sum(minted), 0) FROM phase_mints WHERE collection_id = '" + drop + "'": &perWallet,
+	} {
+		if err := db.QueryRow(q).Scan(dest); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if minted != nfts || phase != nfts || perWallet != nfts {
+		t.Fatalf("the drop counts %d minted, its phase %d, its wallets %d; it has %d NFTs", minted, phase, perWallet, nfts)
+	}
+}
+
 func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand.Rand) (string, bool) {
 	get := func(query string) []map[string]any {
 		r, err := c.try("GET", base+"/api/nft/collection/"+col+"/nfts?"+query, "", nil)
@@ -247,8 +301,9 @@ func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand
 }
 
 // checkAfterCrash checks the store directly: every acknowledged write is there, CC is
-// conserved, and each NFT has one live contract and at most one live listing.
-func checkAfterCrash(t *testing.T, db *sql.DB, acked []string, traders int) {
+// conserved, and each NFT has one live contract and at most one live listing. The traders
+// tapped 1,000 of each instrument, the minters 1,000 CC.
+func checkAfterCrash(t *testing.T, db *sql.DB, acked []string, traders, minters int) {
 	t.Helper()
 	for _, id := range acked {
 		var n int
@@ -264,9 +319,9 @@ func checkAfterCrash(t *testing.T, db *sql.DB, acked []string, traders int) {
 			held[inst] = held[inst].Add(a)
 		}
 	}
-	for _, inst := range []string{"CC", "USDCx"} {
-		if !held[inst].Equal(decimal.NewFromInt(int64(1000 * traders))) {
-			t.Fatalf("%s held or locked %s, tapped %d", inst, held[inst], 1000*traders)
+	for inst, tapped := range map[string]int{"CC": 1000 * (traders + minters), "USDCx": 1000 * traders} {
+		if !held[inst].Equal(decimal.NewFromInt(int64(tapped))) {
+			t.Fatalf("%s held or locked %s, tapped %d", inst, held[inst], tapped)
 		}
 	}
 	for _, q := range []string{

@@ -36,12 +36,7 @@ func BenchmarkNFTMix(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	stores := []struct{ name, dsn string }{{"sqlite", "sqlite://" + filepath.Join(b.TempDir(), "m.db")}}
-	for _, be := range storetest.Backends() {
-		if be.Postgres {
-			stores = append(stores, struct{ name, dsn string }{"postgres", be.DSN(b)})
-		}
-	}
+	stores := benchStores(b)
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
@@ -119,4 +114,16 @@ func nftMix(b *testing.B, dsn, base string) (rest []string, gql map[string][][]b
 		}
 	}
 	return rest, gql
+}
+
+// benchStores names a fresh SQLite file and, with TEST_DATABASE_URL, a fresh PostgreSQL schema
+// for a benchmark to run a marketd on each.
+func benchStores(b *testing.B) []struct{ name, dsn string } {
+	stores := []struct{ name, dsn string }{{"sqlite", "sqlite://" + filepath.Join(b.TempDir(), "m.db")}}
+	for _, be := range storetest.Backends() {
+		if be.Postgres {
+			stores = append(stores, struct{ name, dsn string }{"postgres", be.DSN(b)})
+		}
+	}
+	return stores
 }

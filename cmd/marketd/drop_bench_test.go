@@ -1,0 +1,138 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkMintDrop is a mint drop next to ordinary traffic: 64 wallets mint from one open
+// phase of one collection (1 CC a mint, one NFT each) while 64 other wallets send CC
+// transfers to wallets of their own, all at once for MARKETD_BENCH_SECONDS (default 20)
+// against one `marketd serve` process (rate limits off), on SQLite and on PostgreSQL
+// (TEST_DATABASE_URL). Each op is a prepare + execute pair over HTTP. It reports mints/s and
+// transfers/s, their ratio, the p50 and p99 of each pair, the p99 of the execute alone and
+// how many failed. Run it once:
+//
+//	go test ./cmd/marketd -run '^$' -bench BenchmarkMintDrop -benchtime 1x
+func BenchmarkMintDrop(b *testing.B) {
+	const wallets = 64
+	seconds := 20
+	if v, err := strconv.Atoi(os.Getenv("MARKETD_BENCH_SECONDS")); err == nil && v > 0 {
+		seconds = v
+	}
+	bin, err := binary()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stores := benchStores(b)
+	for _, st := range stores {
+		b.Run(st.name, func(b *testing.B) {
+			in := startInstance(b, "MARKETD_DB="+st.dsn, "MARKETD_RATE_READ=0", "MARKETD_LOG_LEVEL=error")
+			c := newClient(b)
+			c.http.Transport.(*http.Transport).MaxIdleConnsPerHost = 4 * wallets
+			onboard := func(hint string, n int) []*party {
+				ps := make([]*party, n)
+				for i := range ps {
+					ps[i] = c.onboard(in.url, fmt.Sprintf("%s%d", hint, i))
+					c.tap(in.url, ps[i], "100000")
+				}
+				return ps
+			}
+			minters, senders, receivers := onboard("minter", wallets), onboard("sender", wallets), onboard("receiver", wallets)
+			run := func(args ...string) {
+				cmd := exec.Command(bin, args...)
+				cmd.Env = append(os.Environ(), "MARKETD_DB="+st.dsn)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("marketd %v: %v: %s", args, err, out)
+				}
+			}
+			now := time.Now().Unix()
+			run("collection", "create", "--slug", "drop", "--name", "Drop", "--creator", receivers[0].id, "--currency", "CC", "--supply", "100000")
+			run("collection", "add-phase", "--collection", "drop", "--name", "public", "--price", "1",
+				"--start", fmt.Sprint(now-60), "--end", fmt.Sprint(now+86400), "--per-party-limit", "10000")
+
+			type tally struct {
+				mu       sync.Mutex
+				took     []time.Duration // prepare + execute
+				executes []time.Duration // execute alone
+				failed   map[int]int     // by status; 0 = a transport error
+			}
+			pair := func(t *tally, p *party, prepare, execute string, body any) {
+				start := time.Now()
+				var executed time.Time
+				r, err := c.try("POST", in.url+prepare, p.tok, body)
+				if err == nil && r.status == 200 {
+					h := r.str("preparedTransactionHash")
+					executed = time.Now()
+					r, err = c.try("POST", in.url+execute, p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+				}
+				took := time.Since(start)
+				t.mu.Lock()
+				defer t.mu.Unlock()
+				switch {
+				case err != nil:
+					t.failed[0]++
+				case r.status != 200:
+					t.failed[r.status]++
+				default:
+					t.took, t.executes = append(t.took, took), append(t.executes, time.Since(executed))
+				}
+			}
+			mints, transfers := &tally{failed: map[int]int{}}, &tally{failed: map[int]int{}}
+			var stop atomic.Bool
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			started := time.Now()
+			for i := range wallets {
+				wg.Go(func() {
+					for !stop.Load() {
+						pair(mints, minters[i], "/api/nft/mint/atomic/prepare", "/api/nft/mint/atomic/execute", map[string]string{"collectionId": "drop"})
+					}
+				})
+				wg.Go(func() {
+					for !stop.Load() {
+						pair(transfers, senders[i], "/api/wallet/cc-transfer/prepare", "/api/wallet/cc-transfer/execute", map[string]string{"receiver": receivers[i].id, "amount": "0.01"})
+					}
+				})
+			}
+			time.Sleep(time.Duration(seconds) * time.Second)
+			stop.Store(true)
+			wg.Wait()
+			elapsed := time.Since(started)
+			b.StopTimer()
+			report := func(t *tally, unit string) float64 {
+				slices.Sort(t.took)
+				rate := float64(len(t.took)) / elapsed.Seconds()
+				b.ReportMetric(rate, unit+"/s")
+				failed := 0
+				for _, n := range t.failed {
+					failed += n
+				}
+				b.ReportMetric(float64(failed), "failed-"+unit)
+				slices.Sort(t.executes)
+				if len(t.took) > 0 {
+					b.ReportMetric(float64(t.took[len(t.took)/2].Microseconds())/1000, unit+"-p50-ms")
+					b.ReportMetric(float64(t.took[len(t.took)*99/100].Microseconds())/1000, unit+"-p99-ms")
+					b.ReportMetric(float64(t.executes[len(t.executes)*99/100].Microseconds())/1000, unit+"-execute-p99-ms")
+					b.ReportMetric(float64(t.executes[len(t.executes)/2].Microseconds())/1000, unit+"-execute-p50-ms")
+				}
+				if failed > 0 {
+					b.Logf("%s failed by status (0: transport): %v", unit, t.failed)
+				}
+				return rate
+			}
+			m, x := report(mints, "mints"), report(transfers, "transfers")
+			if x > 0 {
+				b.ReportMetric(m/x, "mints/transfers")
+			}
+		})
+	}
+}
