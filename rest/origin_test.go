@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"marketd/store"
+	"marketd/store/clientaddr"
 	"marketd/store/storetest"
 )
 
@@ -87,7 +88,7 @@ func TestReadLimit_TrustedProxyNamesTheClientRightMostUntrustedEntry(t *testing.
 }
 
 func TestNew_BadTrustedProxyIsAnError(t *testing.T) {
-	if _, err := parseTrustedProxies([]string{"10.0.0.0/8", "proxy.example"}); err == nil {
+	if _, err := clientaddr.ParseProxies([]string{"10.0.0.0/8", "proxy.example"}); err == nil {
 		t.Fatal("a host name was accepted as a trusted proxy")
 	}
 }

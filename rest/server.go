@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/clientaddr"
 	"marketd/store/metrics"
 	"marketd/store/ratelimit"
 )
@@ -59,7 +60,7 @@ type Server struct {
 	limiter ratelimit.Limiter
 	metrics *metrics.Metrics
 	origins map[string]bool
-	proxies trustedProxies
+	proxies clientaddr.Proxies
 	routes  []route
 	// draining is set when shutdown begins: readiness fails first, so a load balancer stops
 	// sending requests while those in flight finish.
@@ -81,7 +82,7 @@ func New(s *store.Store, cfg Config) (*Server, error) {
 		cfg.Metrics = metrics.New(s, cfg.Limiter)
 	}
 	srv := &Server{store: s, cfg: cfg, log: cfg.Logger, limiter: cfg.Limiter, metrics: cfg.Metrics, origins: map[string]bool{}}
-	proxies, err := parseTrustedProxies(cfg.TrustedProxies)
+	proxies, err := clientaddr.ParseProxies(cfg.TrustedProxies)
 	if err != nil {
 		return nil, err
 	}
