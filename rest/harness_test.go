@@ -40,7 +40,12 @@ func newTestAPI(t testing.TB, b storetest.Backend, opts ...apiOption) *testAPI {
 	for _, o := range opts {
 		o(&sc, &rc)
 	}
-	s := b.Open(t, sc)
+	return serveAPI(t, b.Open(t, sc), clock, rc)
+}
+
+// serveAPI serves the API over s with rc on a test server of its own, closed with the test.
+func serveAPI(t testing.TB, s *store.Store, clock *storetest.Clock, rc Config) *testAPI {
+	t.Helper()
 	srv, err := New(s, rc)
 	if err != nil {
 		t.Fatal(err)

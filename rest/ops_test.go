@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -92,13 +91,7 @@ func TestReadyz_NamesWhatIsNotReadyWithoutTheCause(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
-			srv, err := New(s, Config{PublicURL: sc.PublicURL, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			hs := httptest.NewServer(srv)
-			t.Cleanup(hs.Close)
-			a := &testAPI{t: t, store: s, srv: srv, http: hs}
+			a := serveAPI(t, s, nil, Config{PublicURL: sc.PublicURL, Logger: slog.New(slog.DiscardHandler)})
 			proxy.SetDown(true)
 			s.StartNFTIndex() // its build fails while the database is down, and is retried
 			deadline := time.Now().Add(5 * time.Second)

@@ -3,7 +3,6 @@ package rest
 import (
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -23,13 +22,7 @@ func TestOutage_DatabaseDownIs503WithRetryAfterAndRecovers(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			sc := storetest.Config(storetest.NewClock(storetest.Epoch))
 			s, proxy := b.OpenProxied(t, sc)
-			srv, err := New(s, Config{PublicURL: sc.PublicURL, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			hs := httptest.NewServer(srv)
-			t.Cleanup(hs.Close)
-			a := &testAPI{t: t, store: s, srv: srv, http: hs}
+			a := serveAPI(t, s, nil, Config{PublicURL: sc.PublicURL, Logger: slog.New(slog.DiscardHandler)})
 			a.do("GET", "/.well-known/jwks.json", nil).ok(t) // its keys are loaded once
 			a.do("GET", "/api/swap/pools", nil).ok(t)
 
