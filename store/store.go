@@ -161,6 +161,8 @@ type Store struct {
 	writer         writerSlot                      // SQLite's single writer, admitted within the wait
 
 	refusals refusalTally // rate-limit refusals not yet written (refusal.go)
+
+	history historySeen // where this instance last found the store's history (failover.go)
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -229,6 +231,7 @@ func (s *Store) openPostgres(ctx context.Context, dsn string) error {
 	// bun renders arguments into the SQL text itself, so every statement is new to the server:
 	// the simple protocol sends it in one round trip instead of preparing it first.
 	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	pc.AfterConnect = s.checkHistory // a failover may have moved the history: failover.go
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
