@@ -33,14 +33,26 @@ type historySeen struct {
 	mu       sync.Mutex
 	timeline int64 // the server's WAL timeline; 0 until a primary answered
 	offset   int64 // the highest ledger offset seen
+	moves    int   // how many times the history moved: an offset read before the last one is void
 }
 
-// sawOffset notes that the ledger reached offset, as the NFT index's follower read it.
-func (s *Store) sawOffset(offset int64) {
+// historyMoves is a count to give sawOffset: it voids an offset read from a server the
+// history has since moved away from.
+func (s *Store) historyMoves() int {
 	h := &s.history
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.offset = max(h.offset, offset)
+	return h.moves
+}
+
+// sawOffset notes that the ledger reached offset, as read after historyMoves gave moves.
+func (s *Store) sawOffset(offset int64, moves int) {
+	h := &s.history
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if moves == h.moves {
+		h.offset = max(h.offset, offset)
+	}
 }
 
 // checkHistory runs on every new PostgreSQL connection before its first use: it compares the
@@ -73,6 +85,7 @@ func (s *Store) checkHistory(ctx context.Context, conn *pgx.Conn) error {
 			"timeline", timeline, "timelineSeen", h.timeline, "highestOffset", end, "highestOffsetSeen", h.offset)
 		s.forgetHistory()
 		h.offset = end
+		h.moves++
 	}
 	h.offset = max(h.offset, end)
 	if timeline != 0 {

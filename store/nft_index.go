@@ -300,10 +300,11 @@ func (x *nftIndex) build(ctx context.Context) error {
 // history that later ends below it went back (failover.go).
 func (x *nftIndex) logEnd(ctx context.Context) (int64, error) {
 	var end int64
+	moves := x.s.historyMoves()
 	if err := x.s.db.NewSelect().Model((*Update)(nil)).ColumnExpr("COALESCE(MAX(ledger_offset), 0)").Scan(ctx, &end); err != nil {
 		return 0, err
 	}
-	x.s.sawOffset(end)
+	x.s.sawOffset(end, moves)
 	return end, nil
 }
 
