@@ -28,7 +28,8 @@
 //
 // Read models (the NFT index, the page caches, kept GraphQL answers) are derived state, rebuilt
 // from the tables and kept current from the update log, with the SQL path as the reference they
-// must equal.
+// must equal. An instance drops them, and everything else it keeps of the store, when the
+// store's history moves under it (a PostgreSQL failover: failover.go).
 package store
 
 import (
