@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -44,8 +45,10 @@ type nftIndex struct {
 
 	colls atomic.Pointer[map[string]*collectionIndex] // copied on write: collections are few
 	ready atomic.Bool
-	state atomic.Pointer[string] // why the index is not ready, for /readyz
-	kicks chan struct{}
+	// forgets counts forget calls: a build that began before the last one is void.
+	forgets atomic.Uint64
+	state   atomic.Pointer[string] // why the index is not ready, for /readyz
+	kicks   chan struct{}
 
 	started atomic.Bool
 	stop    context.CancelFunc
@@ -172,30 +175,44 @@ func (x *nftIndex) kick() {
 	}
 }
 
-// run builds the index, then follows the log until ctx ends. A failed build is tried again.
+// run builds the index, then follows the log until ctx ends, or until the store's history
+// moved under this instance (forget), when it builds the index again. A failed build is tried
+// again.
 func (x *nftIndex) run(ctx context.Context) {
 	defer close(x.done)
+	for x.buildUntilDone(ctx) {
+		x.followLog(ctx)
+	}
+}
+
+// buildUntilDone builds the index, trying again after a failure; false says ctx ended first.
+func (x *nftIndex) buildUntilDone(ctx context.Context) bool {
 	backoff := 100 * time.Millisecond
 	for {
 		err := x.build(ctx)
 		if err == nil {
-			break
+			return true
 		}
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		x.setState("not built: %v; retrying", err)
 		x.s.log.Warn("building the NFT index failed; retrying", "error", err.Error(), "in", backoff.String())
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// followLog catches up on every kick and every followEvery, until ctx ends or the index is
+// no longer ready (forget): it must be built again.
+func (x *nftIndex) followLog(ctx context.Context) {
 	t := time.NewTicker(followEvery)
 	defer t.Stop()
-	for {
+	for x.ready.Load() {
 		select {
 		case <-ctx.Done():
 			return
@@ -208,10 +225,24 @@ func (x *nftIndex) run(ctx context.Context) {
 	}
 }
 
+// forget voids the index: the store's history moved under this instance (failover.go). Pages
+// are read by SQL until the follower has built it again. It takes no lock: it runs as a
+// connection is made, maybe for a goroutine that holds the follow lock.
+func (x *nftIndex) forget() {
+	if !x.started.Load() {
+		return
+	}
+	x.forgets.Add(1)
+	x.ready.Store(false)
+	x.setState("being rebuilt: the store's history moved")
+	x.kick()
+}
+
 // build loads every live NFT. It notes the log's end first: whatever commits during the load
 // is read again by the catch-ups that follow from there.
 func (x *nftIndex) build(ctx context.Context) error {
 	start := time.Now()
+	forgets := x.forgets.Load()
 	x.follow.Lock()
 	defer x.follow.Unlock()
 	x.setState("being built")
@@ -253,18 +284,31 @@ func (x *nftIndex) build(ctx context.Context) error {
 		return err
 	}
 	x.builtIn = time.Since(start)
+	// A forget since the build began voids it. It stores not-ready after counting, so either
+	// this load sees its count or its store comes after this one.
 	x.ready.Store(true)
+	if x.forgets.Load() != forgets {
+		x.ready.Store(false)
+		return errHistoryMoved
+	}
 	x.setState("ready")
 	x.s.log.Info("NFT index built", "nfts", n, "collections", len(colls), "took", x.builtIn.String())
 	return nil
 }
 
-// logEnd is the offset of the last committed update.
+// logEnd is the offset of the last committed update, which the store notes as seen: a
+// history that later ends below it went back (failover.go).
 func (x *nftIndex) logEnd(ctx context.Context) (int64, error) {
 	var end int64
-	err := x.s.db.NewSelect().Model((*Update)(nil)).ColumnExpr("COALESCE(MAX(ledger_offset), 0)").Scan(ctx, &end)
-	return end, err
+	moves := x.s.historyMoves()
+	if err := x.s.db.NewSelect().Model((*Update)(nil)).ColumnExpr("COALESCE(MAX(ledger_offset), 0)").Scan(ctx, &end); err != nil {
+		return 0, err
+	}
+	x.s.sawOffset(end, moves)
+	return end, nil
 }
+
+var errHistoryMoved = errors.New("the store's history moved during the build")
 
 // catchUp applies every update committed since the last one applied. It finds the log's end
 // and the NFTs the updates changed without the follow lock, which every write's sync waits

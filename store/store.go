@@ -28,7 +28,8 @@
 //
 // Read models (the NFT index, the page caches, kept GraphQL answers) are derived state, rebuilt
 // from the tables and kept current from the update log, with the SQL path as the reference they
-// must equal.
+// must equal. An instance drops them, and everything else it keeps of the store, when the
+// store's history moves under it (a PostgreSQL failover: failover.go).
 package store
 
 import (
@@ -161,6 +162,8 @@ type Store struct {
 	writer         writerSlot                      // SQLite's single writer, admitted within the wait
 
 	refusals refusalTally // rate-limit refusals not yet written (refusal.go)
+
+	history historySeen // where this instance last found the store's history (failover.go)
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -229,6 +232,7 @@ func (s *Store) openPostgres(ctx context.Context, dsn string) error {
 	// bun renders arguments into the SQL text itself, so every statement is new to the server:
 	// the simple protocol sends it in one round trip instead of preparing it first.
 	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	pc.AfterConnect = s.checkHistory // a failover may have moved the history: failover.go
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)

@@ -153,6 +153,13 @@ func (c *tokenCache) get(token string) *tokenClaims {
 	return c.m[token]
 }
 
+// forget drops every remembered token: each verifies again on its next use.
+func (c *tokenCache) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+}
+
 func (c *tokenCache) put(token string, claims *tokenClaims, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -45,24 +45,7 @@ func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testi
 			env := []string{"MARKETD_DB=" + st.dsn, "MARKETD_RATE_READ=0"}
 			in := startInstance(t, env...)
 			c := newClient(t)
-			traders := make([]*party, 4)
-			for i := range traders {
-				p := c.onboard(in.url, fmt.Sprintf("trader%d", i))
-				for _, inst := range []string{"CC", "USDCx"} {
-					h := c.prepare(in.url, "/api/wallet/tap", p, map[string]string{"instrument": inst, "amount": "1000"})
-					c.ok("POST", in.url+"/api/wallet/tap/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
-				}
-				for _, kind := range []string{"nft", "usdcx"} { // others may send it NFTs and USDCx
-					h := c.prepare(in.url, "/api/wallet/"+kind+"-preapproval", p, map[string]string{})
-					c.ok("POST", in.url+"/api/wallet/"+kind+"-preapproval/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
-				}
-				traders[i] = p
-			}
-			minters := make([]*party, 12)
-			for i := range minters {
-				minters[i] = c.onboard(in.url, fmt.Sprintf("minter%d", i))
-				c.tap(in.url, minters[i], "1000")
-			}
+			traders, minters := onboardTraders(c, in.url, 4), onboardMinters(c, in.url, 12)
 			col := createCrashCollection(t, st.dsn, traders[0].id)
 			drop := createDrop(t, st.dsn, traders[0].id)
 			pool := createCrashPool(t, st.dsn)
@@ -72,46 +55,14 @@ func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testi
 			}
 			defer db.Close()
 			var acked []string
-			var mu sync.Mutex
 			// Three rounds at least; more (up to ten) while some kind of write has not committed
 			// yet, as on a loaded machine, where a round commits fewer writes.
 			for round := 0; round < 3 || (round < 10 && len(uncommittedKinds(t, db)) > 0); round++ {
-				var stop atomic.Bool
-				var wg sync.WaitGroup
-				for i, p := range traders {
-					wg.Go(func() {
-						rng := mrand.New(mrand.NewPCG(uint64(round), uint64(i)))
-						for !stop.Load() {
-							step := nftStep
-							if rng.IntN(2) == 0 {
-								step = func(c *client, base, _ string, p *party, traders []*party, rng *mrand.Rand) (string, bool) {
-									return swapStep(c, base, pool, p, rng)
-								}
-							}
-							if id, ok := step(c, in.url, col, p, traders, rng); ok {
-								mu.Lock()
-								acked = append(acked, id)
-								mu.Unlock()
-							}
-						}
-					})
-				}
-				for _, p := range minters {
-					wg.Go(func() {
-						for !stop.Load() {
-							if id, ok := c.write(in.url, p, "/api/nft/mint/atomic/prepare", "/api/nft/mint/atomic/execute", map[string]string{"collectionId": drop}); ok {
-								mu.Lock()
-								acked = append(acked, id)
-								mu.Unlock()
-							}
-						}
-					})
-				}
+				load := startMixedWrites(c, in.url, crashMarket{col, drop, pool}, traders, minters, uint64(round))
 				time.Sleep(time.Duration(400+mrand.IntN(800)) * time.Millisecond)
 				in.cmd.Process.Signal(syscall.SIGKILL)
 				<-in.done
-				stop.Store(true)
-				wg.Wait()
+				acked = append(acked, load.stop()...)
 				in = startInstance(t, env...)
 				checkAfterCrash(t, db, acked, len(traders), len(minters))
 				checkDrop(t, db, drop)
@@ -127,6 +78,100 @@ func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testi
 			}
 		})
 	}
+}
+
+// onboardTraders onboards n traders with 1,000 CC and 1,000 USDCx each and their NFT and USDCx
+// receive-preapprovals: others may send them NFTs and USDCx.
+func onboardTraders(c *client, base string, n int) []*party {
+	c.t.Helper()
+	traders := make([]*party, n)
+	for i := range traders {
+		p := c.onboard(base, fmt.Sprintf("trader%d", i))
+		for _, inst := range []string{"CC", "USDCx"} {
+			h := c.prepare(base, "/api/wallet/tap", p, map[string]string{"instrument": inst, "amount": "1000"})
+			c.ok("POST", base+"/api/wallet/tap/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+		}
+		for _, kind := range []string{"nft", "usdcx"} {
+			h := c.prepare(base, "/api/wallet/"+kind+"-preapproval", p, map[string]string{})
+			c.ok("POST", base+"/api/wallet/"+kind+"-preapproval/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+		}
+		traders[i] = p
+	}
+	return traders
+}
+
+// onboardMinters onboards n wallets with 1,000 CC each, to mint from the drop.
+func onboardMinters(c *client, base string, n int) []*party {
+	c.t.Helper()
+	minters := make([]*party, n)
+	for i := range minters {
+		minters[i] = c.onboard(base, fmt.Sprintf("minter%d", i))
+		c.tap(base, minters[i], "1000")
+	}
+	return minters
+}
+
+// crashMarket is what the mixed writes trade in: a collection, a drop and a pool.
+type crashMarket struct{ col, drop, pool string }
+
+// mixedWrites is a load of random writes under way: each trader makes NFT and swap writes,
+// each minter mints from the drop, until stop.
+type mixedWrites struct {
+	mu     sync.Mutex
+	acked  []string
+	halt   atomic.Bool
+	groups sync.WaitGroup
+}
+
+// startMixedWrites starts the writes through the instance at base; seed picks their random
+// choices. Failures (an instance or store gone, a lost race) are tolerated and not counted.
+func startMixedWrites(c *client, base string, m crashMarket, traders, minters []*party, seed uint64) *mixedWrites {
+	w := &mixedWrites{}
+	for i, p := range traders {
+		w.groups.Go(func() {
+			rng := mrand.New(mrand.NewPCG(seed, uint64(i)))
+			for !w.halt.Load() {
+				step := nftStep
+				if rng.IntN(2) == 0 {
+					step = func(c *client, base, _ string, p *party, traders []*party, rng *mrand.Rand) (string, bool) {
+						return swapStep(c, base, m.pool, p, rng)
+					}
+				}
+				w.note(step(c, base, m.col, p, traders, rng))
+			}
+		})
+	}
+	for _, p := range minters {
+		w.groups.Go(func() {
+			for !w.halt.Load() {
+				w.note(c.write(base, p, "/api/nft/mint/atomic/prepare", "/api/nft/mint/atomic/execute", map[string]string{"collectionId": m.drop}))
+			}
+		})
+	}
+	return w
+}
+
+// note keeps the update id of an acknowledged write.
+func (w *mixedWrites) note(id string, ok bool) {
+	if ok {
+		w.mu.Lock()
+		w.acked = append(w.acked, id)
+		w.mu.Unlock()
+	}
+}
+
+// count is how many writes were acknowledged so far.
+func (w *mixedWrites) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
+}
+
+// stop ends the writes, waits for those under way and returns the acknowledged ones' ids.
+func (w *mixedWrites) stop() []string {
+	w.halt.Store(true)
+	w.groups.Wait()
+	return w.acked
 }
 
 // uncommittedKinds lists the kinds of write the crash test must see committed that the store

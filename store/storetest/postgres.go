@@ -48,6 +48,37 @@ func postgresBin() string {
 // .ci/run does).
 func StartPostgres(t testing.TB) *Postgres {
 	t.Helper()
+	p := newPostgres(t)
+	initdb := p.command("initdb", "-D", filepath.Join(p.dir, "data"), "-U", "postgres", "--auth=trust",
+		"--no-locale", "-E", "UTF8", "--no-sync", "--no-instructions")
+	if out, err := initdb.CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v: %s", err, out)
+	}
+	p.Start()
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// StartStandby makes a streaming standby of primary (a base backup of it, which follows its
+// WAL from then on) and runs it on a free port of its own; it is stopped and removed when the
+// test ends. It is asynchronous until the primary's synchronous_standby_names names it.
+func StartStandby(t testing.TB, primary *Postgres) *Postgres {
+	t.Helper()
+	p := newPostgres(t)
+	backup := p.command("pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(primary.Port), "-U", "postgres",
+		"-D", filepath.Join(p.dir, "data"), "-R", "-X", "stream", "-c", "fast")
+	if out, err := backup.CombinedOutput(); err != nil {
+		t.Fatalf("pg_basebackup: %v: %s", err, out)
+	}
+	p.Start()
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// newPostgres prepares a server's directory, owned by the postgres user when the test is
+// root, and picks its port.
+func newPostgres(t testing.TB) *Postgres {
+	t.Helper()
 	bin := postgresBin()
 	if bin == "" {
 		t.Skip("PostgreSQL's server binaries (initdb, postgres) are not installed: apt-get install postgresql")
@@ -70,19 +101,12 @@ func StartPostgres(t testing.TB) *Postgres {
 			t.Fatal(err)
 		}
 	}
-	initdb := p.command("initdb", "-D", filepath.Join(dir, "data"), "-U", "postgres", "--auth=trust",
-		"--no-locale", "-E", "UTF8", "--no-sync", "--no-instructions")
-	if out, err := initdb.CombinedOutput(); err != nil {
-		t.Fatalf("initdb: %v: %s", err, out)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Port = ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	p.Start()
-	t.Cleanup(p.Stop)
 	return p
 }
 
@@ -150,4 +174,24 @@ func (p *Postgres) Stop() {
 		<-p.done
 	}
 	p.cmd = nil
+}
+
+// Kill ends the server as a crash does: SIGKILL to the postmaster, whose sessions end as they
+// notice it gone. It returns once the postmaster has exited.
+func (p *Postgres) Kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	p.cmd.Process.Kill()
+	<-p.done
+	p.cmd = nil
+}
+
+// Promote ends a standby's recovery (pg_ctl promote) and returns once it accepts writes.
+func (p *Postgres) Promote() {
+	p.t.Helper()
+	promote := p.command("pg_ctl", "promote", "-w", "-D", filepath.Join(p.dir, "data"))
+	if out, err := promote.CombinedOutput(); err != nil {
+		p.t.Fatalf("pg_ctl promote: %v: %s", err, out)
+	}
 }
