@@ -284,7 +284,9 @@ func (a *fastAnswer) null() { a.w.WriteString("null") }
 
 // amount writes a Decimal as MarshalDecimal does.
 func (a *fastAnswer) amount(v store.Amount) {
-	a.w.Write(strconv.AppendQuote(a.scratch[:0], v.String()))
+	a.w.WriteByte('"') // a decimal's digits, sign and point need no escapes
+	a.w.Write(v.AppendText(a.scratch[:0]))
+	a.w.WriteByte('"')
 }
 
 // time writes a UnixTime as MarshalUnixTime does.
