@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"fmt"
 
 	"marketd/store"
 )
@@ -127,6 +126,19 @@ func (r *Resolver) collectionNFTs(ctx context.Context, c *store.Collection, filt
 	return r.nftPage(ctx, c, filter, sort, first, after, last, before)
 }
 
+// collectionPageRead names a read of a page of collections in an operation's memo.
+type collectionPageRead struct {
+	sort store.CollectionSort
+	page store.PageRequest
+}
+
+// nftPageRead names a read of a page of NFTs in an operation's memo.
+type nftPageRead struct {
+	collection, filter string
+	sort               store.NFTSort
+	page               store.PageRequest
+}
+
 // nftPage reads a page of the collection's NFTs as Collection.nfts answers it, and the NFTs.
 func (r *Resolver) nftPage(ctx context.Context, c *store.Collection, filter *NFTFilter, sort *NFTSort, first *int, after *string, last *int, before *string) (*NFTConnection, []store.NFTView, error) {
 	pr, err := pageRequest(first, after, last, before)
@@ -137,7 +149,7 @@ func (r *Resolver) nftPage(ctx context.Context, c *store.Collection, filter *NFT
 	if err != nil {
 		return nil, nil, err
 	}
-	page, err := memoized(ctx, func() string { return fmt.Sprintf("nfts %s %+v %v %+v", c.ID, f, sort.store(), pr) }, func() (store.Page[store.NFTView], error) {
+	page, err := memoized(ctx, func() any { return nftPageRead{c.ID, f.Key(), sort.store(), pr} }, func() (store.Page[store.NFTView], error) {
 		return r.store.NFTs(ctx, c.ID, f, sort.store(), pr)
 	})
 	if err != nil {

@@ -2,10 +2,15 @@ package graph
 
 import (
 	"encoding/binary"
+	"fmt"
+	"maps"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"marketd/store"
@@ -95,10 +100,18 @@ type costModel struct {
 	// select on it (the type, its interfaces, the unions it belongs to): what the executor
 	// passes to graphql.CollectFields.
 	satisfies map[string][]string
+
+	kept      *lru.Cache[string, int]            // costs by query text, operation and costVariables' values
+	variables *lru.Cache[string, []costVariable] // costVariables by query text and operation
 }
+
+// keptCosts bounds the costs a model keeps (each key is a query's text and a few values).
+const keptCosts = 1000
 
 func newCostModel(schema *ast.Schema) *costModel {
 	m := &costModel{schema: schema, satisfies: map[string][]string{}}
+	m.kept, _ = lru.New[string, int](keptCosts)
+	m.variables, _ = lru.New[string, []costVariable](keptCosts)
 	for name, def := range schema.Types {
 		if def.Kind == ast.Object {
 			m.satisfies[name] = append([]string{name}, def.Interfaces...)
@@ -114,11 +127,108 @@ func newCostModel(schema *ast.Schema) *costModel {
 	return m
 }
 
-// cost is the cost of oc's operation; 0 for none.
+// cost is the cost of oc's operation; 0 for none. Dashboards send the same few query texts
+// again and again, each time with other variables (a cursor, a filter): a cost is kept by the
+// query's text, its operation and the values of only those variables that can change it
+// (costVariables), so a page costs what its text costs once.
 func (m *costModel) cost(oc *graphql.OperationContext) int {
 	if oc.Operation == nil {
 		return 0
 	}
+	if oc.RawQuery == "" || m.kept == nil {
+		return m.costOf(oc)
+	}
+	text := oc.RawQuery + "\x00" + oc.OperationName
+	vars, ok := m.variables.Get(text)
+	if !ok {
+		vars = costVariables(oc)
+		m.variables.Add(text, vars)
+	}
+	key := append([]byte(text), 0)
+	for _, v := range vars {
+		key = append(key, 0)
+		if v.length {
+			key = strconv.AppendInt(key, int64(lenOf(oc.Variables[v.name])), 10)
+		} else {
+			key = fmt.Append(key, oc.Variables[v.name])
+		}
+	}
+	if c, ok := m.kept.Get(string(key)); ok {
+		return c
+	}
+	c := m.costOf(oc)
+	m.kept.Add(string(key), c)
+	return c
+}
+
+// costVariable is a variable that can change an operation's cost: through @skip or @include
+// (any directive), a page size (first, last), or, by its length only, a list of ids.
+type costVariable struct {
+	name   string
+	length bool
+}
+
+// costVariables lists the variables of oc's operation that can change its cost, in a fixed
+// order, from the operation and every fragment of its document.
+func costVariables(oc *graphql.OperationContext) []costVariable {
+	found := map[costVariable]bool{}
+	var walk func(ast.SelectionSet)
+	directives := func(ds ast.DirectiveList) {
+		for _, d := range ds {
+			for _, a := range d.Arguments {
+				if a.Value != nil && a.Value.Kind == ast.Variable {
+					found[costVariable{name: a.Value.Raw}] = true
+				}
+			}
+		}
+	}
+	walk = func(set ast.SelectionSet) {
+		for _, sel := range set {
+			switch sel := sel.(type) {
+			case *ast.Field:
+				directives(sel.Directives)
+				for _, a := range sel.Arguments {
+					if a.Value == nil || a.Value.Kind != ast.Variable {
+						continue
+					}
+					switch a.Name {
+					case "first", "last":
+						found[costVariable{name: a.Value.Raw}] = true
+					case "ids":
+						found[costVariable{name: a.Value.Raw, length: true}] = true
+					}
+				}
+				walk(sel.SelectionSet)
+			case *ast.InlineFragment:
+				directives(sel.Directives)
+				walk(sel.SelectionSet)
+			case *ast.FragmentSpread:
+				directives(sel.Directives)
+			}
+		}
+	}
+	walk(oc.Operation.SelectionSet)
+	for _, f := range oc.Doc.Fragments {
+		walk(f.SelectionSet)
+	}
+	vars := slices.Collect(maps.Keys(found))
+	slices.SortFunc(vars, func(a, b costVariable) int {
+		if c := strings.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		switch {
+		case a.length == b.length:
+			return 0
+		case a.length:
+			return 1
+		}
+		return -1
+	})
+	return vars
+}
+
+// costOf computes the cost of oc's operation.
+func (m *costModel) costOf(oc *graphql.OperationContext) int {
 	var root *ast.Definition
 	switch oc.Operation.Operation {
 	case ast.Query:

@@ -333,6 +333,35 @@ func TestOperationCost_CountsReadsNotFields(t *testing.T) {
 	})
 }
 
+// TestOperationCost_AKeptCostFollowsTheVariablesThatChangeIt: one query text asked again
+// with other page sizes, @include conditions and lengths of a list of ids costs what each
+// asks, however its earlier costs were kept; another cursor or id costs the same.
+func TestOperationCost_AKeptCostFollowsTheVariablesThatChangeIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		m := newCostMarket(t, b)
+		page := `query($n: Int, $after: String, $b: Boolean!) { collections(first: $n, after: $after) { edges { node { name ...N @include(if: $b) } } } } fragment N on Collection { nfts(first: 2) { totalCount } }`
+		nodes := `query($ids: [ID!]!) { nodes(ids: $ids) { id } }`
+		for _, c := range []struct {
+			q    string
+			vars map[string]any
+			want int64
+		}{
+			{page, map[string]any{"n": 7, "b": true}, 26}, // 5 + 7 × 3
+			{page, map[string]any{"n": 3, "b": true}, 14},
+			{page, map[string]any{"n": 7, "b": false}, 5},
+			{page, map[string]any{"n": 7, "b": true, "after": "not a cursor"}, 26},
+			{page, map[string]any{"n": 3, "b": true}, 14},
+			{nodes, map[string]any{"ids": []string{"a", "b"}}, 6},
+			{nodes, map[string]any{"ids": []string{"a", "b", "c", "d", "e"}}, 15},
+			{nodes, map[string]any{"ids": []string{"x", "y"}}, 6},
+		} {
+			if cost, _ := m.check(t, c.q, c.vars, false); cost != c.want {
+				t.Errorf("%s %v: cost %d, want %d", c.q, c.vars, cost, c.want)
+			}
+		}
+	})
+}
+
 // A fragment spread under many aliases at every level is costed in time that follows the
 // query's text, not the millions of fields it names, and refused before it reads.
 func TestOperationCost_AFragmentBombIsCostedQuickly(t *testing.T) {

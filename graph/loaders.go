@@ -175,7 +175,7 @@ type readMemoKey struct{}
 
 type readMemo struct {
 	mu    sync.Mutex
-	reads map[string]*memoRead
+	reads map[any]*memoRead
 }
 
 type memoRead struct {
@@ -185,11 +185,12 @@ type memoRead struct {
 }
 
 func withReadMemo(ctx context.Context) context.Context {
-	return context.WithValue(ctx, readMemoKey{}, &readMemo{reads: map[string]*memoRead{}})
+	return context.WithValue(ctx, readMemoKey{}, &readMemo{reads: map[any]*memoRead{}})
 }
 
-// memoized answers read once per key within an operation that has a memo.
-func memoized[T any](ctx context.Context, key func() string, read func() (T, error)) (T, error) {
+// memoized answers read once per key within an operation that has a memo. A key is a
+// comparable value naming the read (a struct of its kind and arguments).
+func memoized[T any](ctx context.Context, key func() any, read func() (T, error)) (T, error) {
 	m, _ := ctx.Value(readMemoKey{}).(*readMemo)
 	if m == nil {
 		return read()

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/99designs/gqlgen/graphql"
 	"github.com/uptrace/bun"
 	"github.com/vektah/gqlparser/v2/ast"
 
@@ -580,4 +581,50 @@ func TestFastPath_LeavesAQueryItCannotWriteBeforeItReads(t *testing.T) {
 			t.Errorf("the fast path answered %d of these queries", answered.Load())
 		}
 	})
+}
+
+// TestFastPath_WritesScalarsAsGqlgen holds the fast path's own writers of strings, ids and
+// numbers equal, byte for byte, to the marshalers the executor uses, over random strings
+// (quotes, backslashes, every control character, multi-byte runes and bytes that are not
+// UTF-8) and ids.
+func TestFastPath_WritesScalarsAsGqlgen(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"a", "Z", "0", " ", `"`, `\`, "\t", "\n", "\r", "\x00", "\x1f", "\x7f", "é", "€", "😀", "\xff", "\xc3", "<", "/"}
+	for range 5000 {
+		var b strings.Builder
+		for range rnd.IntN(12) {
+			b.WriteString(alphabet[rnd.IntN(len(alphabet))])
+		}
+		s := b.String()
+		var want, got bytes.Buffer
+		graphql.MarshalString(s).MarshalGQL(&want)
+		(&fastAnswer{w: &got}).str(s)
+		if got.String() != want.String() {
+			t.Fatalf("str(%q) = %s, gqlgen writes %s", s, got.String(), want.String())
+		}
+		ref := store.NFTRef{CollectionID: s, Serial: rnd.IntN(1 << 40)}
+		want.Reset()
+		got.Reset()
+		MarshalNFTGlobalID(ref).MarshalGQL(&want)
+		(&fastAnswer{w: &got}).nftID(ref)
+		if got.String() != want.String() {
+			t.Fatalf("nftID(%+v) = %s, the executor writes %s", ref, got.String(), want.String())
+		}
+	}
+	for _, n := range []int{0, 1, -1, 42, 1 << 40, -(1 << 62)} {
+		var want, got bytes.Buffer
+		graphql.MarshalInt(n).MarshalGQL(&want)
+		(&fastAnswer{w: &got}).integer(n)
+		if got.String() != want.String() {
+			t.Fatalf("integer(%d) = %s, gqlgen writes %s", n, got.String(), want.String())
+		}
+	}
+	for _, v := range []bool{true, false} {
+		var want, got bytes.Buffer
+		graphql.MarshalBoolean(v).MarshalGQL(&want)
+		(&fastAnswer{w: &got}).boolean(v)
+		if got.String() != want.String() {
+			t.Fatalf("boolean(%v) = %s, gqlgen writes %s", v, got.String(), want.String())
+		}
+	}
 }

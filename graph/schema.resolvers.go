@@ -7,7 +7,6 @@ package graph
 
 import (
 	"context"
-	"fmt"
 	"marketd/store"
 )
 
@@ -35,7 +34,7 @@ func (r *collectionResolver) Nfts(ctx context.Context, obj *store.Collection, fi
 
 // TotalCount is the resolver for the totalCount field.
 func (r *collectionConnectionResolver) TotalCount(ctx context.Context, obj *CollectionConnection) (int, error) {
-	return memoized(ctx, func() string { return "collection count" }, func() (int, error) { return r.store.CollectionCount(ctx) })
+	return memoized(ctx, func() any { return "collection count" }, func() (int, error) { return r.store.CollectionCount(ctx) })
 }
 
 // Active is the field active.
@@ -98,7 +97,7 @@ func (r *queryResolver) Collections(ctx context.Context, sort *CollectionSort, f
 	if err != nil {
 		return nil, err
 	}
-	page, err := memoized(ctx, func() string { return fmt.Sprintf("collections %v %+v", sort.store(), pr) }, func() (store.Page[store.Collection], error) {
+	page, err := memoized(ctx, func() any { return collectionPageRead{sort.store(), pr} }, func() (store.Page[store.Collection], error) {
 		return r.store.Collections(ctx, sort.store(), pr)
 	})
 	if err != nil {
@@ -121,7 +120,7 @@ func (r *queryResolver) Collection(ctx context.Context, id *string, slug *string
 	case id != nil:
 		c, err = r.collectionByAnyID(ctx, *id)
 	default:
-		c, err = memoized(ctx, func() string { return "collection slug " + *slug }, func() (*store.Collection, error) {
+		c, err = memoized(ctx, func() any { return "collection slug " + *slug }, func() (*store.Collection, error) {
 			return r.store.CollectionBySlug(ctx, *slug)
 		})
 	}
@@ -133,7 +132,7 @@ func (r *queryResolver) Collection(ctx context.Context, id *string, slug *string
 
 // Nft is the field nft.
 func (r *queryResolver) Nft(ctx context.Context, contractID string) (*store.NFTView, error) {
-	d, err := memoized(ctx, func() string { return "nft " + contractID }, func() (*store.NFTDetail, error) {
+	d, err := memoized(ctx, func() any { return "nft " + contractID }, func() (*store.NFTDetail, error) {
 		return r.store.NFTByContract(ctx, contractID)
 	})
 	if err != nil && store.ErrorCode(err) == store.CodeNotFound {

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"database/sql/driver"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/shopspring/decimal"
@@ -92,7 +94,7 @@ func MustAmount(s string) Amount {
 // Zero is the zero amount.
 var Zero = Amount{decimal.Zero}
 
-func (a Amount) String() string           { return a.d.String() }
+func (a Amount) String() string           { return string(a.AppendText(nil)) }
 func (a Amount) Add(b Amount) Amount      { return Amount{a.d.Add(b.d)} }
 func (a Amount) Sub(b Amount) Amount      { return Amount{a.d.Sub(b.d)} }
 func (a Amount) Cmp(b Amount) int         { return a.d.Cmp(b.d) }
@@ -107,7 +109,43 @@ func (a Amount) MulFloor(m decimal.Decimal, decimals int32) Amount {
 	return Amount{a.d.Mul(m).Truncate(decimals)}
 }
 
-func (a Amount) MarshalText() ([]byte, error) { return []byte(a.d.String()), nil }
+func (a Amount) MarshalText() ([]byte, error) { return a.AppendText(nil), nil }
+
+// AppendText appends the amount as decimal.Decimal's String writes it (no exponent, trailing
+// fractional zeros dropped) to dst. An amount of at most 18 digits, every amount a listing,
+// price or balance of this ledger holds, is written without big.Int's allocations; a longer
+// one as Decimal writes it. TestAmount_AppendTextIsDecimalsString holds the two equal.
+func (a Amount) AppendText(dst []byte) []byte {
+	exp := a.d.Exponent()
+	if exp > 0 || exp < -18 || a.d.NumDigits() > 18 {
+		return append(dst, a.d.String()...)
+	}
+	c := a.d.CoefficientInt64()
+	if c < 0 {
+		dst = append(dst, '-')
+		c = -c
+	}
+	var buf [20]byte
+	digits := strconv.AppendInt(buf[:0], c, 10)
+	point := len(digits) + int(exp) // digits before the point
+	var whole, frac []byte
+	if point > 0 {
+		whole, frac = digits[:point], digits[point:]
+	} else {
+		whole = []byte{'0'}
+		frac = digits
+	}
+	zeros := max(0, -point)
+	frac = bytes.TrimRight(frac, "0")
+	if c == 0 || len(frac) == 0 {
+		return append(dst, whole...)
+	}
+	dst = append(append(dst, whole...), '.')
+	for range zeros {
+		dst = append(dst, '0')
+	}
+	return append(dst, frac...)
+}
 
 func (a *Amount) UnmarshalText(b []byte) error {
 	d, err := decimal.NewFromString(string(b))
@@ -118,7 +156,7 @@ func (a *Amount) UnmarshalText(b []byte) error {
 	return nil
 }
 
-func (a Amount) Value() (driver.Value, error) { return a.d.String(), nil }
+func (a Amount) Value() (driver.Value, error) { return a.String(), nil }
 
 func (a *Amount) Scan(src any) error {
 	var s string

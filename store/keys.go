@@ -38,7 +38,7 @@ type serviceKeys struct {
 	signingKID string
 	signing    ed25519.PrivateKey
 	verifying  map[string]ed25519.PublicKey
-	cursorMAC  []byte
+	cursorMAC  *keyedMAC
 	nonceMAC   []byte
 	loadedAt   time.Time
 }
@@ -141,7 +141,7 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 			}
 		case purposeCursor:
 			if k.cursorMAC == nil {
-				k.cursorMAC = r.Secret
+				k.cursorMAC = newKeyedMAC(r.Secret)
 			}
 		case purposeNonce:
 			if k.nonceMAC == nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"hash"
 	"slices"
 	"strings"
 	"sync"
@@ -135,7 +136,7 @@ func startPage[K any](ctx context.Context, s *Store, list string, r PageRequest)
 	// Strict: a changed last character whose bits base64 would drop must not read as the same cursor.
 	body, err1 := base64.RawURLEncoding.Strict().DecodeString(body64)
 	mac, err2 := base64.RawURLEncoding.Strict().DecodeString(mac64)
-	if err1 != nil || err2 != nil || !hmac.Equal(mac, cursorMAC(keys.cursorMAC, body)) {
+	if err1 != nil || err2 != nil || !hmac.Equal(mac, keys.cursorMAC.tag(nil, body)) {
 		return nil, bad
 	}
 	var c cursorBody
@@ -217,16 +218,23 @@ func finish[T, K any](ctx context.Context, s *Store, q *pageQuery[K], rows []T, 
 	if err != nil {
 		return Page[T]{}, err
 	}
+	// Every cursor of the page is {"l":list,"k":key} (cursorBody, as json.Marshal writes it),
+	// then its tag; the list's part is the same for each.
+	list, err := json.Marshal(q.list)
+	if err != nil {
+		return Page[T]{}, err
+	}
+	head := append(append([]byte(`{"l":`), list...), `,"k":`...)
+	var body, out []byte
 	cursor := func(item T) (string, error) {
 		k, err := json.Marshal(key(item))
 		if err != nil {
 			return "", err
 		}
-		body, err := json.Marshal(cursorBody{List: q.list, Key: k})
-		if err != nil {
-			return "", err
-		}
-		return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(cursorMAC(keys.cursorMAC, body)), nil
+		body = append(append(append(body[:0], head...), k...), '}')
+		out = base64.RawURLEncoding.AppendEncode(out[:0], body)
+		out = base64.RawURLEncoding.AppendEncode(append(out, '.'), keys.cursorMAC.tag(nil, body))
+		return string(out), nil
 	}
 	if q.itemCursors {
 		page.ItemCursors = make([]string, len(rows))
@@ -244,8 +252,23 @@ func finish[T, K any](ctx context.Context, s *Store, q *pageQuery[K], rows []T, 
 	return page, nil
 }
 
-func cursorMAC(key, body []byte) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(body)
-	return m.Sum(nil)[:16]
+// keyedMAC is HMAC-SHA-256 under one key, its keyed hashes reused: a page of a connection
+// tags a cursor for every item.
+type keyedMAC struct{ hashes sync.Pool }
+
+func newKeyedMAC(key []byte) *keyedMAC {
+	m := &keyedMAC{}
+	m.hashes.New = func() any { return hmac.New(sha256.New, key) }
+	return m
+}
+
+// tag appends to dst the first 16 bytes of body's MAC: what a cursor carries.
+func (m *keyedMAC) tag(dst, body []byte) []byte {
+	h := m.hashes.Get().(hash.Hash)
+	h.Reset()
+	h.Write(body)
+	var sum [sha256.Size]byte
+	dst = append(dst, h.Sum(sum[:0])[:16]...)
+	m.hashes.Put(h)
+	return dst
 }
