@@ -74,7 +74,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	gql := handler.New(es)
 	// Every operation's caller, and on a websocket its session and limits (socket.go).
 	gql.Use(callerPerOperation{})
-	gql.AddTransport(websocketTransport(cfg.Sockets.withDefaults(), 15*time.Second))
+	gql.AddTransport(websocketTransport(s, cfg.Sockets.withDefaults(), 15*time.Second))
 	gql.AddTransport(transport.GET{})
 	gql.AddTransport(postJSON{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))

@@ -24,8 +24,11 @@ import (
 //     operation is refused with an error message whose extensions.code is the store's
 //     (token_revoked, invalid_token, token_rotated), and so is every later one: the socket
 //     no longer acts as anyone.
-//   - While such a socket is open it checks its token every SocketLimits.SessionCheck. When
-//     the session has ended, a running subscription that reads the caller's own data (its
+//   - While such a socket is open it reads its token again as soon as the store tells it the
+//     session changed (store.WatchSession: a rotation, logout or revocation on this instance,
+//     or on another one through PostgreSQL's notifications), when the token or the session
+//     reaches its end, and, as a fallback for a change it is not told of (another process on
+//     one SQLite file), every SocketLimits.SessionCheck. When the session has ended, a running subscription that reads the caller's own data (its
 //     resolvers asked who the caller is, as intentStatus does) ends with an error message
 //     carrying that code (an error message ends an operation in graphql-transport-ws: no
 //     complete follows); public subscriptions run on. A token that a rotation replaced ends
@@ -50,7 +53,7 @@ type SocketLimits struct {
 	InitTimeout      time.Duration // from the upgrade to connection_init; 10 s by default
 	IdleTimeout      time.Duration // with no operation running; 5 min by default
 	MaxSubscriptions int           // running at once on one socket; 20 by default
-	SessionCheck     time.Duration // how often a socket with a token checks its session; 1 s by default
+	SessionCheck     time.Duration // how often a socket with a token checks its session besides the store's signals; 15 s by default
 }
 
 func (l SocketLimits) withDefaults() SocketLimits {
@@ -64,16 +67,17 @@ func (l SocketLimits) withDefaults() SocketLimits {
 		l.MaxSubscriptions = 20
 	}
 	if l.SessionCheck <= 0 {
-		l.SessionCheck = time.Second
+		l.SessionCheck = 15 * time.Second
 	}
 	return l
 }
 
 // websocketTransport is gqlgen's websocket transport with a socket per connection that
-// keeps the limits; callerPerOperation (wallet.go) keeps the session rule.
-func websocketTransport(limits SocketLimits, keepAlive time.Duration) transport.Websocket {
+// keeps the limits; callerPerOperation (wallet.go) keeps the session rule, with what st tells
+// of the sessions.
+func websocketTransport(st *store.Store, limits SocketLimits, keepAlive time.Duration) transport.Websocket {
 	return transport.Websocket{
-		Implementation:        sockets{limits},
+		Implementation:        sockets{limits: limits, store: st},
 		KeepAlivePingInterval: keepAlive,
 		InitFunc: func(ctx context.Context, _ transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 			if src, _ := ctx.Value(callerKey{}).(*callerSource); src != nil && src.sock != nil {
@@ -86,7 +90,10 @@ func websocketTransport(limits SocketLimits, keepAlive time.Duration) transport.
 
 // sockets accepts websockets as gqlgen's default implementation does, and gives each the
 // socket that keeps its limits.
-type sockets struct{ limits SocketLimits }
+type sockets struct {
+	limits SocketLimits
+	store  *store.Store // tells a socket when its session changed
+}
 
 func (ss sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
 	conn, err := transport.CoderWebsocketImplementation{}.Accept(w, r, opts)
@@ -97,7 +104,7 @@ func (ss sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.
 	if src == nil {
 		return conn, nil // outside withCaller no operation has a caller: there is nothing to keep
 	}
-	s := &socket{conn: conn, limits: ss.limits, read: src.read, done: make(chan struct{}), private: map[*caller]context.CancelCauseFunc{}}
+	s := &socket{conn: conn, limits: ss.limits, store: ss.store, read: src.read, done: make(chan struct{}), private: map[*caller]context.CancelCauseFunc{}}
 	s.mu.Lock() // the timer may fire before it is stored
 	s.timer = time.AfterFunc(s.limits.InitTimeout, s.initExpired)
 	s.mu.Unlock()
@@ -112,6 +119,7 @@ func (ss sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.
 type socket struct {
 	conn   transport.WebsocketConn
 	limits SocketLimits
+	store  *store.Store
 	read   func() (*store.Auth, error) // the upgrade request's token, authenticated again
 	done   chan struct{}               // closed when the socket ends
 
@@ -233,7 +241,7 @@ func (s *socket) authenticate(c *caller) (*store.Auth, error) {
 	case err == nil && !a.Current:
 		err = errReplaced
 	case err == nil:
-		s.watch()
+		s.watch(a)
 		return a, nil
 	case store.ErrorCode(err) == store.CodeUnauthenticated:
 		return nil, nil // no token: the operation runs as nobody
@@ -273,36 +281,57 @@ func (s *socket) endSession(err error) {
 	}
 }
 
-// watch starts checking the socket's session while the socket is open.
-func (s *socket) watch() {
+// watch starts checking the socket's session, which a names, while the socket is open.
+func (s *socket) watch(a *store.Auth) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.watching || s.closed {
 		return
 	}
 	s.watching = true
+	changed, stop := s.store.WatchSession(a.SessionID)
 	go func() {
+		defer stop()
+		// Time, not a signal, ends the token and the session: the first of the two ends the
+		// socket's use of it.
+		ends := a.ExpiresAt
+		if a.SessionEndsAt.Before(ends) {
+			ends = a.SessionEndsAt
+		}
+		end := time.NewTimer(ends.Sub(s.store.Now()))
+		defer end.Stop()
 		tick := time.NewTicker(s.limits.SessionCheck)
 		defer tick.Stop()
 		for {
 			select {
 			case <-s.done:
 				return
+			case <-changed:
+			case <-end.C:
 			case <-tick.C:
 			}
 			if s.sessionEnded() != nil {
 				return // an operation found it over: the token is never presented again
 			}
-			a, err := s.read()
-			if err == nil && !a.Current {
-				err = errReplaced
-			}
-			if isSessionEnd(err) {
-				s.endSession(err)
+			if s.checkSession() {
 				return
 			}
 		}
 	}()
+}
+
+// checkSession reads the socket's token again and ends the socket's session when it is over;
+// it tells whether it is.
+func (s *socket) checkSession() bool {
+	a, err := s.read()
+	if err == nil && !a.Current {
+		err = errReplaced
+	}
+	if isSessionEnd(err) {
+		s.endSession(err)
+		return true
+	}
+	return false
 }
 
 // follow registers a subscription of a signed-in socket, to be ended with the session if it

@@ -288,6 +288,59 @@ func TestSocket_APrivateSubscriptionEndsWithItsSessionAPublicOneRunsOn(t *testin
 	})
 }
 
+// A private subscription ends as soon as the store tells the socket its session ended,
+// whichever instance of the store ended it (on PostgreSQL, another one tells through its
+// notifications): the socket's own session check is set far beyond the test, so nothing else
+// can end it.
+func TestSocket_APrivateSubscriptionEndsWhenTheStoreTellsOfTheLogout(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s, _, url := socketGraph(t, b, SocketLimits{SessionCheck: time.Hour}, true)
+		loggingOut := map[string]*store.Store{"on the socket's instance": s}
+		if b.Dialect == store.Postgres {
+			other, err := store.Open(ctx, s.Config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { other.Close() })
+			loggingOut["on another instance"] = other
+		}
+		pools, err := s.Pools(ctx)
+		if err != nil || len(pools) == 0 {
+			t.Fatalf("the demo has no pool: %v", err)
+		}
+		for name, at := range loggingOut {
+			t.Run(name, func(t *testing.T) {
+				m := newMinter(t, s, "taker")
+				cid := m.wait(pools[0].PoolID)
+				tok := m.signIn()
+				c := dialSession(t, url, tok)
+				c.subscribe("intent", `subscription($c: ID!) { intentStatus(intentCid: $c) { intentCid status } }`, map[string]any{"c": cid})
+				if ev := c.until("intent", 5*time.Second); ev == nil || ev["type"] != "next" {
+					t.Fatalf("the intent's status: %v", ev)
+				}
+				a, err := at.Authenticate(ctx, tok)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := at.Logout(ctx, a); err != nil {
+					t.Fatal(err)
+				}
+				ev := c.until("intent", 30*time.Second)
+				if ev == nil {
+					t.Fatalf("the private subscription runs on 30 s after a logout %s", name)
+				}
+				if ev["type"] != "error" || errorCode(t, ev) != string(store.CodeTokenRevoked) {
+					t.Fatalf("the private subscription after a logout %s: %v", name, ev)
+				}
+				if _, code := c.ask("after", walletQuery, map[string]any{"p": m.id}); code != string(store.CodeTokenRevoked) {
+					t.Fatalf("an operation after the logout: code %q, want token_revoked", code)
+				}
+			})
+		}
+	})
+}
+
 // A socket that sends no connection_init within the init timeout is closed with 4408.
 func TestSocket_WithoutConnectionInitItClosesWith4408(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {

@@ -794,6 +794,8 @@ func TestOpenAPI_RealWalletResponsesMatchTheDocument(t *testing.T) {
 		usdcxPrep    = "/api/wallet/usdcx-preapproval/prepare"
 		usdcxExec    = "/api/wallet/usdcx-preapproval/execute"
 		renew        = "/api/wallet/preapproval/renew"
+		renewPrep    = "/api/wallet/preapproval/renew/prepare"
+		renewExec    = "/api/wallet/preapproval/renew/execute"
 	)
 	at := func(tmpl, party string) string { return strings.Replace(tmpl, "{partyId}", party, 1) }
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
@@ -923,6 +925,16 @@ func TestOpenAPI_RealWalletResponsesMatchTheDocument(t *testing.T) {
 		c.check("POST", renew, a.do("POST", renew, map[string]string{"kind": "nft"}, bearer(carol.tok)))
 		c.check("POST", renew, a.do("POST", renew, `{"kind": "NFT"}`, bearer(bob.tok)))
 		c.check("POST", renew, a.do("POST", renew, map[string]string{"kind": "nft"}))
+		// The signed renewal: prepared, executed (and replayed), refused without the signature,
+		// 404 with nothing to renew.
+		renewal := a.do("POST", renewPrep, map[string]string{"kind": "usdcx"}, bearer(bob.tok))
+		c.checkPrepared("POST", renewPrep, renewal)
+		exec(renewExec, renewal, carol, bob.tok).wantProblem(t, http.StatusUnauthorized, store.CodeInvalidSignature)
+		for range 2 {
+			exec(renewExec, renewal, bob, bob.tok).ok(t)
+		}
+		c.check("POST", renewPrep, a.do("POST", renewPrep, map[string]string{"kind": "nft"}, bearer(carol.tok)))
+		c.check("POST", renewPrep, a.do("POST", renewPrep, `{"kind": "NFT"}`, bearer(bob.tok)))
 		c.check("GET", preapprovals, a.do("GET", at(preapprovals, bob.id), nil, bearer(bob.tok)).ok(t))
 
 		// 410 once a prepared transfer's lifetime is over.

@@ -5,11 +5,11 @@ import (
 )
 
 // The client of a request is read by package clientaddr, the one reading every front door
-// shares (srv.proxies are the peers whose X-Forwarded-For names the client).
+// shares (srv.cfg.TrustedProxies are the peers whose X-Forwarded-For names the client).
 
 // clientAddr is the client's address as text, for session records and logs.
-func (srv *Server) clientAddr(r *http.Request) string { return srv.proxies.Addr(r) }
+func (srv *Server) clientAddr(r *http.Request) string { return srv.cfg.TrustedProxies.Addr(r) }
 
 // clientOrigin is the budget a request counts against when no party does: the client's
 // address, or its /64 for IPv6 (clientaddr.Proxies.Origin).
-func (srv *Server) clientOrigin(r *http.Request) string { return srv.proxies.Origin(r) }
+func (srv *Server) clientOrigin(r *http.Request) string { return srv.cfg.TrustedProxies.Origin(r) }

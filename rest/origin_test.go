@@ -26,7 +26,11 @@ func peerClient(ip string) *http.Client {
 }
 
 func withTrustedProxies(p ...string) apiOption {
-	return func(_ *store.Config, rc *Config) { rc.TrustedProxies = p }
+	proxies, err := clientaddr.ParseProxies(p)
+	if err != nil {
+		panic(err) // a test's own list
+	}
+	return func(_ *store.Config, rc *Config) { rc.TrustedProxies = proxies }
 }
 
 // No header a client writes (Origin, X-Forwarded-For from an untrusted peer, X-Real-IP,

@@ -24,14 +24,14 @@ import (
 
 // Config is the REST API's part of the service configuration.
 type Config struct {
-	PublicURL      string   // its origin may write with the session cookie
-	AllowedOrigins []string // more origins that may write with the cookie
-	Dev            bool     // dev mode: the tap exists, cookies travel over plain http
-	RateRead       int      // GET requests under /api/ per minute per origin; 0 = unlimited
-	RatePrepare    int      // prepare requests per minute per party (per origin when anonymous); 0 = unlimited
-	RateSignIn     int      // sign-in and onboarding requests per minute per client address; 0 = unlimited
-	RateExecute    int      // executes (and intent submits) per minute per client address; 0 = unlimited
-	TrustedProxies []string // addresses or CIDRs whose X-Forwarded-For names the client
+	PublicURL      string             // its origin may write with the session cookie
+	AllowedOrigins []string           // more origins that may write with the cookie
+	Dev            bool               // dev mode: the tap exists, cookies travel over plain http
+	RateRead       int                // GET requests under /api/ per minute per origin; 0 = unlimited
+	RatePrepare    int                // prepare requests per minute per party (per origin when anonymous); 0 = unlimited
+	RateSignIn     int                // sign-in and onboarding requests per minute per client address; 0 = unlimited
+	RateExecute    int                // executes (and intent submits) per minute per client address; 0 = unlimited
+	TrustedProxies clientaddr.Proxies // the proxies whose X-Forwarded-For names the client
 	Limiter        ratelimit.Limiter
 	Logger         *slog.Logger
 	// Metrics collects the service's metrics; nil makes a registry of the API's own.
@@ -60,7 +60,6 @@ type Server struct {
 	limiter ratelimit.Limiter
 	metrics *metrics.Metrics
 	origins map[string]bool
-	proxies clientaddr.Proxies
 	routes  []route
 	// draining is set when shutdown begins: readiness fails first, so a load balancer stops
 	// sending requests while those in flight finish.
@@ -82,11 +81,6 @@ func New(s *store.Store, cfg Config) (*Server, error) {
 		cfg.Metrics = metrics.New(s, cfg.Limiter)
 	}
 	srv := &Server{store: s, cfg: cfg, log: cfg.Logger, limiter: cfg.Limiter, metrics: cfg.Metrics, origins: map[string]bool{}}
-	proxies, err := clientaddr.ParseProxies(cfg.TrustedProxies)
-	if err != nil {
-		return nil, err
-	}
-	srv.proxies = proxies
 	for _, o := range append([]string{cfg.PublicURL}, cfg.AllowedOrigins...) {
 		if strings.TrimSpace(o) == "" {
 			continue

@@ -12,6 +12,7 @@ var (
 	kindCCTransfer       = []string{store.KindCCTransfer}
 	kindNFTPreapproval   = []string{store.KindNFTPreapproval}
 	kindUSDCxPreapproval = []string{store.KindUSDCxPreapproval}
+	kindPreapprovalRenew = []string{store.KindPreapprovalRenew}
 )
 
 // walletRoutes are the wallet endpoints (balances, UTXO counts, CC transfers,
@@ -26,7 +27,9 @@ func (srv *Server) walletRoutes() []route {
 		{method: "POST", path: "/api/wallet/nft-preapproval/execute", access: token, handle: srv.execute(kindNFTPreapproval)},
 		{method: "POST", path: "/api/wallet/usdcx-preapproval/prepare", access: token, prepare: true, handle: srv.preapprovalPrepare(store.PreapprovalUSDCx)},
 		{method: "POST", path: "/api/wallet/usdcx-preapproval/execute", access: token, handle: srv.execute(kindUSDCxPreapproval)},
-		{method: "POST", path: "/api/wallet/preapproval/renew", access: token, handle: srv.preapprovalRenew},
+		{method: "POST", path: "/api/wallet/preapproval/renew/prepare", access: token, prepare: true, handle: srv.preapprovalRenewPrepare},
+		{method: "POST", path: "/api/wallet/preapproval/renew/execute", access: token, handle: srv.execute(kindPreapprovalRenew)},
+		{method: "POST", path: "/api/wallet/preapproval/renew", access: token, handle: srv.preapprovalRenew}, // deprecated: unsigned
 		{method: "GET", path: "/api/wallet/preapprovals/{partyId}", access: token, handle: srv.preapprovals},
 		{method: "GET", path: "/api/wallet/rewards/{partyId}", access: token, handle: srv.rewards},
 		{method: "GET", path: "/api/wallet/rewards/{partyId}/history", access: token, handle: srv.rewardHistory},
@@ -151,15 +154,34 @@ type renewRequest struct {
 	Kind string `json:"kind"`
 }
 
-func (srv *Server) preapprovalRenew(w http.ResponseWriter, r *http.Request) error {
+// renewedKind reads a renewal's body: the kind of preapproval to renew.
+func renewedKind(w http.ResponseWriter, r *http.Request) (store.PreapprovalKind, error) {
 	var req renewRequest
 	if err := decode(w, r, &req); err != nil {
-		return err
+		return "", err
 	}
 	if err := required("kind", req.Kind); err != nil {
+		return "", err
+	}
+	return store.ParsePreapprovalKind(req.Kind)
+}
+
+func (srv *Server) preapprovalRenewPrepare(w http.ResponseWriter, r *http.Request) error {
+	kind, err := renewedKind(w, r)
+	if err != nil {
 		return err
 	}
-	kind, err := store.ParsePreapprovalKind(req.Kind)
+	p, err := srv.store.PrepareRenewal(r.Context(), authOf(r.Context()).PartyID, kind)
+	if err != nil {
+		return err
+	}
+	writePrepared(w, p)
+	return nil
+}
+
+// preapprovalRenew renews without the party's signature; the signed pair replaces it.
+func (srv *Server) preapprovalRenew(w http.ResponseWriter, r *http.Request) error {
+	kind, err := renewedKind(w, r)
 	if err != nil {
 		return err
 	}

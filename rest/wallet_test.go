@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -359,6 +360,61 @@ func TestWallet_RenewMovesExpiresAtLater(t *testing.T) {
 			a.do("POST", "/api/wallet/preapproval/renew", body, bearer(bob.tok)).wantProblem(t, http.StatusBadRequest, store.CodeInvalidRequest)
 		}
 		a.do("POST", "/api/wallet/preapproval/renew", map[string]string{"kind": "usdcx"}).wantProblem(t, http.StatusUnauthorized, store.CodeUnauthenticated)
+	})
+}
+
+// The signed renewal: prepare names what the party signs; execute moves expiresAt only with
+// the party's signature, once; an expired prepared renewal and a missing preapproval are refused.
+func TestWallet_SignedRenewalMovesExpiresAtOnlyWithTheSignature(t *testing.T) {
+	const base = "/api/wallet/preapproval/renew"
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		a := newTestAPI(t, b)
+		bob, carol := a.walletUser("bob"), a.walletUser("carol")
+		a.do("POST", base+"/prepare", map[string]string{"kind": "usdcx"}, bearer(bob.tok)).
+			wantProblem(t, http.StatusNotFound, store.CodeNotFound)
+		for _, body := range []string{`{"kind": "NFT"}`, `{}`, `{"kind": "usdcx", "party": "x"}`} {
+			a.do("POST", base+"/prepare", body, bearer(bob.tok)).wantProblem(t, http.StatusBadRequest, store.CodeInvalidRequest)
+		}
+		a.do("POST", base+"/prepare", map[string]string{"kind": "usdcx"}).wantProblem(t, http.StatusUnauthorized, store.CodeUnauthenticated)
+
+		var first preapprovalBody
+		decodeAs(t, a.walletExecute("/api/wallet/usdcx-preapproval", a.do("POST", "/api/wallet/usdcx-preapproval/prepare", nil, bearer(bob.tok)), bob.testParty, bob.tok), &first)
+		current := func() []preapprovalBody {
+			var list struct{ Preapprovals []preapprovalBody }
+			decodeAs(t, a.do("GET", "/api/wallet/preapprovals/"+bob.id, nil, bearer(bob.tok)), &list)
+			return list.Preapprovals
+		}
+		a.clock.Advance(time.Hour)
+		prep := a.do("POST", base+"/prepare", map[string]string{"kind": "usdcx"}, bearer(bob.tok)).ok(t)
+		a.walletExecute(base, prep, carol.testParty, bob.tok).wantProblem(t, http.StatusUnauthorized, store.CodeInvalidSignature)
+		a.walletExecute(base, prep, bob.testParty, carol.tok).wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
+		if got := current(); len(got) != 1 || got[0].CID != first.CID || got[0].ExpiresAt != first.ExpiresAt {
+			t.Fatalf("a renewal without bob's signature changed his preapprovals: %+v, was %+v", got, first)
+		}
+
+		signed := a.walletExecute(base, prep, bob.testParty, bob.tok).ok(t)
+		var renewed preapprovalBody
+		decodeAs(t, signed, &renewed)
+		if want := a.clock.Now().Add(a.store.Config().PreapprovalTTL).Unix(); renewed.Status != "committed" || renewed.UpdateID == "" ||
+			renewed.CID == "" || renewed.CID == first.CID || renewed.ExpiresAt != want {
+			t.Fatalf("renewal %s after %+v: want a new cid expiring at %d", signed.body, first, want)
+		}
+		if got := current(); len(got) != 1 || got[0].CID != renewed.CID || got[0].ExpiresAt != renewed.ExpiresAt {
+			t.Fatalf("after the renewal bob's preapprovals are %+v, want %+v", got, renewed)
+		}
+		if replay := a.walletExecute(base, prep, bob.testParty, bob.tok).ok(t); !bytes.Equal(replay.body, signed.body) {
+			t.Fatalf("replay answered %s, want the first receipt %s", replay.body, signed.body)
+		}
+
+		late := a.do("POST", base+"/prepare", map[string]string{"kind": "usdcx"}, bearer(bob.tok)).ok(t)
+		a.clock.Advance(a.store.Config().PreparedTTL)
+		a.walletExecute(base, late, bob.testParty, bob.tok).wantProblem(t, http.StatusGone, store.CodePreparedExpired)
+		if got := current(); len(got) != 1 || got[0].CID != renewed.CID || got[0].ExpiresAt != renewed.ExpiresAt {
+			t.Fatalf("an expired prepared renewal changed bob's preapprovals: %+v, was %+v", got, renewed)
+		}
+		// The renewal's execute takes renewals only.
+		tap := a.do("POST", "/api/wallet/tap/prepare", map[string]string{"instrument": "CC", "amount": "1"}, bearer(bob.tok))
+		a.walletExecute(base, tap, bob.testParty, bob.tok).wantProblem(t, http.StatusNotFound, store.CodePreparedNotFound)
 	})
 }
 

@@ -139,33 +139,79 @@ func applyPreapproval(ctx context.Context, tx *Tx, u *Update, e *preapprovalEffe
 	return PreapprovalResult{CID: p.CID, ExpiresAt: e.ExpiresAt}, nil
 }
 
-// RenewPreapproval moves the party's active preapproval of kind to expire one preapproval
-// lifetime from now: a ledger update that replaces it. It needs no signature because it only
-// extends a consent the party signed and that still holds; an expired consent is given anew
-// by a signed prepare/execute. It is not_found when the party has no active one.
+// A renewal moves the party's active preapproval of a kind to expire one preapproval lifetime
+// from now (and always later than it did): a ledger update that archives it and creates its
+// successor, with the effects of a preapproval that replaces it. Only a consent that still holds
+// is renewed; an expired one is given anew by the preapproval's own prepare/execute.
+
+// PrepareRenewal prepares the renewal of the party's active preapproval of kind, which the
+// party signs like any other write. It is not_found when the party has no active one.
+func (s *Store) PrepareRenewal(ctx context.Context, partyID string, kind PreapprovalKind) (*Prepared, error) {
+	e, err := renewal(ctx, s.db, partyID, kind, s.now(), s.cfg.PreapprovalTTL)
+	if err != nil {
+		return nil, err
+	}
+	summary := map[string]any{"action": "renew consent to receive " + kindNoun(kind), "party": partyID, "expiresAt": e.ExpiresAt, "replaces": e.Replaces}
+	return s.prepareAs(ctx, KindPreapprovalRenew, partyID, e, summary, []string{e.Replaces})
+}
+
+// renewal returns the effects of renewing the party's active preapproval of kind at now, or
+// not_found when it has none.
+func renewal(ctx context.Context, db bun.IDB, partyID string, kind PreapprovalKind, now time.Time, ttl time.Duration) (*preapprovalEffects, error) {
+	cur, err := activePreapproval(ctx, db, partyID, kind, now)
+	if err != nil {
+		return nil, err
+	}
+	expires := now.Truncate(time.Second).Add(ttl)
+	if !expires.After(cur.ExpiresAt.Time) {
+		expires = cur.ExpiresAt.Add(time.Second) // renewing always moves it later
+	}
+	return &preapprovalEffects{PartyID: partyID, Kind: kind, ExpiresAt: expires.Unix(), Replaces: cur.CID}, nil
+}
+
+// activePreapproval returns the party's preapproval of kind that is active at now, or not_found.
+func activePreapproval(ctx context.Context, db bun.IDB, partyID string, kind PreapprovalKind, now time.Time) (*Preapproval, error) {
+	cur, err := currentPreapproval(ctx, db, partyID, kind)
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil || !cur.ActiveAt(now) {
+		return nil, Errorf(CodeNotFound, "there is no active %s preapproval to renew; create one with POST /api/wallet/%s-preapproval/prepare", kind, kind)
+	}
+	return cur, nil
+}
+
+// applyRenewal applies a signed renewal: the preapproval it renews must still be active (the
+// ledger refuses it as stale when it was replaced since the prepare).
+func applyRenewal(ctx context.Context, tx *Tx, u *Update, e *preapprovalEffects) (any, error) {
+	if _, err := activePreapproval(ctx, tx, e.PartyID, e.Kind, tx.now); err != nil {
+		return nil, err
+	}
+	return applyPreapproval(ctx, tx, u, e)
+}
+
+// RenewPreapproval renews the party's active preapproval of kind without its signature: the
+// session's token is all it takes. It stays for the clients of the unsigned renewal route;
+// PrepareRenewal and an execute do the same signed. It is not_found when the party has no
+// active one.
 func (s *Store) RenewPreapproval(ctx context.Context, partyID string, kind PreapprovalKind) (*PreapprovalResult, error) {
-	var out *PreapprovalResult
+	var out PreapprovalResult
 	err := s.commit(ctx, KindPreapprovalRenew, partyID, func(tx *Tx, u *Update) error {
-		cur, err := currentPreapproval(ctx, tx, partyID, kind)
+		e, err := renewal(ctx, tx, partyID, kind, tx.now, tx.s.cfg.PreapprovalTTL)
 		if err != nil {
 			return err
 		}
-		if cur == nil || !cur.ActiveAt(tx.now) {
-			return Errorf(CodeNotFound, "there is no active %s preapproval to renew; create one with POST /api/wallet/%s-preapproval/prepare", kind, kind)
-		}
-		expires := tx.now.Truncate(time.Second).Add(tx.s.cfg.PreapprovalTTL)
-		if !expires.After(cur.ExpiresAt.Time) {
-			expires = cur.ExpiresAt.Add(time.Second) // renewing always moves it later
-		}
-		p := &Preapproval{PartyID: partyID, Kind: kind, ExpiresAt: At(expires)}
-		t := &Transaction{Consume: []ContractRef{{templatePreapproval, cur.CID}}, Create: []Contract{p}}
-		if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
+		res, err := applyPreapproval(ctx, tx, u, e)
+		if err != nil {
 			return err
 		}
-		out = &PreapprovalResult{CID: p.CID, ExpiresAt: expires.Unix()}
+		out = res.(PreapprovalResult)
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Preapprovals lists the party's unconsumed preapprovals.

@@ -1,7 +1,10 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -75,6 +78,128 @@ func TestPreapproval_TwoFirstOnesCommitOnlyOnce(t *testing.T) {
 			if committed != 1 || err != nil || len(ps) != 1 {
 				t.Fatalf("concurrent=%v: %d committed, %d preapprovals (%v); want 1 and 1", concurrent, committed, len(ps), err)
 			}
+		}
+	})
+}
+
+// A renewal is a write the party signs: prepared, then applied once by an execute whose
+// signature checks. Without one, or once the prepared renewal expired, nothing moves.
+func TestPreapproval_RenewalIsSignedAndAppliedOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		clock := storetest.NewClock(storetest.Epoch)
+		s := b.Open(t, storetest.Config(clock))
+		alice, mallory := onboardParty(t, s, "alice"), onboardParty(t, s, "mallory")
+		if _, err := s.PrepareRenewal(ctx, alice.id, store.PreapprovalUSDCx); store.ErrorCode(err) != store.CodeNotFound {
+			t.Fatalf("renewing a preapproval alice does not have: %v, want not_found", err)
+		}
+		prep, err := s.PreparePreapproval(ctx, alice.id, store.PreapprovalUSDCx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := alice.execute(s, store.KindUSDCxPreapproval, prep); err != nil {
+			t.Fatal(err)
+		}
+		before, err := s.Preapprovals(ctx, alice.id)
+		if err != nil || len(before) != 1 {
+			t.Fatalf("alice's preapprovals: %+v, %v", before, err)
+		}
+		unchanged := func(what string) {
+			t.Helper()
+			after, err := s.Preapprovals(ctx, alice.id)
+			if err != nil || len(after) != 1 || after[0].CID != before[0].CID || !after[0].ExpiresAt.Equal(before[0].ExpiresAt.Time) {
+				t.Fatalf("%s changed alice's preapprovals: %+v (%v), was %+v", what, after, err, before)
+			}
+		}
+
+		clock.Advance(time.Hour)
+		renewal, err := s.PrepareRenewal(ctx, alice.id, store.PreapprovalUSDCx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		renew := store.Execution{Kinds: []string{store.KindPreapprovalRenew}, Hash: renewal.Hash, Caller: alice.id}
+		for _, sig := range [][]byte{nil, make([]byte, ed25519.SignatureSize), ed25519.Sign(mallory.priv, renewal.Hash)} {
+			forged := renew
+			forged.Signature = sig
+			if _, err := s.Execute(ctx, forged); store.ErrorCode(err) != store.CodeInvalidSignature {
+				t.Fatalf("a renewal signed %x: %v, want invalid_signature", sig, err)
+			}
+			unchanged("a renewal without alice's signature")
+		}
+
+		receipt, err := alice.execute(s, store.KindPreapprovalRenew, renewal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got store.PreapprovalResult
+		if err := json.Unmarshal(receipt, &got); err != nil {
+			t.Fatal(err)
+		}
+		want := clock.Now().Add(s.Config().PreapprovalTTL).Unix()
+		if got.CID == "" || got.CID == before[0].CID || got.ExpiresAt != want {
+			t.Fatalf("renewal receipt %s: want a new cid expiring at %d", receipt, want)
+		}
+		if ps, err := s.Preapprovals(ctx, alice.id); err != nil || len(ps) != 1 || ps[0].CID != got.CID || ps[0].ExpiresAt.Unix() != want {
+			t.Fatalf("after the renewal alice's preapprovals are %+v (%v), want only %+v", ps, err, got)
+		}
+		again, err := alice.execute(s, store.KindPreapprovalRenew, renewal)
+		if err != nil || !bytes.Equal(again, receipt) {
+			t.Fatalf("replay: %s, %v; want the first receipt %s", again, err, receipt)
+		}
+
+		// An expired prepared renewal is refused and changes nothing.
+		before, _ = s.Preapprovals(ctx, alice.id)
+		late, err := s.PrepareRenewal(ctx, alice.id, store.PreapprovalUSDCx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(s.Config().PreparedTTL)
+		if _, err := alice.execute(s, store.KindPreapprovalRenew, late); store.ErrorCode(err) != store.CodePreparedExpired {
+			t.Fatalf("an expired prepared renewal: %v, want prepared_expired", err)
+		}
+		unchanged("an expired prepared renewal")
+	})
+}
+
+// A prepared renewal names the preapproval it renews: once that one is replaced, the renewal
+// is stale; once it expires, there is nothing to renew.
+func TestPreapproval_RenewalOfAPreapprovalGoneSincePrepareIsRefused(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		clock := storetest.NewClock(storetest.Epoch)
+		s := b.Open(t, storetest.Config(clock))
+		alice := onboardParty(t, s, "alice")
+		prep, err := s.PreparePreapproval(ctx, alice.id, store.PreapprovalNFT)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := alice.execute(s, store.KindNFTPreapproval, prep); err != nil {
+			t.Fatal(err)
+		}
+		var renewals [2]*store.Prepared
+		for i := range renewals {
+			if renewals[i], err = s.PrepareRenewal(ctx, alice.id, store.PreapprovalNFT); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := alice.execute(s, store.KindPreapprovalRenew, renewals[0]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := alice.execute(s, store.KindPreapprovalRenew, renewals[1]); store.ErrorCode(err) != store.CodeStale {
+			t.Fatalf("a renewal of a preapproval renewed since: %v, want stale", err)
+		}
+
+		clock.Advance(s.Config().PreapprovalTTL - time.Second)
+		expiring, err := s.PrepareRenewal(ctx, alice.id, store.PreapprovalNFT)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(2 * time.Second)
+		if _, err := alice.execute(s, store.KindPreapprovalRenew, expiring); store.ErrorCode(err) != store.CodeNotFound {
+			t.Fatalf("a renewal of a preapproval that expired since prepare: %v, want not_found", err)
+		}
+		if ps, err := s.Preapprovals(ctx, alice.id); err != nil || len(ps) != 1 || ps[0].ActiveAt(clock.Now()) {
+			t.Fatalf("alice's preapprovals: %+v (%v), want the one expired", ps, err)
 		}
 	})
 }

@@ -24,7 +24,7 @@ const (
 	KindCCTransfer       = "wallet.cc-transfer"
 	KindNFTPreapproval   = "wallet.nft-preapproval"
 	KindUSDCxPreapproval = "wallet.usdcx-preapproval"
-	KindPreapprovalRenew = "wallet.preapproval-renew" // committed directly, not prepared
+	KindPreapprovalRenew = "wallet.preapproval-renew" // prepared, or committed by the deprecated unsigned route
 )
 
 // actions maps every prepared kind to how its execute applies it.
@@ -34,6 +34,7 @@ var actions = map[string]action{
 	KindCCTransfer:       applyAs(applyTransfer),
 	KindNFTPreapproval:   applyAs(applyPreapproval),
 	KindUSDCxPreapproval: applyAs(applyPreapproval),
+	KindPreapprovalRenew: applyAs(applyRenewal),
 	KindNFTMint:          applyAs(applyMint),
 	KindNFTList:          applyAs(applyList),
 	KindNFTCancel:        applyAs(applyCancel),
@@ -376,7 +377,7 @@ func (tx *Tx) executed(ctx context.Context, p *PreparedTx, u *Update, receipt Re
 }
 
 // commit runs fn as one ledger update of kind acting as actAs, in its own transaction: the
-// path of writes that need no prepared transaction (a preapproval renewal).
+// path of writes that need no prepared transaction (the unsigned preapproval renewal).
 func (s *Store) commit(ctx context.Context, kind, actAs string, fn func(tx *Tx, u *Update) error) error {
 	return s.inTx(ctx, func(tx *Tx) error {
 		return tx.record(ctx, kind, actAs, func(u *Update) error { return fn(tx, u) })

@@ -14,7 +14,7 @@ type (
 	OnboardEffects       = onboardEffects      // KindOnboard
 	TapEffects           = tapEffects          // KindTap
 	TransferEffects      = transferEffects     // KindCCTransfer
-	PreapprovalEffects   = preapprovalEffects  // KindNFTPreapproval, KindUSDCxPreapproval
+	PreapprovalEffects   = preapprovalEffects  // KindNFTPreapproval, KindUSDCxPreapproval, KindPreapprovalRenew
 	MintEffects          = mintEffects         // KindNFTMint
 	ListEffects          = listEffects         // KindNFTList
 	CancelEffects        = cancelEffects       // KindNFTCancel
@@ -42,6 +42,7 @@ var effectsOf = map[string]func() any{
 	KindCCTransfer:       func() any { return new(transferEffects) },
 	KindNFTPreapproval:   func() any { return new(preapprovalEffects) },
 	KindUSDCxPreapproval: func() any { return new(preapprovalEffects) },
+	KindPreapprovalRenew: func() any { return new(preapprovalEffects) },
 	KindNFTMint:          func() any { return new(mintEffects) },
 	KindNFTList:          func() any { return new(listEffects) },
 	KindNFTCancel:        func() any { return new(cancelEffects) },

@@ -29,6 +29,7 @@ func preparedOfEachKind() map[string]any {
 		KindCCTransfer:       &transferEffects{Sender: testAlice, Receiver: testBob, Instrument: CC, Amount: MustAmount("10"), Fee: Zero, Inputs: pay.Inputs, Outputs: pay.Outputs},
 		KindNFTPreapproval:   &preapprovalEffects{PartyID: testAlice, Kind: PreapprovalNFT, ExpiresAt: exp, Replaces: "p1"},
 		KindUSDCxPreapproval: &preapprovalEffects{PartyID: testAlice, Kind: PreapprovalUSDCx, ExpiresAt: exp},
+		KindPreapprovalRenew: &preapprovalEffects{PartyID: testAlice, Kind: PreapprovalUSDCx, ExpiresAt: exp, Replaces: "p2"},
 		KindNFTMint:          &mintEffects{Minter: testAlice, CollectionID: "col_1", Phase: "public", Quantity: 2, Price: MustAmount("5"), Currency: CC, Creator: testBob, Payment: pay},
 		KindNFTList:          &listEffects{Seller: testAlice, Listings: []listingEffect{{NFTCID: "n1", NFTID: "col_1-1", CollectionID: "col_1", Price: MustAmount("3.5"), Currency: CC, ExpiresAt: &exp, Withdraws: "l0"}}},
 		KindNFTCancel:        &cancelEffects{Seller: testAlice, Listings: []listingRef{{CID: "l1", NFTID: "col_1-1", CollectionID: "col_1"}}},

@@ -241,16 +241,67 @@ type sessionState struct {
 // sessionCache holds session states in memory. The store is the truth: an entry may be
 // dropped at any time and is loaded again on use. Writers (rotation, logout) update the
 // entry after their commit, and a load that overlapped a write is not cached, so a stale
-// state can never replace a newer one.
+// state can never replace a newer one. Whatever changes or drops an entry tells the session's
+// watchers (WatchSession).
 type sessionCache struct {
-	mu     sync.RWMutex
-	m      map[string]*sessionState
-	writes uint64 // writes begun; a load caches its result only if none began meanwhile
+	mu       sync.RWMutex
+	m        map[string]*sessionState
+	writes   uint64                                // writes begun; a load caches its result only if none began meanwhile
+	watchers map[string]map[chan struct{}]struct{} // by session id
 }
 
 const sessionCacheMax = 1 << 17
 
-func newSessionCache() *sessionCache { return &sessionCache{m: make(map[string]*sessionState)} }
+func newSessionCache() *sessionCache {
+	return &sessionCache{m: make(map[string]*sessionState), watchers: make(map[string]map[chan struct{}]struct{})}
+}
+
+// WatchSession tells, on the channel it returns, every time session sid may have changed
+// (rotated, logged out, revoked) as soon as this instance learns of it: from its own write,
+// from another instance's notification on PostgreSQL, or from a gap in listening for them,
+// after which any session may have changed. A signal says only "read the session again"; one
+// not yet received stands for any number. Expiry is no change: it comes with time. It learns
+// nothing of other processes that share one SQLite file. stop ends the watch.
+func (s *Store) WatchSession(sid string) (changed <-chan struct{}, stop func()) {
+	return s.sessions.watch(sid)
+}
+
+func (c *sessionCache) watch(sid string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watchers[sid] == nil {
+		c.watchers[sid] = make(map[chan struct{}]struct{})
+	}
+	c.watchers[sid][ch] = struct{}{}
+	return ch, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.watchers[sid], ch)
+		if len(c.watchers[sid]) == 0 {
+			delete(c.watchers, sid)
+		}
+	}
+}
+
+// changedLocked signals the watchers of sid, or of every session when sid is empty.
+func (c *sessionCache) changedLocked(sid string) {
+	signal := func(chs map[chan struct{}]struct{}) {
+		for ch := range chs {
+			select {
+			case ch <- struct{}{}:
+			default: // a signal is pending: the watcher reads the session after this change
+			}
+		}
+	}
+	if sid != "" {
+		signal(c.watchers[sid])
+		return
+	}
+	for _, chs := range c.watchers {
+		signal(chs)
+	}
+}
 
 func (c *sessionCache) get(sid string) *sessionState {
 	c.mu.RLock()
@@ -299,6 +350,7 @@ func (c *sessionCache) endWrite(sid string, st *sessionState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.writes++
+	defer c.changedLocked(sid)
 	if st == nil {
 		delete(c.m, sid)
 		return
@@ -329,6 +381,7 @@ func (c *sessionCache) forget(sid string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.writes++
+	c.changedLocked(sid)
 	if sid == "" {
 		clear(c.m)
 		return

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"marketd/cmd/internal/cmdline"
 	"marketd/rest"
 	"marketd/store"
+	"marketd/store/clientaddr"
 	"marketd/store/signing"
 )
 
@@ -29,7 +29,7 @@ type config struct {
 	ratePrepare    int
 	rateSignIn     int
 	rateExecute    int
-	trustedProxies []string
+	trustedProxies clientaddr.Proxies
 	drainDelay     time.Duration
 	metricsAddr    string
 	redis          string
@@ -149,17 +149,11 @@ func settings(c *config) []setting {
 		{"rate-signin", "MARKETD_RATE_SIGNIN", strconv.Itoa(rest.DefaultRateSignIn), "sign-in requests (nonce, verify, onboarding prepare and execute) per minute per client address; 0 = unlimited", num(&c.rateSignIn)},
 		{"rate-execute", "MARKETD_RATE_EXECUTE", strconv.Itoa(rest.DefaultRateExecute), "executes (and swap intent submits) per minute per client address; 0 = unlimited", num(&c.rateExecute)},
 		{"trusted-proxies", "MARKETD_TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of proxies whose X-Forwarded-For names the client", func(v string) error {
-			c.trustedProxies = nil
-			for _, p := range strings.Split(v, ",") {
-				if p = strings.TrimSpace(p); p != "" {
-					if _, err := netip.ParsePrefix(p); err != nil {
-						if _, err := netip.ParseAddr(p); err != nil {
-							return fmt.Errorf("%q is neither an address nor a CIDR", p)
-						}
-					}
-					c.trustedProxies = append(c.trustedProxies, p)
-				}
+			proxies, err := clientaddr.ParseProxies(strings.Split(v, ","))
+			if err != nil {
+				return err
 			}
+			c.trustedProxies = proxies
 			return nil
 		}},
 		{"drain-delay", "MARKETD_DRAIN_DELAY", "5s", "on SIGTERM, how long /readyz fails before the listener closes (0s = at once)", func(v string) error {

@@ -152,3 +152,18 @@ func TestConfig_SessionMaxOverADayIsRefusedAtStartup(t *testing.T) {
 		t.Errorf("serve --session-max 48h: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// A trusted proxy that is not an address or a CIDR, by variable or flag, stops serve at
+// startup with a message that names the setting, the entry and what it wants; the list is
+// read once, there, and handed parsed to every front door.
+func TestConfig_ABadTrustedProxyIsRefusedAtStartup(t *testing.T) {
+	db := "sqlite://" + filepath.Join(t.TempDir(), "m.db")
+	_, errOut, code := runBinary(t, []string{"MARKETD_DB=" + db, "MARKETD_ADDR=256.0.0.1:1", "MARKETD_TRUSTED_PROXIES=10.0.0.0/8, proxy.example"}, "serve")
+	if code != 1 || !strings.Contains(errOut, "MARKETD_TRUSTED_PROXIES") || !strings.Contains(errOut, `"proxy.example"`) || !strings.Contains(errOut, "an IP address or a CIDR") {
+		t.Errorf("serve with MARKETD_TRUSTED_PROXIES=10.0.0.0/8, proxy.example: exit %d, stderr %q", code, errOut)
+	}
+	_, errOut, code = runBinary(t, []string{"MARKETD_DB=" + db, "MARKETD_ADDR=256.0.0.1:1"}, "serve", "--trusted-proxies", "10.0.0.0/33")
+	if code == 0 || !strings.Contains(errOut, "trusted-proxies") || !strings.Contains(errOut, `"10.0.0.0/33"`) || !strings.Contains(errOut, "an IP address or a CIDR") {
+		t.Errorf("serve --trusted-proxies 10.0.0.0/33: exit %d, stderr %q", code, errOut)
+	}
+}

@@ -22,7 +22,6 @@ import (
 	"marketd/graph"
 	"marketd/rest"
 	"marketd/store"
-	"marketd/store/clientaddr"
 	"marketd/store/metrics"
 	"marketd/store/ratelimit"
 	"marketd/web"
@@ -112,15 +111,11 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	proxies, err := clientaddr.ParseProxies(c.trustedProxies)
-	if err != nil {
-		return err
-	}
 	// GraphQL and the admin console (web/) next to the API: GraphQL on the API's tokens and read
 	// budget, the console on the API's rate limiter and its trusted proxies.
 	root := frontDoors(api,
 		graph.NewHandler(s, graph.Options{Logger: log, Authenticate: api.Authenticate, ChargeRead: api.ChargeRead, Metrics: m}),
-		web.New(s, web.Config{Limits: api.Limiter(), Dev: c.dev, Logger: log, TrustedProxies: proxies}))
+		web.New(s, web.Config{Limits: api.Limiter(), Dev: c.dev, Logger: log, TrustedProxies: c.trustedProxies}))
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
 		return err

@@ -200,6 +200,26 @@ func wantPreapproval(kind store.PreapprovalKind) intent {
 	}
 }
 
+// wantRenewal admits the renewal of the party's own preapproval of kind: it archives the one it
+// replaces and creates its successor, expiring after the renewal was prepared, and moves
+// nothing else.
+func wantRenewal(kind store.PreapprovalKind) intent {
+	return func(me string, d *store.DecodedPrepared) error {
+		c := &checker{asked: "renew your consent to receive " + string(kind), d: d}
+		if e := effectsAs[store.PreapprovalEffects](c, store.KindPreapprovalRenew); e != nil {
+			c.same("party", e.PartyID, me)
+			c.same("kind", e.Kind, kind)
+			if e.Replaces == "" {
+				c.fail("it names no preapproval to renew")
+			}
+			if e.ExpiresAt <= d.PreparedAt {
+				c.fail(fmt.Sprintf("it expires at %d, before it was prepared at %d", e.ExpiresAt, d.PreparedAt))
+			}
+		}
+		return c.err
+	}
+}
+
 func wantMint(collectionID string, quantity int) intent {
 	return func(me string, d *store.DecodedPrepared) error {
 		c := &checker{asked: fmt.Sprintf("mint %d NFT(s) of %s", quantity, collectionID), d: d}
@@ -478,6 +498,9 @@ func describe(d *store.DecodedPrepared) []string {
 		return append(out, holdings(e.Inputs, e.Outputs, e.Instrument)...)
 	case *store.PreapprovalEffects:
 		s := fmt.Sprintf("consent, as %s, to receive %s until %s", e.PartyID, e.Kind, until(e.ExpiresAt))
+		if d.Kind == store.KindPreapprovalRenew {
+			s = "renew the " + s
+		}
 		if e.Replaces != "" {
 			s += ", replacing " + e.Replaces
 		}

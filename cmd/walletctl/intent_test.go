@@ -176,6 +176,43 @@ func TestSend_RefusesATransactionToAnotherReceiver(t *testing.T) {
 	})
 }
 
+// renew signs the renewal it asked for, of its own kind, and nothing a proxy swaps in.
+func TestRenew_SignsTheRenewalOfTheKindAsked(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		w := newCtlWorld(t, b)
+		p := w.proxied()
+		bob := w.party("bob")
+		nft := w.must("bob", "preapprove", "nft")
+		usdcx := w.must("bob", "preapprove", "usdcx")
+		preapprovals := func() string {
+			ps, err := w.store.Preapprovals(context.Background(), bob)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return fmt.Sprint(ps)
+		}
+		before := preapprovals()
+
+		// The proxy makes the renewal of usdcx one of nft.
+		w.refusedUnsigned(p, &tamper{path: "/api/wallet/preapproval/renew/prepare", request: func(m map[string]any) { m["kind"] = "nft" }},
+			[]string{bob}, []string{"renew your consent to receive usdcx", "kind is nft, not usdcx"}, "bob", "renew", "usdcx")
+		if after := preapprovals(); after != before {
+			t.Fatalf("a refused renewal changed bob's preapprovals:\nbefore %s\nafter  %s", before, after)
+		}
+
+		// Untouched, it is signed and executed: the usdcx preapproval is renewed, the nft one stays.
+		executes := p.executes.Load()
+		renewed := w.must("bob", "renew", "usdcx")
+		if n := p.executes.Load() - executes; n != 1 || renewed["status"] != "committed" || renewed["cid"] == usdcx["cid"] {
+			t.Fatalf("renew sent %d execute(s) and answered %v after %v", n, renewed, usdcx)
+		}
+		ps, err := w.store.Preapprovals(context.Background(), bob)
+		if err != nil || len(ps) != 2 || ps[0].CID != nft["cid"] || ps[1].CID != renewed["cid"] {
+			t.Fatalf("bob's preapprovals after renewing usdcx: %+v (%v)", ps, err)
+		}
+	})
+}
+
 // What walletctl shows before it signs comes from the signed bytes: a summary that lies is
 // not shown, by a shortcut or by exec.
 func TestSigning_ShowsWhatTheBytesDoNotTheServersSummary(t *testing.T) {

@@ -192,7 +192,11 @@ func (w *wallet) shortcut(cmd string, args []string) error {
 		if err := want(1, "renew nft|usdcx"); err != nil {
 			return err
 		}
-		return w.call("POST", "/api/wallet/preapproval/renew", body("kind", args[0]))
+		kind, err := store.ParsePreapprovalKind(args[0])
+		if err != nil {
+			return err
+		}
+		return w.exec("/api/wallet/preapproval/renew", body("kind", args[0]), wantRenewal(kind))
 	case "rewards":
 		if len(args) == 1 && args[0] == "history" {
 			return w.call("GET", "/api/wallet/rewards/{me}/history", "")

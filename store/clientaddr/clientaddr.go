@@ -32,7 +32,7 @@ func ParseProxies(list []string) (Proxies, error) {
 		}
 		a, err := netip.ParseAddr(s)
 		if err != nil {
-			return nil, fmt.Errorf("trusted proxy %q: want an address or a CIDR", s)
+			return nil, fmt.Errorf("trusted proxy %q: want an IP address or a CIDR such as 10.0.0.0/8 (a proxy is trusted by address, never by host name)", s)
 		}
 		a = a.Unmap()
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))
