@@ -352,6 +352,7 @@ type Tx struct {
 	deferred []byte // writes sent in one round trip before the commit (PostgreSQL)
 	after    []func()
 	recorded string                 // the kind of the ledger update this transaction appended, if any
+	logged   []*Update              // the updates it appended, for the transparency log (appendLog)
 	touched  []string               // the collections whose NFTs or listings this transaction writes
 	nfts     []string               // the NFTs whose read model it writes (by their history events)
 	pools    map[string]*Pool       // the swap pools this transaction has locked
@@ -383,6 +384,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 		after, recorded = tx.after, tx.recorded
 		if err := tx.notifyCollections(ctx); err != nil {
+			return err
+		}
+		if err := tx.appendLog(ctx); err != nil {
 			return err
 		}
 		if err := tx.flush(ctx); err != nil {
