@@ -252,7 +252,7 @@ func parseLogKey(skey string) (*logKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transparency log key: %w", err)
 	}
-	f := strings.Split(skey, "+")
+	f := strings.SplitN(skey, "+", 5) // PRIVATE+KEY+<name>+<hash>+<base64 of 1 and the seed>
 	key, err := base64.StdEncoding.DecodeString(f[len(f)-1])
 	if err != nil || len(key) != 1+ed25519.SeedSize {
 		return nil, fmt.Errorf("transparency log key: not an Ed25519 signer key")
