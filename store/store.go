@@ -161,6 +161,9 @@ type Store struct {
 	writer         writerSlot                      // SQLite's single writer, admitted within the wait
 
 	refusals refusalTally // rate-limit refusals not yet written (refusal.go)
+
+	fullTiles tileCache // the transparency log's full tiles, which never change (transparency.go)
+	unlogged  bool      // set only by a benchmark: commits skip the transparency log, to measure its cost
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"marketd/store/translog"
@@ -143,7 +144,7 @@ type offsetsAndHead struct {
 // completes their receipts; it is the transaction's last step before COMMIT. An update rolled
 // back to a savepoint is not in the table, so it gets no entry.
 func (tx *Tx) appendLog(ctx context.Context) error {
-	if len(tx.logged) == 0 {
+	if len(tx.logged) == 0 || tx.s.unlogged {
 		return nil
 	}
 	byID := make(map[string]*Update, len(tx.logged))
@@ -311,6 +312,12 @@ func (s *Store) LogTile(ctx context.Context, t tlog.Tile) ([]byte, error) {
 	if t.H != translog.TileHeight || t.L < -1 || t.L > 63 || t.N < 0 || t.W < 1 || t.W > translog.TileWidth {
 		return nil, Errorf(CodeInvalidRequest, "a tile is %d levels high, at level -1 to 63, 1 to %d wide", translog.TileHeight, translog.TileWidth)
 	}
+	full := t.W == translog.TileWidth
+	if full {
+		if b, ok := s.fullTiles.get(t); ok {
+			return b, nil
+		}
+	}
 	h, err := s.readLogHead(ctx)
 	if err != nil {
 		return nil, err
@@ -327,12 +334,50 @@ func (s *Store) LogTile(ctx context.Context, t tlog.Tile) ([]byte, error) {
 	if end > h.Size {
 		return nil, Errorf(CodeNotFound, "the log holds %d entries: tile %s is beyond it", h.Size, translog.TilePath(t))
 	}
+	var b []byte
 	if t.L == -1 {
-		return s.logBundle(ctx, t)
+		b, err = s.logBundle(ctx, t)
+	} else {
+		b, err = tlog.ReadTileData(t, tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+			return s.readLogHashes(ctx, indexes)
+		}))
 	}
-	return tlog.ReadTileData(t, tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
-		return s.readLogHashes(ctx, indexes)
-	}))
+	if err == nil && full {
+		s.fullTiles.put(t, b)
+	}
+	return b, err
+}
+
+// maxCachedTiles bounds the full tiles kept in memory: hash tiles are 8 KiB, bundles a few
+// hundred KiB at most.
+const maxCachedTiles = 256
+
+// tileCache keeps full tiles, which never change once the tree covers them.
+type tileCache struct {
+	mu    sync.Mutex
+	tiles map[tlog.Tile][]byte
+}
+
+func (c *tileCache) get(t tlog.Tile) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.tiles[t]
+	return b, ok
+}
+
+func (c *tileCache) put(t tlog.Tile, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tiles == nil {
+		c.tiles = map[tlog.Tile][]byte{}
+	}
+	if len(c.tiles) >= maxCachedTiles {
+		for k := range c.tiles { // drop one at random: map order
+			delete(c.tiles, k)
+			break
+		}
+	}
+	c.tiles[t] = b
 }
 
 // logBundle is the entry bundle of data tile t.
