@@ -121,6 +121,10 @@ func run(args []string, out, log io.Writer) error {
 			body = args[2]
 		}
 		return w.call(strings.ToUpper(args[0]), args[1], body)
+	case "verify":
+		return w.verify(args)
+	case "audit":
+		return w.audit()
 	case "exec":
 		if len(args) != 2 {
 			return errors.New("usage: walletctl exec PATH JSON   (PATH without /prepare, e.g. /api/wallet/cc-transfer)")
@@ -576,6 +580,9 @@ func (w *wallet) prepareAndExecute(preparePath, executePath string, body []byte,
 	}
 	if err != nil {
 		return nil, err
+	}
+	if err := w.keepReceipt(res); err != nil {
+		return nil, fmt.Errorf("executed, but keeping the receipt in %s: %v", w.receiptsPath(), err)
 	}
 	return res, nil
 }
