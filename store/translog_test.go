@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -183,6 +185,42 @@ func TestTransparencyLog_CheckpointIsSignedByTheLogKeyAndTilesBeyondTheTreeAreNo
 			if _, err := s.LogTile(ctx, tile); store.ErrorCode(err) != store.CodeNotFound {
 				t.Errorf("tile %s of a tree of %d: %v, want not_found", translog.TilePath(tile), tree.N, err)
 			}
+		}
+	})
+}
+
+func TestTransparencyLog_MigrateLogsTheUpdatesCommittedBeforeTheLogBegan(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		s, _, _ := openLedger(t, b)
+		alice := onboardParty(t, s, "alice")
+		tap(t, s, alice, store.CC, "5")
+		// The store as it was before the log: updates, and an empty log.
+		driver, dsn := "pgx", s.Config().DB
+		empty := `'\x'::bytea`
+		if b.Dialect == store.SQLite {
+			driver, dsn, empty = "sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://"), "X''"
+		}
+		raw, err := sql.Open(driver, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		for _, q := range []string{"DELETE FROM log_entries", "DELETE FROM log_hashes", "UPDATE log_head SET size = 0, frontier = " + empty} {
+			if _, err := raw.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		tree := storetest.CheckLog(t, s)
+		e, err := translog.ParseEntry(logEntry(t, s, 0))
+		if err != nil || e.CommittedBy != translog.CommittedBeforeLog {
+			t.Fatalf("the first entry after the migration: %+v %v", e, err)
+		}
+		tap(t, s, alice, store.CC, "5")
+		if after := storetest.CheckLog(t, s); after.N != tree.N+1 {
+			t.Fatalf("the log went from %d to %d entries with one update", tree.N, after.N)
 		}
 	})
 }

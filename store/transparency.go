@@ -124,6 +124,9 @@ func (u *Update) logEntry() translog.Entry {
 		RecordedAt:  u.RecordedAt.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano),
 		CommittedBy: translog.CommittedByService,
 	}
+	if u.beforeLog {
+		e.CommittedBy = translog.CommittedBeforeLog
+	}
 	if s := u.signed; s != nil {
 		e.CommittedBy = translog.CommittedByParty
 		e.PreparedTransaction, e.Signature, e.PublicKey = s.p.Body, s.signature, s.p.SignerKey
@@ -418,4 +421,38 @@ func (s *Store) readLogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash
 		out[i] = tlog.Hash(h)
 	}
 	return out, nil
+}
+
+// offsetLock is the advisory lock under which PostgreSQL hands out offsets (the foundation
+// migration): the log is appended under it.
+const offsetLock = 32199672997732211
+
+// fillLog appends the updates committed before the log began (a store migrated from before
+// it) to the log, in offset order, before any later update: Migrate runs it.
+func (s *Store) fillLog(ctx context.Context) error {
+	for {
+		filled := 0
+		err := s.inTx(ctx, func(tx *Tx) error {
+			if s.dialect == Postgres {
+				if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", offsetLock); err != nil {
+					return err
+				}
+			}
+			var us []*Update
+			err := tx.NewSelect().Model(&us).
+				Where("NOT EXISTS (SELECT 1 FROM log_entries AS e WHERE e.update_id = ?TableAlias.update_id)").
+				Order("ledger_offset").Limit(1000).Scan(ctx)
+			if err != nil {
+				return fmt.Errorf("transparency log: read the updates before it: %w", err)
+			}
+			for _, u := range us {
+				u.beforeLog = true
+			}
+			filled, tx.logged = len(us), us
+			return nil
+		})
+		if err != nil || filled == 0 {
+			return err
+		}
+	}
 }

@@ -18,7 +18,8 @@ type Update struct {
 	RecordedAt Timestamp `bun:"recorded_at"`
 	Reward     *Amount   `bun:"reward"` // the CC reward the update earned ActAs, if any
 
-	signed *partySigned // set by an execute: what the party signed (transparency.go)
+	signed    *partySigned // set by an execute: what the party signed (transparency.go)
+	beforeLog bool         // committed before the transparency log began (fillLog)
 }
 
 // appendUpdate writes u to the log, and credits its reward; it is the last write of its

@@ -37,6 +37,9 @@ const MaxEntrySize = 1<<16 - 1
 const (
 	CommittedByParty   = "party"   // executed with the party's signature over preparedTransaction
 	CommittedByService = "service" // committed by the service itself (an expiry, an archive, a renewal)
+	// CommittedBeforeLog is an update committed before the log began, appended when the store
+	// was migrated to it: its signature, if it had one, was not kept.
+	CommittedBeforeLog = "before-log"
 )
 
 // Entry is one log entry: one committed ledger update. An update a party signed carries the
@@ -85,9 +88,9 @@ func ParseEntry(b []byte) (*Entry, error) {
 // Check verifies what the entry says of who committed it.
 func (e *Entry) Check() error {
 	switch e.CommittedBy {
-	case CommittedByService:
+	case CommittedByService, CommittedBeforeLog:
 		if e.PreparedTransaction != nil || e.Signature != nil || e.PublicKey != nil {
-			return fmt.Errorf("log entry %s: committed by the service, yet carries a signature", e.UpdateID)
+			return fmt.Errorf("log entry %s: committed by %s, yet carries a signature", e.UpdateID, e.CommittedBy)
 		}
 		return nil
 	case CommittedByParty:
@@ -100,7 +103,7 @@ func (e *Entry) Check() error {
 		}
 		return nil
 	}
-	return fmt.Errorf("log entry %s: committedBy %q, want %q or %q", e.UpdateID, e.CommittedBy, CommittedByParty, CommittedByService)
+	return fmt.Errorf("log entry %s: committedBy %q, want %q, %q or %q", e.UpdateID, e.CommittedBy, CommittedByParty, CommittedByService, CommittedBeforeLog)
 }
 
 // FormatCheckpoint is the body of a checkpoint note: the origin line, the tree size and the
