@@ -250,14 +250,12 @@ func (w *wallet) audit() error {
 	if err != nil {
 		return fmt.Errorf("AUDIT FAILED: %v", err)
 	}
-	byParty := 0
+	committedBy := map[string]int{} // party, service, before-log
 	for _, e := range entries {
-		if e.CommittedBy == translog.CommittedByParty {
-			byParty++
-		}
+		committedBy[e.CommittedBy]++
 	}
 	if err := keep(); err != nil {
 		return err
 	}
-	return printJSON(w.out, map[string]any{"entries": len(entries), "signedByParties": byParty, "committedByService": len(entries) - byParty, "treeSize": tree.N, "rootHash": tree.Hash.String()})
+	return printJSON(w.out, map[string]any{"entries": len(entries), "committedBy": committedBy, "treeSize": tree.N, "rootHash": tree.Hash.String()})
 }

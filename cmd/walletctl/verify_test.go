@@ -124,7 +124,7 @@ func TestVerify_KeptReceiptsAreInTheLogAndAuditChecksEveryEntry(t *testing.T) {
 			t.Fatalf("verified %v receipts, want 2", got)
 		}
 		audit := w.must("alice", "audit")
-		if audit["entries"] != audit["treeSize"] || audit["signedByParties"].(float64) < 2 {
+		if audit["entries"] != audit["treeSize"] || audit["committedBy"].(map[string]any)["party"].(float64) < 2 {
 			t.Fatalf("audit: %v", audit)
 		}
 		w.must("alice", "tap", "CC", "1")
