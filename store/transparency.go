@@ -430,6 +430,15 @@ const offsetLock = 32199672997732211
 // fillLog appends the updates committed before the log began (a store migrated from before
 // it) to the log, in offset order, before any later update: Migrate runs it.
 func (s *Store) fillLog(ctx context.Context) error {
+	// The latest update commits with its entry, so once the log holds it, it holds every one
+	// (a fill cut short fills from the oldest up): a start reads one row of each table.
+	var unlogged []string
+	err := s.db.NewSelect().Model((*Update)(nil)).Column("update_id").
+		Where("NOT EXISTS (SELECT 1 FROM log_entries AS e WHERE e.update_id = ?TableAlias.update_id)").
+		Where("ledger_offset = (SELECT MAX(ledger_offset) FROM updates)").Scan(ctx, &unlogged)
+	if err != nil || len(unlogged) == 0 {
+		return err
+	}
 	for {
 		filled := 0
 		err := s.inTx(ctx, func(tx *Tx) error {
