@@ -127,7 +127,7 @@ func printSettings(w io.Writer, offline bool) {
 	if !offline {
 		fmt.Fprintf(tw, "  %s\t--server URL\tthe service (default http://localhost:8080)\n", envServer)
 	}
-	fmt.Fprintf(tw, "  %s\t--key FILE\tthe key file; the session token is kept in FILE.token (default wallet.key)\n", envKey)
+	fmt.Fprintf(tw, "  %s\t--key FILE\tthe key file; the session token is kept in FILE.token, receipts in FILE.receipts, the log's pinned key and last checkpoint in FILE.log (default wallet.key)\n", envKey)
 	tw.Flush()
 }
 

@@ -2,7 +2,9 @@
 // key, onboards its party, signs in, and signs prepared transactions. Before it signs one it
 // checks that the hash is the SHA-256 of the transaction's bytes, decodes those bytes (never
 // the server's summary of them), shows what they do and, for a shortcut, refuses unless they do
-// exactly what was asked.
+// exactly what was asked. It keeps the receipts of its executes and checks them against the
+// service's transparency log (verify), or checks the whole log (audit), pinning the log's key
+// and the last checkpoint seen beside the key file.
 package main
 
 import (
