@@ -176,10 +176,10 @@ func (srv *Server) checkOrigin(r *http.Request) error {
 	return nil
 }
 
-// isRead tells whether a request counts against the read limit: every GET under /api/ (and
+// isRead tells whether a request counts against the read limit: every GET under /api/ and /log/ (and
 // HEAD, which ServeMux answers with the GET handler).
 func isRead(r *http.Request) bool {
-	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && strings.HasPrefix(r.URL.Path, "/api/")
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) && (strings.HasPrefix(r.URL.Path, "/api/") || strings.HasPrefix(r.URL.Path, "/log/"))
 }
 
 // checkNamedParties refuses a request whose path or query names a party other than the token's.

@@ -406,7 +406,7 @@ func TestOpenAPI_LimitedRoutesDocumentRateLimitHeadersAnd429(t *testing.T) {
 	routes := openAPIRoutes()
 	for _, o := range openAPIOps(t, doc) {
 		rt, ok := routes[o.String()]
-		limited := ok && (rt.prepare || rt.signin || executes(rt.path) || (rt.method == http.MethodGet && strings.HasPrefix(rt.path, "/api/")))
+		limited := ok && (rt.prepare || rt.signin || executes(rt.path) || (rt.method == http.MethodGet && (strings.HasPrefix(rt.path, "/api/") || strings.HasPrefix(rt.path, "/log/"))))
 		rs := openAPIResponses(t, doc, o)
 		if !limited {
 			if _, ok := rs["429"]; ok {

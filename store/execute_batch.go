@@ -250,10 +250,17 @@ func batchEffects[E any](ps []*PreparedTx) ([]*E, error) {
 	return es, nil
 }
 
-// answerRepeats gives each repeat in the batch the answer of its first.
-func answerRepeats(results []executeResult, again map[int]int) {
-	for i, j := range again {
-		results[i] = results[j]
+// answerRepeats gives each repeat in the batch the answer of its first, and again once the
+// batch has committed, when the first's receipt carries its log index.
+func (tx *Tx) answerRepeats(results []executeResult, again map[int]int) {
+	answer := func() {
+		for i, j := range again {
+			results[i] = results[j]
+		}
+	}
+	answer()
+	if len(again) > 0 {
+		tx.afterCommit(answer)
 	}
 }
 
@@ -275,7 +282,7 @@ func (tx *Tx) applyEach(ctx context.Context, batch []*executeRequest, prepared m
 			continue
 		}
 		mark, executed := tx.mark(), p.Result != nil
-		receipt, err := tx.executeLocked(ctx, p)
+		receipt, err := tx.executeLocked(ctx, p, r.x.Signature, &results[i].receipt)
 		if err == nil {
 			// The next execute reads what this one wrote, and may roll back to after it.
 			err = tx.savepoint(ctx)

@@ -94,3 +94,7 @@ func (s *Store) SlowWrite(ctx context.Context, d time.Duration) error {
 		return nil
 	})
 }
+
+// SkipTransparencyLog makes the store's commits skip the transparency log, for a benchmark of
+// what the log costs the write path.
+func (s *Store) SkipTransparencyLog() { s.unlogged = true }

@@ -25,7 +25,7 @@ import (
 // offset it has shown is handed out again to another update.
 
 // offsetLock is the advisory lock under which a commit takes its ledger offset (the
-// foundation migration's assign_ledger_offset).
+// foundation migration's assign_ledger_offset) and appends to the transparency log.
 const offsetLock = 32199672997732211
 
 // historySeen is where this instance last found the store's history.
@@ -134,4 +134,5 @@ func (s *Store) forgetHistory() {
 	s.operator.Store(nil)
 	s.keys.cur.Store(nil)
 	s.nftIndex.forget()
+	s.fullTiles.forget()
 }

@@ -20,6 +20,8 @@ const (
 	cursorKID     = "cursor-1"
 	purposeNonce  = "nonce-hmac" // secret: the HMAC-SHA256 key that seals sign-in nonces
 	nonceKID      = "nonce-1"
+	purposeLog    = "log-note" // secret: the note signer key of the transparency log (transparency.go)
+	logKID        = "log-1"
 )
 
 // serviceKeyRow is a key the service generated on its first start and keeps in the store, so
@@ -40,6 +42,7 @@ type serviceKeys struct {
 	verifying  map[string]ed25519.PublicKey
 	cursorMAC  *keyedMAC
 	nonceMAC   []byte
+	log        *logKey
 	loadedAt   time.Time
 }
 
@@ -98,7 +101,7 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 	for _, r := range rows {
 		have[r.Purpose] = true
 	}
-	if !have[purposeJWT] || !have[purposeCursor] || !have[purposeNonce] {
+	if !have[purposeJWT] || !have[purposeCursor] || !have[purposeNonce] || !have[purposeLog] {
 		err := s.inTx(ctx, func(tx *Tx) error {
 			var fresh []serviceKeyRow
 			if !have[purposeJWT] {
@@ -117,6 +120,13 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 					return err
 				}
 				fresh = append(fresh, serviceKeyRow{KID: k.kid, Purpose: k.purpose, Secret: secret, CreatedAt: At(tx.now)})
+			}
+			if !have[purposeLog] {
+				skey, err := s.newLogKey()
+				if err != nil {
+					return err
+				}
+				fresh = append(fresh, serviceKeyRow{KID: logKID, Purpose: purposeLog, Secret: []byte(skey), CreatedAt: At(tx.now)})
 			}
 			// Two instances starting at once may both insert a signing key; both keep
 			// verifying, and every instance signs with the oldest.
@@ -147,6 +157,12 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 			if k.nonceMAC == nil {
 				k.nonceMAC = r.Secret
 			}
+		case purposeLog:
+			lk, err := parseLogKey(string(r.Secret))
+			if err != nil {
+				return nil, err
+			}
+			k.log = lk
 		}
 	}
 	return k, nil

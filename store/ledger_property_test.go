@@ -564,6 +564,7 @@ func TestLedger_ConservesEveryInstrumentUnderConcurrency(t *testing.T) {
 		}
 		t.Logf("%s: %d commits, %v", b.Name, len(w.commits), w.stats)
 		w.verify()
+		storetest.CheckLog(t, w.s)
 		t.Logf("%s: total %v", b.Name, time.Since(start).Round(time.Millisecond))
 	})
 }

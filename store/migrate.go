@@ -90,6 +90,9 @@ func (s *Store) MigrateWithProgress(ctx context.Context, progress Progress) ([]s
 			if err != nil {
 				return nil, err
 			}
+			if err := s.fillLog(ctx); err != nil {
+				return nil, err
+			}
 			if err := s.ensureOperator(ctx); err != nil {
 				return nil, err
 			}

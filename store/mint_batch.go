@@ -210,11 +210,8 @@ func (tx *Tx) applyMintBatch(ctx context.Context, batch []*executeRequest, prepa
 				results[i].err = errs[j]
 				continue
 			}
-			receipt, err := committedReceipt(us[j].UpdateID, minted[j])
+			receipt, err := tx.executed(ps[j], us[j], minted[j], batch[i].x.Signature, &results[i].receipt)
 			if err != nil {
-				return err
-			}
-			if err := tx.executed(ctx, ps[j], us[j], receipt); err != nil {
 				return err
 			}
 			results[i].receipt = receipt
@@ -227,6 +224,6 @@ func (tx *Tx) applyMintBatch(ctx context.Context, batch []*executeRequest, prepa
 			}
 		}
 	}
-	answerRepeats(results, again)
+	tx.answerRepeats(results, again)
 	return nil
 }

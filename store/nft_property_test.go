@@ -391,6 +391,7 @@ func TestNFTMarket_ConservesValueAndKeepsOneLiveContractPerNFTUnderConcurrency(t
 			}
 		}
 		w.verify()
+		storetest.CheckLog(t, w.s) // mints, listings, buys, sweeps and the service's expiries
 	})
 }
 

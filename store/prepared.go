@@ -264,7 +264,7 @@ func (s *Store) executeAlone(ctx context.Context, x Execution, check bool) (Rece
 	var receipt Receipt
 	err := s.inTx(ctx, func(tx *Tx) error {
 		var err error
-		receipt, err = tx.execute(ctx, x, check)
+		receipt, err = tx.execute(ctx, x, check, &receipt)
 		return err
 	})
 	return receipt, staleOnCollision(err)
@@ -317,8 +317,9 @@ func (p *PreparedTx) batchKey() (batchKey, error) {
 }
 
 // execute applies the prepared transaction x names inside tx, reading its row under the lock;
-// check says x is not checked (Execution.check) yet.
-func (tx *Tx) execute(ctx context.Context, x Execution, check bool) (Receipt, error) {
+// check says x is not checked (Execution.check) yet. The commit completes the receipt in
+// *receipt with the update's log index.
+func (tx *Tx) execute(ctx context.Context, x Execution, check bool, receipt *Receipt) (Receipt, error) {
 	p := new(PreparedTx)
 	err := tx.forUpdate(tx.NewSelect().Model(p).Where("hash = ?", x.Hash)).Scan(ctx)
 	if isNoRows(err) {
@@ -332,7 +333,7 @@ func (tx *Tx) execute(ctx context.Context, x Execution, check bool) (Receipt, er
 			return nil, err
 		}
 	}
-	return tx.executeLocked(ctx, p)
+	return tx.executeLocked(ctx, p, x.Signature, receipt)
 }
 
 // due answers an execute of p, read under its row lock, that applies nothing: p's receipt
@@ -347,8 +348,9 @@ func (tx *Tx) due(p *PreparedTx) (receipt Receipt, done bool, err error) {
 	return nil, false, nil
 }
 
-// executeLocked applies p, read under its row lock and checked.
-func (tx *Tx) executeLocked(ctx context.Context, p *PreparedTx) (Receipt, error) {
+// executeLocked applies p, read under its row lock and checked against signature. The
+// receipt it returns lacks the log index, which the commit writes into *final.
+func (tx *Tx) executeLocked(ctx context.Context, p *PreparedTx, signature []byte, final *Receipt) (Receipt, error) {
 	if receipt, done, err := tx.due(p); done {
 		return receipt, err
 	}
@@ -362,18 +364,23 @@ func (tx *Tx) executeLocked(ctx context.Context, p *PreparedTx) (Receipt, error)
 		if err != nil {
 			return err
 		}
-		if receipt, err = committedReceipt(u.UpdateID, result); err != nil {
-			return err
-		}
-		return tx.executed(ctx, p, u, receipt)
+		receipt, err = tx.executed(p, u, result, signature, final)
+		return err
 	})
 	return receipt, err
 }
 
-// executed records on p its receipt, which every replay answers.
-func (tx *Tx) executed(ctx context.Context, p *PreparedTx, u *Update, receipt Receipt) error {
+// executed marks p executed as u, signed with signature, and returns its receipt without the
+// log index. The commit writes the receipt with it into *final and on p (receiptLogged),
+// which every replay answers with.
+func (tx *Tx) executed(p *PreparedTx, u *Update, result any, signature []byte, final *Receipt) (Receipt, error) {
+	receipt, err := committedReceipt(u.UpdateID, nil, result)
+	if err != nil {
+		return nil, err
+	}
 	p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.now)
-	return tx.later(ctx, tx.NewUpdate().Model(p).Column("update_id", "result", "executed_at").WherePK())
+	u.signed = &partySigned{p: p, signature: signature, result: result, receipt: final}
+	return receipt, nil
 }
 
 // commit runs fn as one ledger update of kind acting as actAs, in its own transaction: the
@@ -395,12 +402,14 @@ func (tx *Tx) record(ctx context.Context, kind, actAs string, fn func(u *Update)
 	return tx.appendUpdate(ctx, u)
 }
 
-// committedReceipt is {"updateId", "status": "committed"} followed by the fields of result.
-func committedReceipt(updateID string, result any) (Receipt, error) {
+// committedReceipt is {"updateId", "status": "committed", "logIndex"} followed by the fields
+// of result; logIndex is left out while nil.
+func committedReceipt(updateID string, logIndex *int64, result any) (Receipt, error) {
 	head, err := json.Marshal(struct {
 		UpdateID string `json:"updateId"`
 		Status   string `json:"status"`
-	}{updateID, "committed"})
+		LogIndex *int64 `json:"logIndex,omitempty"`
+	}{updateID, "committed", logIndex})
 	if err != nil {
 		return nil, err
 	}

@@ -164,6 +164,9 @@ type Store struct {
 	refusals refusalTally // rate-limit refusals not yet written (refusal.go)
 
 	history historySeen // where this instance last found the store's history (failover.go)
+
+	fullTiles tileCache // the transparency log's full tiles, which never change (transparency.go)
+	unlogged  bool      // set only by a benchmark: commits skip the transparency log, to measure its cost
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -356,6 +359,7 @@ type Tx struct {
 	deferred []byte // writes sent in one round trip before the commit (PostgreSQL)
 	after    []func()
 	recorded string                 // the kind of the ledger update this transaction appended, if any
+	logged   []*Update              // the updates it appended, for the transparency log (appendLog)
 	touched  []string               // the collections whose NFTs or listings this transaction writes
 	nfts     []string               // the NFTs whose read model it writes (by their history events)
 	pools    map[string]*Pool       // the swap pools this transaction has locked
@@ -387,6 +391,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 		after, recorded = tx.after, tx.recorded
 		if err := tx.notifyCollections(ctx); err != nil {
+			return err
+		}
+		if err := tx.appendLog(ctx); err != nil {
 			return err
 		}
 		if err := tx.flush(ctx); err != nil {

@@ -22,7 +22,7 @@ func (e *intentEffects) batchKey() batchKey {
 // and returns errExecuteRefused: the caller rolls back and tries again without it.
 func (tx *Tx) applyIntents(ctx context.Context, batch []*executeRequest, prepared map[string]*PreparedTx, refused []bool, results []executeResult) error {
 	at, ps, again := tx.pending(batch, prepared, refused, results)
-	defer answerRepeats(results, again)
+	defer tx.answerRepeats(results, again)
 	if len(ps) == 0 {
 		return nil
 	}
@@ -34,10 +34,9 @@ func (tx *Tx) applyIntents(ctx context.Context, batch []*executeRequest, prepare
 		return err
 	}
 	type staged struct {
-		at      int // in batch
-		p       *PreparedTx
-		intent  *stagedIntent
-		receipt Receipt
+		at     int // in batch
+		p      *PreparedTx
+		intent *stagedIntent
 	}
 	var (
 		us    []*Update
@@ -55,12 +54,8 @@ func (tx *Tx) applyIntents(ctx context.Context, batch []*executeRequest, prepare
 			results[i].err = err
 			continue
 		}
-		receipt, err := committedReceipt(u.UpdateID, st.result)
-		if err != nil {
-			return err
-		}
 		us, ts = append(us, u), append(ts, st.t)
-		stage = append(stage, staged{at: i, p: p, intent: st, receipt: receipt})
+		stage = append(stage, staged{at: i, p: p, intent: st})
 	}
 	if len(stage) == 0 {
 		return nil
@@ -77,10 +72,11 @@ func (tx *Tx) applyIntents(ctx context.Context, batch []*executeRequest, prepare
 	for j, st := range stage {
 		v, fs := st.intent.rows(tx, us[j])
 		views[j], fills = v, append(fills, fs...)
-		if err := tx.executed(ctx, st.p, us[j], st.receipt); err != nil {
+		receipt, err := tx.executed(st.p, us[j], st.intent.result, batch[st.at].x.Signature, &results[st.at].receipt)
+		if err != nil {
 			return err
 		}
-		results[st.at].receipt = st.receipt
+		results[st.at].receipt = receipt
 	}
 	if err := tx.recordIntents(ctx, views, fills); err != nil {
 		return err

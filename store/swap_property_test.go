@@ -239,6 +239,7 @@ func TestSwap_PropertyConcurrentQuotesAndIntentsConserveAndFillWithinTerms(t *te
 			t.Errorf("the run exercised too little: %d fills, %d filled intents, %v", fills, filledIntents, stats)
 		}
 		t.Logf("seed %d: %v; %d fills in %d filled intents, %d of them after waiting", seed, stats, fills, filledIntents, waited)
+		storetest.CheckLog(t, w.s) // quotes, intents batched per pool, the service's fills
 	})
 }
 

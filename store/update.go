@@ -16,11 +16,15 @@ type Update struct {
 	Kind       string    `bun:"kind"`
 	ActAs      string    `bun:"act_as"`
 	RecordedAt Timestamp `bun:"recorded_at"`
-	Reward     *Amount   `bun:"reward"` // the CC reward the update earned ActAs, if any
+	Reward     *Amount   `bun:"reward"`             // the CC reward the update earned ActAs, if any
+	LogIndex   *int64    `bun:"log_index,scanonly"` // its entry in the transparency log, where a read asks for it
+
+	signed    *partySigned // set by an execute: what the party signed (transparency.go)
+	beforeLog bool         // committed before the transparency log began (fillLog)
 }
 
 // appendUpdate writes u to the log, and credits its reward; it is the last write of its
-// transaction. The store assigns the offset as the transaction commits (in commit order: see
+// update (the commit appends it to the transparency log: appendLog). The store assigns the offset as the transaction commits (in commit order: see
 // the foundation migration), so nothing here waits for other writers.
 func (tx *Tx) appendUpdate(ctx context.Context, u *Update) error {
 	return tx.appendUpdates(ctx, []*Update{u})
@@ -36,6 +40,7 @@ func (tx *Tx) appendUpdates(ctx context.Context, us []*Update) error {
 		}
 		u.RecordedAt = At(tx.now)
 	}
+	tx.logged = append(tx.logged, us...)
 	return tx.later(ctx, tx.NewInsert().Model(&us))
 }
 

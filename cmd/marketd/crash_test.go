@@ -28,8 +28,9 @@ import (
 // that is SIGKILLed at a random moment, then restarted, several rounds on each store. After
 // every round: each acknowledged write is in the store, each instrument is conserved (locked
 // amounts and unclaimed fees included), each NFT has one live contract and at most one live
-// listing, every mint of the drop applied once, and the restarted instance's NFT index
-// answers every page exactly as an instance reading by SQL (MARKETD_NFT_INDEX=off) does.
+// listing, every mint of the drop applied once, the restarted instance's NFT index
+// answers every page exactly as an instance reading by SQL (MARKETD_NFT_INDEX=off) does, and
+// the transparency log holds one entry per update, in offset order, whose root recomputes.
 func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testing.T) {
 	stores := []struct{ name, dsn, driver, raw string }{}
 	file := filepath.Join(t.TempDir(), "m.db")
@@ -66,6 +67,7 @@ func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testi
 				in = startInstance(t, env...)
 				checkAfterCrash(t, db, acked, len(traders), len(minters))
 				checkDrop(t, db, drop)
+				checkLogAfterCrash(t, db, in.url)
 				sqlInstance := startInstance(t, append(env, "MARKETD_NFT_INDEX=off")...)
 				comparePages(t, c, in.url, sqlInstance.url, col, traders)
 				compareAggregates(t, c, in.url, db, pool, "2")

@@ -43,6 +43,8 @@ var commands = []command{
 			fs.StringVar(&w.hash, "hash", "", "sign this preparedTransactionHash (standard base64 of 32 bytes) instead of a message")
 		}},
 	{cmdline.Command{Name: "call", Args: "METHOD PATH [JSON]", Summary: "call the API with the token attached; {me} in PATH is the key's party id"}, secWallet, false, nil},
+	{cmdline.Command{Name: "verify", Args: "[RECEIPT]", Summary: "check that each kept receipt (or the JSON one given) is in the server's transparency log, as this key signed it, and that the log only grew since last seen"}, secWallet, false, nil},
+	{cmdline.Command{Name: "audit", Args: "", Summary: "download the whole transparency log: check every entry's signature, the root hash, and that the log only grew since last seen"}, secWallet, false, nil},
 	{cmdline.Command{Name: "exec", Args: "PATH JSON", Summary: "PATH/prepare, check the hash, print what the signed bytes do, sign, execute (it checks the party only, not what the transaction does)"}, secWallet, false, nil},
 
 	{cmdline.Command{Name: "balance", Args: "", Summary: "the party's balances"}, secShortcut, false, nil},
@@ -125,7 +127,7 @@ func printSettings(w io.Writer, offline bool) {
 	if !offline {
 		fmt.Fprintf(tw, "  %s\t--server URL\tthe service (default http://localhost:8080)\n", envServer)
 	}
-	fmt.Fprintf(tw, "  %s\t--key FILE\tthe key file; the session token is kept in FILE.token (default wallet.key)\n", envKey)
+	fmt.Fprintf(tw, "  %s\t--key FILE\tthe key file; the session token is kept in FILE.token, receipts in FILE.receipts, the log's pinned key and last checkpoint in FILE.log (default wallet.key)\n", envKey)
 	tw.Flush()
 }
 

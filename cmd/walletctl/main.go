@@ -2,7 +2,9 @@
 // key, onboards its party, signs in, and signs prepared transactions. Before it signs one it
 // checks that the hash is the SHA-256 of the transaction's bytes, decodes those bytes (never
 // the server's summary of them), shows what they do and, for a shortcut, refuses unless they do
-// exactly what was asked.
+// exactly what was asked. It keeps the receipts of its executes and checks them against the
+// service's transparency log (verify), or checks the whole log (audit), pinning the log's key
+// and the last checkpoint seen beside the key file.
 package main
 
 import (
@@ -121,6 +123,10 @@ func run(args []string, out, log io.Writer) error {
 			body = args[2]
 		}
 		return w.call(strings.ToUpper(args[0]), args[1], body)
+	case "verify":
+		return w.verify(args)
+	case "audit":
+		return w.audit()
 	case "exec":
 		if len(args) != 2 {
 			return errors.New("usage: walletctl exec PATH JSON   (PATH without /prepare, e.g. /api/wallet/cc-transfer)")
@@ -580,6 +586,9 @@ func (w *wallet) prepareAndExecute(preparePath, executePath string, body []byte,
 	}
 	if err != nil {
 		return nil, err
+	}
+	if err := w.keepReceipt(res); err != nil {
+		return nil, fmt.Errorf("executed, but keeping the receipt in %s: %v", w.receiptsPath(), err)
 	}
 	return res, nil
 }

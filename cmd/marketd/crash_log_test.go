@@ -1,0 +1,81 @@
+package main
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"marketd/store/translog"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// checkLogAfterCrash checks the transparency log after a kill: one entry per committed update
+// and none without its update, in offset order, and the restarted instance serves a checkpoint,
+// signed by its key, whose root the entries it serves hash to (translog.Audit, every
+// party-signed entry's signature checked).
+func checkLogAfterCrash(t *testing.T, db *sql.DB, base string) {
+	t.Helper()
+	var updates, entries, size, orphans int64
+	// One statement, one snapshot: the restarted instance may be committing meanwhile.
+	err := db.QueryRow(`SELECT (SELECT count(*) FROM updates), (SELECT count(*) FROM log_entries), (SELECT size FROM log_head),
+		(SELECT count(*) FROM log_entries e LEFT JOIN updates u ON u.update_id = e.update_id WHERE u.update_id IS NULL)`).Scan(&updates, &entries, &size, &orphans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if updates != entries || entries != size || orphans != 0 {
+		t.Fatalf("%d updates, %d log entries (%d without their update), a head of %d", updates, entries, orphans, size)
+	}
+	get := func(path string) []byte {
+		res, err := http.Get(base + "/log/" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("GET /log/%s: %d %s", path, res.StatusCode, b)
+		}
+		return b
+	}
+	v, err := note.NewVerifier(strings.TrimSpace(string(get("key"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := note.Open(get("checkpoint"), note.VerifierList(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := translog.ParseCheckpoint(n.Text, v.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree.N < updates { // writes of the restarted instance (its expiry sweeps) may follow the count
+		t.Fatalf("the checkpoint says %d entries, the store held %d updates", tree.N, updates)
+	}
+	logged, err := translog.Audit(tree, func(tile tlog.Tile) ([]byte, error) { return get(translog.TilePath(tile)), nil })
+	if err != nil {
+		t.Fatalf("audit after the crash: %v", err)
+	}
+	rows, err := db.Query(fmt.Sprintf("SELECT update_id, ledger_offset FROM updates ORDER BY ledger_offset LIMIT %d", tree.N))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for i := 0; rows.Next(); i++ {
+		var id string
+		var offset int64
+		if err := rows.Scan(&id, &offset); err != nil {
+			t.Fatal(err)
+		}
+		if e := logged[i]; e.UpdateID != id || e.Offset != offset {
+			b, _ := json.Marshal(e)
+			t.Fatalf("entry %d is %s, the update at that place in offset order is %s at %d", i, b, id, offset)
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"marketd/rest"
+	"marketd/store"
+	"marketd/store/storetest"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// rawDB opens the world's database directly, as an operator with access to it could.
+func (w *ctlWorld) rawDB() (*sql.DB, func(int) string) {
+	w.t.Helper()
+	dsn := w.store.Config().DB
+	driver, arg := "pgx", func(i int) string { return fmt.Sprintf("$%d", i) }
+	if w.store.Dialect() == store.SQLite {
+		driver, dsn, arg = "sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://"), func(int) string { return "?" }
+	}
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	w.t.Cleanup(func() { db.Close() })
+	return db, arg
+}
+
+// logEntries reads every stored entry, in log order.
+func logEntries(t *testing.T, db *sql.DB) [][]byte {
+	t.Helper()
+	rows, err := db.Query("SELECT entry FROM log_entries ORDER BY log_index")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// rewriteHistory changes entry n and writes the whole tree again over it, as an operator
+// rewriting history would: the new tree is consistent in itself, not with the old one.
+func (w *ctlWorld) rewriteHistory(n int) {
+	t := w.t
+	db, arg := w.rawDB()
+	entries := logEntries(t, db)
+	entries[n] = []byte(strings.Replace(string(entries[n]), `"recordedAt":"2`, `"recordedAt":"1`, 1))
+	if _, err := db.Exec("UPDATE log_entries SET entry = "+arg(1)+" WHERE log_index = "+arg(2), entries[n], n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("DELETE FROM log_hashes"); err != nil {
+		t.Fatal(err)
+	}
+	hashes := map[int64]tlog.Hash{}
+	read := tlog.HashReaderFunc(func(xs []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(xs))
+		for i, x := range xs {
+			out[i] = hashes[x]
+		}
+		return out, nil
+	})
+	for i, e := range entries {
+		hs, err := tlog.StoredHashes(int64(i), e, read)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, h := range hs {
+			x := tlog.StoredHashIndex(0, int64(i)) + int64(j)
+			hashes[x] = h
+			if _, err := db.Exec("INSERT INTO log_hashes (hash_index, hash) VALUES ("+arg(1)+", "+arg(2)+")", x, h[:]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	size := int64(len(entries))
+	var frontier []byte
+	for level := 62; level >= 0; level-- {
+		if size>>level&1 == 1 {
+			h := hashes[tlog.StoredHashIndex(level, size>>level-1)]
+			frontier = append(frontier, h[:]...)
+		}
+	}
+	if _, err := db.Exec("UPDATE log_head SET frontier = "+arg(1)+" WHERE id = 1", frontier); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// restart serves the world's store from a new instance, behind the same address (p).
+func (w *ctlWorld) restart(p *pathProxy) {
+	s := storetest.Backend{}.Reopen(w.t, w.store.Config())
+	srv, err := rest.New(s, rest.Config{PublicURL: "http://localhost:8080", Dev: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	w.t.Cleanup(hs.Close)
+	w.store, p.target = s, hs.URL
+}
+
+func TestVerify_KeptReceiptsAreInTheLogAndAuditChecksEveryEntry(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		w := newCtlWorld(t, b)
+		w.party("alice")
+		tap := w.must("alice", "tap", "CC", "10")
+		if _, ok := tap["logIndex"].(float64); !ok {
+			t.Fatalf("the tap's receipt has no logIndex: %v", tap)
+		}
+		if got := w.must("alice", "verify")["verified"]; got != 2.0 { // the onboarding and the tap
+			t.Fatalf("verified %v receipts, want 2", got)
+		}
+		audit := w.must("alice", "audit")
+		if audit["entries"] != audit["treeSize"] || audit["committedBy"].(map[string]any)["party"].(float64) < 2 {
+			t.Fatalf("audit: %v", audit)
+		}
+		w.must("alice", "tap", "CC", "1")
+		w.must("alice", "verify") // the log grew: consistent with the checkpoint kept
+	})
+}
+
+func TestVerify_ATamperedEntryIsCaught(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		w := newCtlWorld(t, b)
+		w.party("alice")
+		n := int(w.must("alice", "tap", "CC", "10")["logIndex"].(float64))
+		w.must("alice", "verify")
+		db, arg := w.rawDB()
+		entry := logEntries(t, db)[n]
+		forged := strings.Replace(string(entry), `"kind":"wallet.tap"`, `"kind":"wallet.tip"`, 1)
+		if _, err := db.Exec("UPDATE log_entries SET entry = "+arg(1)+" WHERE log_index = "+arg(2), []byte(forged), n); err != nil {
+			t.Fatal(err)
+		}
+		w.refused("alice", []string{"NOT IN THE LOG", fmt.Sprintf("entry %d", n)}, "verify")
+		w.refused("alice", []string{"AUDIT FAILED"}, "audit")
+	})
+}
+
+func TestVerify_ARewrittenHistoryIsCaught(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		w := newCtlWorld(t, b)
+		w.party("alice")
+		w.must("alice", "tap", "CC", "10")
+		w.must("alice", "verify")
+		w.rewriteHistory(0)
+		w.refused("alice", []string{"LOG REWRITTEN"}, "verify")
+		w.refused("alice", []string{"LOG REWRITTEN"}, "audit")
+	})
+}
+
+func TestVerify_ACheckpointSignedByAnotherKeyIsCaught(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		w := newCtlWorld(t, b)
+		p := w.proxied()
+		w.party("alice")
+		w.must("alice", "tap", "CC", "10")
+		w.must("alice", "verify")
+		skey, _, err := note.GenerateKey(nil, "localhost:8080/log")
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, arg := w.rawDB()
+		if _, err := db.Exec("UPDATE service_keys SET secret = "+arg(1)+" WHERE purpose = 'log-note'", []byte(skey)); err != nil {
+			t.Fatal(err)
+		}
+		w.restart(p)
+		if _, err := w.store.LogCheckpoint(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		w.refused("alice", []string{"LOG KEY CHANGED"}, "verify")
+		w.refused("alice", []string{"LOG KEY CHANGED"}, "audit")
+	})
+}

@@ -1,0 +1,79 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"marketd/store"
+	"marketd/store/translog"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// LogTiles reads s's transparency log tiles as a client reads them over HTTP.
+func LogTiles(s *store.Store) translog.Fetch {
+	return func(t tlog.Tile) ([]byte, error) { return s.LogTile(context.Background(), t) }
+}
+
+// CheckLog checks s's transparency log against its ledger and returns the tree: one entry per
+// committed update, in offset order, each naming its update and checking out (a party's
+// signature over what it signed); the entries hash to the root; inclusion proofs through the
+// tiles check with tlog's verifier.
+func CheckLog(t testing.TB, s *store.Store) tlog.Tree {
+	t.Helper()
+	ctx := context.Background()
+	var updates []store.Update
+	for {
+		after := int64(0)
+		if len(updates) > 0 {
+			after = updates[len(updates)-1].Offset
+		}
+		page, err := s.UpdatesAfter(ctx, after, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		updates = append(updates, page...)
+	}
+	tree, err := s.LogTree(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tree.N != int64(len(updates)) {
+		t.Fatalf("the log holds %d entries, the ledger %d updates", tree.N, len(updates))
+	}
+	entries, err := translog.Audit(tree, LogTiles(s))
+	if err != nil {
+		t.Fatalf("audit: %v", err)
+	}
+	for i, e := range entries {
+		u := updates[i]
+		at := u.RecordedAt.UTC().Format(time.RFC3339Nano)
+		if e.UpdateID != u.UpdateID || e.Offset != u.Offset || e.Kind != u.Kind || e.ActAs != u.ActAs || e.RecordedAt != at {
+			t.Fatalf("entry %d is %+v, the update at offset %d is %s %s %s %s %s", i, e, u.Offset, u.UpdateID, u.Kind, u.ActAs, at, e.CommittedBy)
+		}
+	}
+	step := max(1, tree.N/50)
+	for n := int64(0); n < tree.N; n += step {
+		entry, err := translog.ParseBundle(mustTile(t, s, tlog.Tile{H: translog.TileHeight, L: -1, N: n / translog.TileWidth, W: int(min(translog.TileWidth, tree.N-n/translog.TileWidth*translog.TileWidth))}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := translog.CheckInclusion(tree, n, entry[n%translog.TileWidth], LogTiles(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tree
+}
+
+func mustTile(t testing.TB, s *store.Store, tile tlog.Tile) []byte {
+	t.Helper()
+	b, err := s.LogTile(context.Background(), tile)
+	if err != nil {
+		t.Fatalf("tile %s: %v", translog.TilePath(tile), err)
+	}
+	return b
+}

@@ -1,0 +1,226 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"marketd/store"
+	"marketd/store/storetest"
+	"marketd/store/translog"
+
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// logIndexOf reads the logIndex of an execute's receipt.
+func logIndexOf(t *testing.T, r store.Receipt) int64 {
+	t.Helper()
+	var v struct {
+		UpdateID string `json:"updateId"`
+		LogIndex *int64 `json:"logIndex"`
+	}
+	if err := json.Unmarshal(r, &v); err != nil || v.LogIndex == nil {
+		t.Fatalf("receipt %s: no logIndex (%v)", r, err)
+	}
+	return *v.LogIndex
+}
+
+// logEntry reads entry n of the log through its bundle.
+func logEntry(t *testing.T, s *store.Store, n int64) []byte {
+	t.Helper()
+	tree, err := s.LogTree(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := n / translog.TileWidth * translog.TileWidth
+	b, err := s.LogTile(context.Background(), tlog.Tile{H: translog.TileHeight, L: -1, N: n / translog.TileWidth, W: int(min(translog.TileWidth, tree.N-first))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := translog.ParseBundle(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries[n-first]
+}
+
+func TestTransparencyLog_EachUpdateIsOneEntryInOffsetOrderAndReceiptsPointToIt(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s, _, _ := openLedger(t, b)
+		alice, bob := onboardParty(t, s, "alice"), onboardParty(t, s, "bob")
+		tap(t, s, alice, store.CC, "50")
+		before := storetest.CheckLog(t, s)
+
+		prep, err := s.PrepareCCTransfer(ctx, alice.id, bob.id, store.MustAmount("20"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		receipt, err := alice.execute(s, store.KindCCTransfer, prep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := logIndexOf(t, receipt)
+		again, err := alice.execute(s, store.KindCCTransfer, prep)
+		if err != nil || !bytes.Equal(again, receipt) {
+			t.Fatalf("a replay answered %s (%v), the execute %s", again, err, receipt)
+		}
+		e, err := translog.ParseEntry(logEntry(t, s, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.CommittedBy != translog.CommittedByParty || !bytes.Equal(e.PreparedTransaction, prep.Transaction) ||
+			e.ActAs != alice.id || e.Kind != store.KindCCTransfer || !bytes.Equal(e.PublicKey, alice.priv.Public().(ed25519.PublicKey)) {
+			t.Fatalf("entry %d of the transfer: %+v", n, e)
+		}
+		// An update the service commits says so.
+		pre, err := s.PreparePreapproval(ctx, bob.id, store.PreapprovalUSDCx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bob.execute(s, store.KindUSDCxPreapproval, pre); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RenewPreapproval(ctx, bob.id, store.PreapprovalUSDCx); err != nil {
+			t.Fatal(err)
+		}
+		after := storetest.CheckLog(t, s)
+		last, err := translog.ParseEntry(logEntry(t, s, after.N-1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last.CommittedBy != translog.CommittedByService || last.Kind != store.KindPreapprovalRenew || last.Signature != nil {
+			t.Fatalf("the renewal's entry: %+v", last)
+		}
+		if err := translog.CheckConsistency(before, after, storetest.LogTiles(s)); err != nil {
+			t.Fatal(err)
+		}
+		forged := before
+		forged.Hash[0] ^= 1
+		if err := translog.CheckConsistency(forged, after, storetest.LogTiles(s)); err == nil {
+			t.Fatal("a tree the log never had checked as consistent with it")
+		}
+	})
+}
+
+func TestTransparencyLog_ConcurrentExecutesKeepOneEntryPerUpdate(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		s, _, _ := openLedger(t, b)
+		parties := make([]*ledgerParty, 6)
+		for i := range parties {
+			parties[i] = onboardParty(t, s, fmt.Sprintf("p%d", i))
+		}
+		var wg sync.WaitGroup
+		indexes := make(chan int64, 60)
+		for _, p := range parties {
+			wg.Go(func() {
+				for range 10 {
+					prep, err := s.PrepareTap(context.Background(), p.id, store.CC, store.MustAmount("1"))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					r, err := p.execute(s, store.KindTap, prep)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					indexes <- logIndexOf(t, r)
+				}
+			})
+		}
+		wg.Wait()
+		close(indexes)
+		seen := map[int64]bool{}
+		for n := range indexes {
+			if seen[n] {
+				t.Fatalf("two receipts name entry %d", n)
+			}
+			seen[n] = true
+		}
+		storetest.CheckLog(t, s)
+	})
+}
+
+func TestTransparencyLog_CheckpointIsSignedByTheLogKeyAndTilesBeyondTheTreeAreNotFound(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s, _, _ := openLedger(t, b)
+		onboardParty(t, s, "alice")
+		vkey, err := s.LogVerifierKey(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := note.NewVerifier(vkey)
+		if err != nil {
+			t.Fatalf("verifier key %q: %v", vkey, err)
+		}
+		signed, err := s.LogCheckpoint(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := note.Open(signed, note.VerifierList(v))
+		if err != nil {
+			t.Fatalf("checkpoint %q: %v", signed, err)
+		}
+		tree, err := translog.ParseCheckpoint(n.Text, v.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := storetest.CheckLog(t, s); tree != want {
+			t.Fatalf("checkpoint %+v, the log %+v", tree, want)
+		}
+		for _, tile := range []tlog.Tile{
+			{H: translog.TileHeight, L: 0, N: 0, W: int(tree.N) + 1},
+			{H: translog.TileHeight, L: -1, N: 1, W: 1},
+			{H: translog.TileHeight, L: 1, N: 0, W: 1},
+		} {
+			if _, err := s.LogTile(ctx, tile); store.ErrorCode(err) != store.CodeNotFound {
+				t.Errorf("tile %s of a tree of %d: %v, want not_found", translog.TilePath(tile), tree.N, err)
+			}
+		}
+	})
+}
+
+func TestTransparencyLog_MigrateLogsTheUpdatesCommittedBeforeTheLogBegan(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		s, _, _ := openLedger(t, b)
+		alice := onboardParty(t, s, "alice")
+		tap(t, s, alice, store.CC, "5")
+		// The store as it was before the log: updates, and an empty log.
+		driver, dsn := "pgx", s.Config().DB
+		empty := `'\x'::bytea`
+		if b.Dialect == store.SQLite {
+			driver, dsn, empty = "sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://"), "X''"
+		}
+		raw, err := sql.Open(driver, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		for _, q := range []string{"DELETE FROM log_entries", "DELETE FROM log_hashes", "UPDATE log_head SET size = 0, frontier = " + empty} {
+			if _, err := raw.Exec(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		tree := storetest.CheckLog(t, s)
+		e, err := translog.ParseEntry(logEntry(t, s, 0))
+		if err != nil || e.CommittedBy != translog.CommittedBeforeLog {
+			t.Fatalf("the first entry after the migration: %+v %v", e, err)
+		}
+		tap(t, s, alice, store.CC, "5")
+		if after := storetest.CheckLog(t, s); after.N != tree.N+1 {
+			t.Fatalf("the log went from %d to %d entries with one update", tree.N, after.N)
+		}
+	})
+}

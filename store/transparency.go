@@ -1,0 +1,470 @@
+package store
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"marketd/store/translog"
+
+	"github.com/uptrace/bun"
+	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// The transparency log: every committed update is one entry of a Merkle tree (package
+// translog says what an entry, a checkpoint, a tile and a bundle are). appendLog appends the
+// updates of a transaction as its last step before COMMIT, in the same database transaction,
+// so an update and its entry commit together or not at all, and entries follow offsets: on
+// PostgreSQL the offsets are assigned right then (the deferred trigger is fired early), under
+// the ledger's offset lock, which the transaction holds until it commits; SQLite runs one
+// writer at a time. The log keeps, per entry, the entry's bytes and the tree's stored hashes
+// (sumdb/tlog's layout), and one head row (the size and the hashes of the maximal complete
+// subtrees), so the checkpoint is one read and a tile one indexed read.
+
+// logEntryRow is one entry of the log.
+type logEntryRow struct {
+	bun.BaseModel `bun:"table:log_entries"`
+
+	LogIndex int64  `bun:"log_index,pk"`
+	UpdateID string `bun:"update_id"`
+	Entry    []byte `bun:"entry"`
+}
+
+// logHashRow is one stored hash of the tree (tlog.StoredHashIndex).
+type logHashRow struct {
+	bun.BaseModel `bun:"table:log_hashes"`
+
+	HashIndex int64  `bun:"hash_index,pk"`
+	Hash      []byte `bun:"hash"`
+}
+
+// logHead is the tree's size and the hashes of its maximal complete subtrees, largest first.
+type logHead struct {
+	bun.BaseModel `bun:"table:log_head"`
+
+	ID       int    `bun:"id,pk"`
+	Size     int64  `bun:"size"`
+	Frontier []byte `bun:"frontier"`
+}
+
+// frontierIndexes lists the stored-hash indexes of the maximal complete subtrees of a tree of
+// n entries, largest first: what a new entry's hashes and the root hash are made of.
+func frontierIndexes(n int64) []int64 {
+	var out []int64
+	for level := 62; level >= 0; level-- {
+		if n>>level&1 == 1 {
+			out = append(out, tlog.StoredHashIndex(level, n>>level-1))
+		}
+	}
+	return out
+}
+
+// hashMap is a tlog.HashReader over hashes in memory.
+type hashMap map[int64]tlog.Hash
+
+func (m hashMap) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		h, ok := m[x]
+		if !ok {
+			return nil, fmt.Errorf("transparency log: stored hash %d is not at hand", x)
+		}
+		out[i] = h
+	}
+	return out, nil
+}
+
+// hashes reads the head's frontier as stored hashes.
+func (h *logHead) hashes() (hashMap, error) {
+	idx := frontierIndexes(h.Size)
+	if len(h.Frontier) != len(idx)*tlog.HashSize {
+		return nil, fmt.Errorf("transparency log: the head of %d entries holds %d bytes of hashes, want %d", h.Size, len(h.Frontier), len(idx)*tlog.HashSize)
+	}
+	m := make(hashMap, len(idx))
+	for i, x := range idx {
+		m[x] = tlog.Hash(h.Frontier[i*tlog.HashSize:])
+	}
+	return m, nil
+}
+
+// tree is the head's size and root hash (RFC 6962: the empty tree's is SHA-256 of nothing).
+func (h *logHead) tree() (tlog.Tree, error) {
+	if h.Size == 0 {
+		return tlog.Tree{N: 0, Hash: sha256.Sum256(nil)}, nil
+	}
+	m, err := h.hashes()
+	if err != nil {
+		return tlog.Tree{}, err
+	}
+	root, err := tlog.TreeHash(h.Size, m)
+	return tlog.Tree{N: h.Size, Hash: root}, err
+}
+
+// partySigned is what an execute adds to its update: the prepared transaction the party signed
+// and the signature, what the receipt adds to updateId and status, and where the caller reads
+// the receipt, which appendLog completes with the update's log index.
+type partySigned struct {
+	p         *PreparedTx
+	signature []byte
+	result    any
+	receipt   *Receipt
+}
+
+// logEntry is u's entry, once its offset is known.
+func (u *Update) logEntry() translog.Entry {
+	e := translog.Entry{
+		UpdateID: u.UpdateID, Offset: u.Offset, Kind: u.Kind, ActAs: u.ActAs,
+		RecordedAt:  u.RecordedAt.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano),
+		CommittedBy: translog.CommittedByService,
+	}
+	if u.beforeLog {
+		e.CommittedBy = translog.CommittedBeforeLog
+	}
+	if s := u.signed; s != nil {
+		e.CommittedBy = translog.CommittedByParty
+		e.PreparedTransaction, e.Signature, e.PublicKey = s.p.Body, s.signature, s.p.SignerKey
+	}
+	return e
+}
+
+// offsetsAndHead is what appendLog reads under the offset lock: each update's offset and the
+// log's head.
+type offsetsAndHead struct {
+	UpdateID string `bun:"update_id"`
+	Offset   int64  `bun:"ledger_offset"`
+	Size     int64  `bun:"size"`
+	Frontier []byte `bun:"frontier"`
+}
+
+// appendLog appends the updates this transaction committed to the log, in offset order, and
+// completes their receipts; it is the transaction's last step before COMMIT. An update rolled
+// back to a savepoint is not in the table, so it gets no entry.
+func (tx *Tx) appendLog(ctx context.Context) error {
+	if len(tx.logged) == 0 || tx.s.unlogged {
+		return nil
+	}
+	byID := make(map[string]*Update, len(tx.logged))
+	ids := make([]string, len(tx.logged))
+	for i, u := range tx.logged {
+		byID[u.UpdateID], ids[i] = u, u.UpdateID
+	}
+	tx.logged = nil
+	if tx.s.dialect == Postgres {
+		// The offsets are assigned now, under the lock held until the commit is visible.
+		tx.deferred = append(tx.deferred, "SET CONSTRAINTS updates_assign_offset IMMEDIATE;\n"...)
+	}
+	if err := tx.flush(ctx); err != nil {
+		return err
+	}
+	var rows []offsetsAndHead
+	err := tx.NewSelect().TableExpr("updates AS u").Join("CROSS JOIN log_head AS h").
+		ColumnExpr("u.update_id, u.ledger_offset, h.size, h.frontier").
+		Where("u.update_id IN (?)", bun.In(ids)).OrderExpr("u.ledger_offset").Scan(ctx, &rows)
+	if err != nil {
+		return fmt.Errorf("transparency log: read the offsets: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	head := &logHead{ID: 1, Size: rows[0].Size, Frontier: rows[0].Frontier}
+	known, err := head.hashes()
+	if err != nil {
+		return err
+	}
+	entries := make([]logEntryRow, len(rows))
+	var hashes []logHashRow
+	for i, r := range rows {
+		u, n := byID[r.UpdateID], head.Size+int64(i)
+		u.Offset = r.Offset
+		e := u.logEntry()
+		b, err := e.Marshal()
+		if err != nil {
+			return err
+		}
+		hs, err := tlog.StoredHashes(n, b, known)
+		if err != nil {
+			return fmt.Errorf("transparency log: entry %d: %w", n, err)
+		}
+		for j, h := range hs {
+			x := tlog.StoredHashIndex(0, n) + int64(j)
+			known[x] = h
+			hashes = append(hashes, logHashRow{HashIndex: x, Hash: h[:]})
+		}
+		entries[i] = logEntryRow{LogIndex: n, UpdateID: u.UpdateID, Entry: b}
+		if err := tx.receiptLogged(ctx, u, n); err != nil {
+			return err
+		}
+	}
+	head.Size += int64(len(rows))
+	head.Frontier = head.Frontier[:0:0]
+	for _, x := range frontierIndexes(head.Size) {
+		h, ok := known[x]
+		if !ok {
+			return fmt.Errorf("transparency log: subtree hash %d missing after appending", x)
+		}
+		head.Frontier = append(head.Frontier, h[:]...)
+	}
+	for _, q := range []writeQuery{
+		tx.NewInsert().Model(&entries),
+		tx.NewInsert().Model(&hashes),
+		tx.NewUpdate().Model(head).Column("size", "frontier").WherePK(),
+	} {
+		if err := tx.later(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// receiptLogged completes the receipt of u, executed with a party's signature, with its log
+// index and stores it on the prepared transaction, which every replay answers with.
+func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex int64) error {
+	s := u.signed
+	if s == nil {
+		return nil
+	}
+	receipt, err := committedReceipt(u.UpdateID, &logIndex, s.result)
+	if err != nil {
+		return err
+	}
+	s.p.Result, *s.receipt = receipt, receipt
+	return tx.later(ctx, tx.NewUpdate().Model(s.p).Column("update_id", "result", "executed_at").WherePK())
+}
+
+// logKey is the transparency log's note signing key; its name is the log's origin.
+type logKey struct {
+	signer      note.Signer
+	verifierKey string
+}
+
+// newLogKey makes the log's signing key, named after the service's public authority.
+func (s *Store) newLogKey() (string, error) {
+	skey, _, err := note.GenerateKey(rand.Reader, s.domain+"/log")
+	return skey, err
+}
+
+// parseLogKey reads a note signer key (note.GenerateKey's format) and derives its verifier key.
+func parseLogKey(skey string) (*logKey, error) {
+	signer, err := note.NewSigner(skey)
+	if err != nil {
+		return nil, fmt.Errorf("transparency log key: %w", err)
+	}
+	f := strings.SplitN(skey, "+", 5) // PRIVATE+KEY+<name>+<hash>+<base64 of 1 and the seed>
+	key, err := base64.StdEncoding.DecodeString(f[len(f)-1])
+	if err != nil || len(key) != 1+ed25519.SeedSize {
+		return nil, fmt.Errorf("transparency log key: not an Ed25519 signer key")
+	}
+	pub := ed25519.NewKeyFromSeed(key[1:]).Public().(ed25519.PublicKey)
+	vkey, err := note.NewEd25519VerifierKey(signer.Name(), pub)
+	if err != nil {
+		return nil, fmt.Errorf("transparency log key: %w", err)
+	}
+	return &logKey{signer: signer, verifierKey: vkey}, nil
+}
+
+// LogVerifierKey is the note verifier key of the log's checkpoints: "<origin>+<hash>+<key>".
+func (s *Store) LogVerifierKey(ctx context.Context) (string, error) {
+	k, err := s.serviceKeys(ctx)
+	if err != nil {
+		return "", err
+	}
+	return k.log.verifierKey, nil
+}
+
+// readLogHead reads the log's head.
+func (s *Store) readLogHead(ctx context.Context) (*logHead, error) {
+	h := new(logHead)
+	if err := s.db.NewSelect().Model(h).Where("id = 1").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("transparency log: read the head: %w", err)
+	}
+	return h, nil
+}
+
+// LogTree is the log's current size and root hash.
+func (s *Store) LogTree(ctx context.Context) (tlog.Tree, error) {
+	h, err := s.readLogHead(ctx)
+	if err != nil {
+		return tlog.Tree{}, err
+	}
+	return h.tree()
+}
+
+// LogCheckpoint is the log's current checkpoint, signed as a note by the log's key.
+func (s *Store) LogCheckpoint(ctx context.Context) ([]byte, error) {
+	k, err := s.serviceKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tree, err := s.LogTree(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return note.Sign(&note.Note{Text: string(translog.FormatCheckpoint(k.log.signer.Name(), tree))}, k.log.signer)
+}
+
+// LogTile is a hash tile (t.L >= 0) or an entry bundle (t.L == -1) of height
+// translog.TileHeight; not_found when the tree does not cover it yet.
+func (s *Store) LogTile(ctx context.Context, t tlog.Tile) ([]byte, error) {
+	if t.H != translog.TileHeight || t.L < -1 || t.L > 63 || t.N < 0 || t.W < 1 || t.W > translog.TileWidth {
+		return nil, Errorf(CodeInvalidRequest, "a tile is %d levels high, at level -1 to 63, 1 to %d wide", translog.TileHeight, translog.TileWidth)
+	}
+	full := t.W == translog.TileWidth
+	if full {
+		if b, ok := s.fullTiles.get(t); ok {
+			return b, nil
+		}
+	}
+	h, err := s.readLogHead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	level := max(t.L, 0)
+	// The tile's last hash covers 256^level entries ending at (N*256+W) * 256^level.
+	end := t.N*translog.TileWidth + int64(t.W)
+	for range level {
+		if end > h.Size {
+			break
+		}
+		end *= translog.TileWidth
+	}
+	if end > h.Size {
+		return nil, Errorf(CodeNotFound, "the log holds %d entries: tile %s is beyond it", h.Size, translog.TilePath(t))
+	}
+	var b []byte
+	if t.L == -1 {
+		b, err = s.logBundle(ctx, t)
+	} else {
+		b, err = tlog.ReadTileData(t, tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
+			return s.readLogHashes(ctx, indexes)
+		}))
+	}
+	if err == nil && full {
+		s.fullTiles.put(t, b)
+	}
+	return b, err
+}
+
+// maxCachedTiles bounds the full tiles kept in memory: hash tiles are 8 KiB, bundles a few
+// hundred KiB at most.
+const maxCachedTiles = 256
+
+// tileCache keeps full tiles, which never change once the tree covers them.
+type tileCache struct {
+	mu    sync.Mutex
+	tiles map[tlog.Tile][]byte
+}
+
+// forget drops every kept tile: the history they were cut from may be gone (failover.go).
+func (c *tileCache) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tiles = nil
+}
+
+func (c *tileCache) get(t tlog.Tile) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.tiles[t]
+	return b, ok
+}
+
+func (c *tileCache) put(t tlog.Tile, b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tiles == nil {
+		c.tiles = map[tlog.Tile][]byte{}
+	}
+	if len(c.tiles) >= maxCachedTiles {
+		for k := range c.tiles { // drop one at random: map order
+			delete(c.tiles, k)
+			break
+		}
+	}
+	c.tiles[t] = b
+}
+
+// logBundle is the entry bundle of data tile t.
+func (s *Store) logBundle(ctx context.Context, t tlog.Tile) ([]byte, error) {
+	first := t.N * translog.TileWidth
+	var rows []logEntryRow
+	err := s.db.NewSelect().Model(&rows).Column("log_index", "entry").
+		Where("log_index >= ?", first).Where("log_index < ?", first+int64(t.W)).Order("log_index").Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("transparency log: read entries: %w", err)
+	}
+	if len(rows) != t.W {
+		return nil, fmt.Errorf("transparency log: %d of the %d entries from %d are stored", len(rows), t.W, first)
+	}
+	var bundle []byte
+	for _, r := range rows {
+		bundle = translog.AppendBundle(bundle, r.Entry)
+	}
+	return bundle, nil
+}
+
+// readLogHashes reads stored hashes by index, in the order asked.
+func (s *Store) readLogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
+	var rows []logHashRow
+	if err := s.db.NewSelect().Model(&rows).Where("hash_index IN (?)", bun.In(indexes)).Scan(ctx); err != nil {
+		return nil, fmt.Errorf("transparency log: read hashes: %w", err)
+	}
+	by := make(map[int64][]byte, len(rows))
+	for _, r := range rows {
+		by[r.HashIndex] = r.Hash
+	}
+	out := make([]tlog.Hash, len(indexes))
+	for i, x := range indexes {
+		h, ok := by[x]
+		if !ok || len(h) != tlog.HashSize {
+			return nil, fmt.Errorf("transparency log: stored hash %d is missing", x)
+		}
+		out[i] = tlog.Hash(h)
+	}
+	return out, nil
+}
+
+// fillLog appends the updates committed before the log began (a store migrated from before
+// it) to the log, in offset order, before any later update: Migrate runs it.
+func (s *Store) fillLog(ctx context.Context) error {
+	// The latest update commits with its entry, so once the log holds it, it holds every one
+	// (a fill cut short fills from the oldest up): a start reads one row of each table.
+	var unlogged []string
+	err := s.db.NewSelect().Model((*Update)(nil)).Column("update_id").
+		Where("NOT EXISTS (SELECT 1 FROM log_entries AS e WHERE e.update_id = ?TableAlias.update_id)").
+		Where("ledger_offset = (SELECT MAX(ledger_offset) FROM updates)").Scan(ctx, &unlogged)
+	if err != nil || len(unlogged) == 0 {
+		return err
+	}
+	for {
+		filled := 0
+		err := s.inTx(ctx, func(tx *Tx) error {
+			if s.dialect == Postgres {
+				if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", offsetLock); err != nil {
+					return err
+				}
+			}
+			var us []*Update
+			err := tx.NewSelect().Model(&us).
+				Where("NOT EXISTS (SELECT 1 FROM log_entries AS e WHERE e.update_id = ?TableAlias.update_id)").
+				Order("ledger_offset").Limit(1000).Scan(ctx)
+			if err != nil {
+				return fmt.Errorf("transparency log: read the updates before it: %w", err)
+			}
+			for _, u := range us {
+				u.beforeLog = true
+			}
+			filled, tx.logged = len(us), us
+			return nil
+		})
+		if err != nil || filled == 0 {
+			return err
+		}
+	}
+}
