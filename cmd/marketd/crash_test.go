@@ -56,9 +56,11 @@ func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testi
 			}
 			defer db.Close()
 			var acked []string
-			// Three rounds at least; more (up to ten) while some kind of write has not committed
-			// yet, as on a loaded machine, where a round commits fewer writes.
-			for round := 0; round < 3 || (round < 10 && len(uncommittedKinds(t, db)) > 0); round++ {
+			// Three rounds at least; more (up to maxRounds) while some kind of write has not
+			// committed yet, as on a loaded machine, where a round commits fewer writes (a
+			// sweep needs two listings of others standing at once).
+			const maxRounds = 20
+			for round := 0; round < 3 || (round < maxRounds && len(uncommittedKinds(t, db)) > 0); round++ {
 				load := startMixedWrites(c, in.url, crashMarket{col, drop, pool}, traders, minters, uint64(round))
 				time.Sleep(time.Duration(400+mrand.IntN(800)) * time.Millisecond)
 				in.cmd.Process.Signal(syscall.SIGKILL)
@@ -76,7 +78,7 @@ func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testi
 				t.Logf("round %d: %d writes acknowledged so far", round, len(acked))
 			}
 			if missing := uncommittedKinds(t, db); len(missing) > 0 {
-				t.Errorf("no %v committed in 10 rounds: the load did not exercise every kind of write", missing)
+				t.Errorf("no %v committed in %d rounds: the load did not exercise every kind of write", missing, maxRounds)
 			}
 		})
 	}
