@@ -28,8 +28,10 @@ import (
 // (execute_batch.go): those are admitted by their queue, refused only when it is full.
 
 // DefaultAdmissionWait is the admission bound by default: the longest a request is expected
-// to queue for a busy pool's connection, and how long a queue may stand still.
-const DefaultAdmissionWait = 500 * time.Millisecond
+// to queue for a busy pool's connection, and how long a queue may stand still. It is the
+// Retry-After of a refusal: a request the pool serves sooner is better served by waiting
+// than by being refused and sent again a second later.
+const DefaultAdmissionWait = time.Second
 
 // errPoolBusy is the cause of a refusal: the pool would not serve the request within the bound.
 var errPoolBusy = errors.New("the database connections would not come free within the admission bound")

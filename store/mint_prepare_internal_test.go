@@ -1,0 +1,63 @@
+package store
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/uptrace/bun"
+)
+
+// selects counts the SELECT statements a store sends for a request.
+type selects struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *selects) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (c *selects) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
+	if !InBackground(ctx) && strings.HasPrefix(strings.TrimSpace(e.Query), "SELECT") {
+		c.mu.Lock()
+		c.n++
+		c.mu.Unlock()
+	}
+}
+
+func (c *selects) take() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = 0
+	return n
+}
+
+// A mint prepare during a drop reads the collection, then its open phase with the minter's
+// count and allow-list place in one statement, then the minter's holdings and their claims:
+// four reads, as many as a transfer's, so the crowd's prepares hold the pool no longer than
+// transfers do; a second mint of the same wallet sees the count the first left.
+func TestPrepareMint_ReadsTheCollectionAndTheMintersPhaseInTwoStatements(t *testing.T) {
+	eachLedgerStore(t, func(t *testing.T, s *Store, clock *ledgerClock) {
+		ctx := context.Background()
+		d := openMintDrop(t, s, clock, 10)
+		m, _ := d.minter(t, "m")
+		if _, err := s.Party(ctx, m.id); err != nil { // the party is remembered after one read
+			t.Fatal(err)
+		}
+		count := &selects{}
+		s.AddQueryHook(count)
+		for _, ref := range []string{d.col.ID, d.col.Slug} {
+			count.take()
+			if _, err := s.PrepareMint(ctx, m.id, ref, 1); err != nil {
+				t.Fatal(err)
+			}
+			if n := count.take(); n > 4 {
+				t.Errorf("a mint prepare of %s sent %d SELECTs, want at most 4", ref, n)
+			}
+		}
+		d.apply(t, d.prepare(t, m))
+		if _, err := s.PrepareMint(ctx, m.id, d.col.ID, 1); ErrorCode(err) != CodeConflict {
+			t.Fatalf("a second mint past the phase's limit of 1: %v, want conflict", err)
+		}
+	})
+}
