@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/ed25519"
 	"strings"
 	"sync"
 	"testing"
@@ -36,7 +37,9 @@ func (c *selects) take() int {
 // count and allow-list place in it in one statement, then the minter's holdings and their
 // claims: three reads, as many as a transfer's, so the crowd's prepares hold the pool no
 // longer than transfers do; a second mint of the same wallet sees the count the first left,
-// and a collection that is not there is still not found.
+// and a collection that is not there is still not found. Its execute finds its batch without
+// reading the row the prepare wrote (this store remembers it), still refuses another key's
+// signature, and answers the same receipt when sent again.
 func TestPrepareMint_ReadsTheCollectionAndTheMintersPhaseInOneStatement(t *testing.T) {
 	eachLedgerStore(t, func(t *testing.T, s *Store, clock *ledgerClock) {
 		ctx := context.Background()
@@ -56,7 +59,30 @@ func TestPrepareMint_ReadsTheCollectionAndTheMintersPhaseInOneStatement(t *testi
 				t.Errorf("a mint prepare of %s sent %d SELECTs, want at most 3", ref, n)
 			}
 		}
-		d.apply(t, d.prepare(t, m))
+		// Its execute finds its batch without reading the row the prepare wrote: the batch
+		// reads it under its lock, with the collection, its phase, the minter's count, the
+		// items to mint and the owners' counts.
+		prep, err := s.PrepareMint(ctx, m.id, d.col.ID, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := Execution{Kinds: []string{KindNFTMint}, Hash: prep.Hash, Signature: ed25519.Sign(m.priv, prep.Hash), Caller: m.id}
+		forged := x
+		forged.Signature = ed25519.Sign(d.creator.priv, prep.Hash)
+		if _, err := s.Execute(ctx, forged); ErrorCode(err) != CodeInvalidSignature {
+			t.Fatalf("an execute signed by another key: %v, want invalid signature", err)
+		}
+		count.take()
+		receipt, err := s.Execute(ctx, x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := count.take(); n > 7 {
+			t.Errorf("a mint execute sent %d SELECTs, want at most 7", n)
+		}
+		if again, err := s.Execute(ctx, x); err != nil || string(again) != string(receipt) {
+			t.Fatalf("the execute sent again: %s, %v; want the first receipt %s", again, err, receipt)
+		}
 		if _, err := s.PrepareMint(ctx, m.id, d.col.ID, 1); ErrorCode(err) != CodeConflict {
 			t.Fatalf("a second mint past the phase's limit of 1: %v, want conflict", err)
 		}

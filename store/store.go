@@ -138,7 +138,8 @@ type Store struct {
 	keys   keyring // loaded on first use, after migrations
 	ledger Ledger
 
-	parties    sync.Map // party id -> *Party: parties are immutable once onboarded
+	parties    sync.Map       // party id -> *Party: parties are immutable once onboarded
+	recent     recentPrepares // the batched transactions prepared lately (prepared.go)
 	partyCount atomic.Int64
 	operator   atomic.Pointer[string] // the operator party's id, once known
 
