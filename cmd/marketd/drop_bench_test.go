@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	mrand "math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -152,11 +153,12 @@ func (t *tally) report(b *testing.B, unit string, elapsed time.Duration) float64
 }
 
 // BenchmarkBuyRace is 64 buyers racing for one collection's listings: a seller mints and
-// lists MARKETD_BENCH_LISTINGS NFTs (default 3,000) at 1 CC, then 64 wallets each sweep the
-// cheapest listing left, one at a time, all at once for MARKETD_BENCH_SECONDS (default 20),
-// against one `marketd serve` (rate limits off) on SQLite and PostgreSQL. Most of them want
-// the same listing: a buy that lost the race is a 409, counted as lost, not failed. It
-// reports buys/s, lost and failed buys, and the p50 and p99 of a prepare + execute pair.
+// lists MARKETD_BENCH_LISTINGS NFTs (default 3,000) at 1 CC, then 64 wallets buy, all at once
+// for MARKETD_BENCH_SECONDS (default 20), against one `marketd serve` (rate limits off) on
+// SQLite and PostgreSQL: three times in four a listing drawn at random from all listed, once
+// a sweep of the cheapest left, which every sweeper wants at once. A buy that lost the race
+// (the listing sold meanwhile) is a 409, counted as lost, not failed. It reports buys/s and
+// sweeps/s, lost and failed ones, and the p50 and p99 of a prepare + execute pair.
 //
 //	go test ./cmd/marketd -run '^$' -bench BenchmarkBuyRace -benchtime 1x
 func BenchmarkBuyRace(b *testing.B) {
@@ -199,23 +201,32 @@ func BenchmarkBuyRace(b *testing.B) {
 				h := c.prepare(in.url, path, seller, body)
 				return c.ok("POST", in.url+path+"/execute", seller.tok, map[string]string{"preparedTransactionHash": h, "signature": seller.signHash(h)})
 			}
+			var listed []string
 			for left := listings; left > 0; left -= 50 {
 				r := signed("/api/nft/mint/batch/atomic", map[string]any{"collectionId": "race", "quantity": min(left, 50)})
 				var items []map[string]string
 				for _, cid := range r.body["contractIds"].([]any) {
 					items = append(items, map[string]string{"contractId": cid.(string), "price": "1"})
 				}
-				signed("/api/nft/list/batch/atomic", map[string]any{"items": items})
+				r = signed("/api/nft/list/batch/atomic", map[string]any{"items": items})
+				for _, cid := range r.body["cids"].([]any) {
+					listed = append(listed, cid.(string))
+				}
 			}
-			buys := newTally()
+			buys, sweeps := newTally(), newTally()
 			var stop atomic.Bool
 			var wg sync.WaitGroup
 			b.ResetTimer()
 			started := time.Now()
-			for _, p := range ps {
+			for i, p := range ps {
 				wg.Go(func() {
-					for !stop.Load() {
-						buys.pair(c, in.url, p, "/api/nft/sweep/buy/prepare", "/api/nft/sweep/buy/execute", map[string]any{"collectionId": "race", "count": 1, "maxTotal": "10"})
+					rng := mrand.New(mrand.NewPCG(uint64(i), 1))
+					for n := 0; !stop.Load(); n++ {
+						if n%4 == 3 { // one in four sweeps the cheapest, which every sweeper wants
+							sweeps.pair(c, in.url, p, "/api/nft/sweep/buy/prepare", "/api/nft/sweep/buy/execute", map[string]any{"collectionId": "race", "count": 1, "maxTotal": "10"})
+							continue
+						}
+						buys.pair(c, in.url, p, "/api/nft/buy/atomic/prepare", "/api/nft/buy/atomic/execute", map[string]string{"cid": listed[rng.IntN(len(listed))]})
 					}
 				})
 			}
@@ -225,6 +236,7 @@ func BenchmarkBuyRace(b *testing.B) {
 			elapsed := time.Since(started)
 			b.StopTimer()
 			buys.report(b, "buys", elapsed)
+			sweeps.report(b, "sweeps", elapsed)
 		})
 	}
 }
