@@ -253,7 +253,11 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 		return nil, err
 	}
 	if key.row != "" {
-		return s.executeInBatch(ctx, key, x, p)
+		receipt, err := s.executeInBatch(ctx, key, x, p)
+		if err == nil {
+			s.recent.forget(x.Hash) // executed: a replay reads its receipt
+		}
+		return receipt, err
 	}
 	return s.executeAlone(ctx, x, false)
 }
@@ -298,6 +302,13 @@ func (r *recentPrepares) remember(p *PreparedTx) {
 		r.next = (r.next + 1) % recentPrepared
 	}
 	r.byHash[string(p.Hash)] = p
+}
+
+// forget forgets the transaction hash names; its place in the ring goes with the next.
+func (r *recentPrepares) forget(hash []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.byHash, string(hash))
 }
 
 // find returns a copy of the remembered transaction hash names, or nil.
