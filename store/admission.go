@@ -187,10 +187,18 @@ func (w *watch) stillFor() time.Duration {
 }
 
 // poolQueue is the queue for the PostgreSQL pool's connections: pgxpool hands them out first
-// come first served; its hooks time how long each is held.
+// come first served; its hooks time how long each is held. The pace is that of the requests
+// the queue admits: a connection held by work that is not (a batch of executes, admitted by
+// its own queue and applying up to 32 at once; the NFT index's reads) shows the queue
+// moving, and its hold is left out of the average.
 type poolQueue struct {
 	admissionQueue
-	since sync.Map // *pgx.Conn -> time.Time it was taken
+	since sync.Map // *pgx.Conn -> taking: when it was taken, and by whom
+}
+
+type taking struct {
+	at      time.Time
+	patient bool
 }
 
 func newPoolQueue(maxConns int32, allTaken func() bool) *poolQueue {
@@ -198,15 +206,20 @@ func newPoolQueue(maxConns int32, allTaken func() bool) *poolQueue {
 }
 
 // taken is the pool's PrepareConn hook: conn is handed out now.
-func (q *poolQueue) taken(_ context.Context, conn *pgx.Conn) (bool, error) {
-	q.since.Store(conn, time.Now())
+func (q *poolQueue) taken(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	q.since.Store(conn, taking{at: time.Now(), patient: InBackground(ctx) || ctx.Value(patientKey{}) != nil})
 	return true, nil
 }
 
 // released is the pool's AfterRelease hook: conn is given back.
 func (q *poolQueue) released(conn *pgx.Conn) bool {
-	if at, ok := q.since.LoadAndDelete(conn); ok {
-		q.held(time.Since(at.(time.Time)))
+	v, ok := q.since.LoadAndDelete(conn)
+	switch {
+	case !ok:
+	case v.(taking).patient:
+		q.freedAt.Store(time.Now().UnixNano())
+	default:
+		q.held(time.Since(v.(taking).at))
 	}
 	return true
 }
@@ -238,8 +251,9 @@ func (c admittedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // queue; release gives it back.
 type writerSlot struct {
 	admissionQueue
-	slot  chan struct{}
-	since time.Time // when the writer was taken
+	slot    chan struct{}
+	since   time.Time // when the writer was taken
+	patient bool      // by work the queue does not admit: its hold is left out of the pace
 }
 
 func newWriterSlot() *writerSlot {
@@ -253,16 +267,17 @@ func (s *Store) enterWriter(ctx context.Context) (release func(), err error) {
 	if w == nil {
 		return func() {}, nil
 	}
+	bound := s.admissionWait(ctx)
 	enter := func(ctx context.Context) error {
 		select {
 		case w.slot <- struct{}{}:
-			w.since = time.Now()
+			w.since, w.patient = time.Now(), bound == 0
 			return nil
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
 	}
-	if bound := s.admissionWait(ctx); bound == 0 {
+	if bound == 0 {
 		err = enter(ctx)
 	} else {
 		err = w.take(ctx, bound, enter)
@@ -277,6 +292,10 @@ func (s *Store) enterWriter(ctx context.Context) (release func(), err error) {
 }
 
 func (w *writerSlot) leave() {
-	w.held(time.Since(w.since))
+	if w.patient {
+		w.freedAt.Store(time.Now().UnixNano())
+	} else {
+		w.held(time.Since(w.since))
+	}
 	<-w.slot
 }
