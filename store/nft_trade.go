@@ -305,56 +305,54 @@ func mintCheck(c *Collection, ph *MintPhase, allowed bool, minted, quantity int,
 	return nil
 }
 
-// phaseState reads what a mint check needs of party in phase ph.
-func phaseState(ctx context.Context, db bun.IDB, ph *MintPhase, party string) (allowed bool, minted int, err error) {
-	if ph.AllowList {
-		n, err := db.NewSelect().Model((*phaseAllow)(nil)).Where("collection_id = ?", ph.CollectionID).
-			Where("phase = ?", ph.Name).Where("party_id = ?", party).Count(ctx)
+// mintablePhase is a collection's phase active now, with the collection and what a mint
+// check needs of one party in the phase.
+type mintablePhase struct {
+	MintPhase `bun:",extend"`
+
+	Collection  *Collection `bun:"rel:belongs-to,join:collection_id=collection_id"`
+	PartyMinted int         `bun:"party_minted,scanonly"` // what the party minted in the phase
+	Allowed     bool        `bun:"allowed,scanonly"`      // the party is on the phase's allow-list
+}
+
+// mintablePhase reads the collection named ref (its id or slug) as stored now, its phase
+// active at now (the latest started when several are) and the party's count and place in
+// it, in one statement. A collection without an active phase is conflict.
+func (s *Store) mintablePhase(ctx context.Context, ref, party string, now time.Time) (*mintablePhase, error) {
+	var ph []mintablePhase
+	err := s.db.NewSelect().Model(&ph).ColumnExpr("mint_phase.*").Relation("Collection").
+		ColumnExpr("COALESCE((SELECT pm.minted FROM phase_mints AS pm WHERE pm.collection_id = mint_phase.collection_id AND pm.phase = mint_phase.name AND pm.party_id = ?), 0) AS party_minted", party).
+		ColumnExpr("EXISTS (SELECT 1 FROM phase_allow AS pa WHERE pa.collection_id = mint_phase.collection_id AND pa.phase = mint_phase.name AND pa.party_id = ?) AS allowed", party).
+		Where("collection.collection_id = ? OR collection.slug = ?", ref, ref).
+		Where("mint_phase.start_at <= ?", At(now)).Where("mint_phase.end_at > ?", At(now)).
+		Order("mint_phase.start_at DESC").Limit(1).Scan(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(ph) == 0 { // no collection, or none minting now: which one, the answer says
+		c, err := s.collectionByIDOrSlug(ctx, ref)
 		if err != nil {
-			return false, 0, err
+			return nil, err
 		}
-		allowed = n > 0
+		return nil, Errorf(CodeConflict, "collection %s has no active mint phase now", c.Slug)
 	}
-	var pm []phaseMints
-	if err := db.NewSelect().Model(&pm).Where("collection_id = ?", ph.CollectionID).Where("phase = ?", ph.Name).Where("party_id = ?", party).Scan(ctx); err != nil {
-		return false, 0, err
-	}
-	if len(pm) > 0 {
-		minted = pm[0].Minted
-	}
-	return allowed, minted, nil
+	return &ph[0], nil
 }
 
 // PrepareMint prepares a mint of quantity NFTs from the collection's active phase, paying
-// the phase price to the creator. Serials are assigned at execute, in mint order.
+// the phase price to the creator. Serials are assigned at execute, in mint order. It reads
+// the collection as stored now (not as cached) with the phase and the minter's count in it,
+// under no lock: the execute checks them again under the collection's.
 func (s *Store) PrepareMint(ctx context.Context, minter, collectionID string, quantity int) (*Prepared, error) {
 	if quantity < 1 || quantity > MaxBatch {
 		return nil, Errorf(CodeInvalidRequest, "quantity must be 1 to %d", MaxBatch)
 	}
-	// A collection is named by its id or its slug, as everywhere else.
-	ref, err := s.collectionByIDOrSlug(ctx, collectionID)
+	ph, err := s.mintablePhase(ctx, collectionID, minter, s.now())
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.collectionWhere(ctx, "collection_id = ?", ref.ID) // as stored now, not as cached
-	if err != nil {
-		return nil, err
-	}
-	now := s.now()
-	var ph *MintPhase
-	for i := range c.Phases {
-		if c.Phases[i].ActiveAt(now) {
-			ph = &c.Phases[i]
-		}
-	}
-	if ph == nil {
-		return nil, Errorf(CodeConflict, "collection %s has no active mint phase now", c.Slug)
-	}
-	allowed, minted, err := phaseState(ctx, s.db, ph, minter)
-	if err != nil {
-		return nil, err
-	}
-	if err := mintCheck(c, ph, allowed, minted, quantity, CodeConflict); err != nil {
+	c := ph.Collection
+	if err := mintCheck(c, &ph.MintPhase, ph.Allowed, ph.PartyMinted, quantity, CodeConflict); err != nil {
 		return nil, err
 	}
 	total := ph.Price.MulFloor(decimal.NewFromInt(int64(quantity)), c.Currency.Decimals())

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"marketd/store/signing"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -196,6 +197,9 @@ func (s *Store) prepare(ctx context.Context, kind, actAs string, signerKey []byt
 	if err := s.writeAll(ctx, writes...); err != nil {
 		return nil, err
 	}
+	if actions[kind].batched {
+		s.recent.remember(p)
+	}
 	return &Prepared{Transaction: body, Hash: hash, ActAs: actAs, ExpiresAt: expiresAt, Summary: summary}, nil
 }
 
@@ -235,11 +239,7 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 	// Checked outside the write transaction, so the signature check holds up no writer (on
 	// SQLite, one at a time) and the execute finds its batch; the write reads the row again
 	// under its lock (a concurrent execute of it may have won).
-	p := new(PreparedTx)
-	err := s.db.NewSelect().Model(p).Where("hash = ?", x.Hash).Scan(ctx)
-	if isNoRows(err) {
-		return nil, x.notFound()
-	}
+	p, err := s.preparedRow(ctx, x)
 	if err != nil {
 		return nil, err
 	}
@@ -254,9 +254,74 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 		return nil, err
 	}
 	if key.row != "" {
-		return s.executeInBatch(ctx, key, x, p)
+		receipt, err := s.executeInBatch(ctx, key, x, p)
+		if err == nil {
+			s.recent.forget(x.Hash) // executed: a replay reads its receipt
+		}
+		return receipt, err
 	}
 	return s.executeAlone(ctx, x, false)
+}
+
+// preparedRow reads the prepared transaction x names: from memory when this store prepared
+// it lately, for the parts that never change (its receipt is read under its lock).
+func (s *Store) preparedRow(ctx context.Context, x Execution) (*PreparedTx, error) {
+	if p := s.recent.find(x.Hash); p != nil {
+		return p, nil
+	}
+	p := new(PreparedTx)
+	err := s.db.NewSelect().Model(p).Where("hash = ?", x.Hash).Scan(ctx)
+	if isNoRows(err) {
+		return nil, x.notFound()
+	}
+	return p, err
+}
+
+// recentPrepares remembers the last recentPrepared batched transactions the store prepared,
+// as prepared (no receipt), so that their executes find their batch without a read of their
+// own while the crowd that prepared them waits for connections.
+type recentPrepares struct {
+	mu     sync.Mutex
+	byHash map[string]*PreparedTx
+	ring   [][]byte // their hashes, the oldest at next once full
+	next   int
+}
+
+const recentPrepared = 4096
+
+func (r *recentPrepares) remember(p *PreparedTx) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byHash == nil {
+		r.byHash = make(map[string]*PreparedTx, recentPrepared)
+	}
+	if len(r.ring) < recentPrepared {
+		r.ring = append(r.ring, p.Hash)
+	} else {
+		delete(r.byHash, string(r.ring[r.next]))
+		r.ring[r.next] = p.Hash
+		r.next = (r.next + 1) % recentPrepared
+	}
+	r.byHash[string(p.Hash)] = p
+}
+
+// forget forgets the transaction hash names; its place in the ring goes with the next.
+func (r *recentPrepares) forget(hash []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.byHash, string(hash))
+}
+
+// find returns a copy of the remembered transaction hash names, or nil.
+func (r *recentPrepares) find(hash []byte) *PreparedTx {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.byHash[string(hash)]
+	if !ok {
+		return nil
+	}
+	cp := *p
+	return &cp
 }
 
 // executeAlone applies x in a database transaction of its own; check says x is not checked yet.

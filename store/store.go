@@ -82,9 +82,10 @@ type Config struct {
 	Clock          Clock         // nil means the system clock
 	Logger         *slog.Logger  // nil means slog.Default()
 	MaxConns       int           // PostgreSQL pool size, or SQLite reader pool size; 0 picks a default
-	// AdmissionWait bounds how long a request waits for a connection of a busy pool before
-	// it is refused 503 unavailable (admission.go); 0 means DefaultAdmissionWait, below 0
-	// no bound.
+	// AdmissionWait is the admission bound (admission.go): a request queues for a connection
+	// of a busy pool while the pool, at its measured pace, serves the queue ahead of it within
+	// the bound and the queue moves; otherwise it is refused 503 unavailable. 0 means
+	// DefaultAdmissionWait, below 0 no bound.
 	AdmissionWait time.Duration
 
 	// PageCacheTTL bounds how long a page of collections or of a collection's NFTs is served
@@ -138,7 +139,8 @@ type Store struct {
 	keys   keyring // loaded on first use, after migrations
 	ledger Ledger
 
-	parties    sync.Map // party id -> *Party: parties are immutable once onboarded
+	parties    sync.Map       // party id -> *Party: parties are immutable once onboarded
+	recent     recentPrepares // the batched transactions prepared lately (prepared.go)
 	partyCount atomic.Int64
 	operator   atomic.Pointer[string] // the operator party's id, once known
 
@@ -159,7 +161,8 @@ type Store struct {
 	hooks          atomic.Pointer[[]bun.QueryHook] // AddQueryHook
 	batches        sync.Map                        // batchKey -> *executeQueue (execute_batch.go)
 	sheds          atomic.Int64                    // requests refused for a busy pool (admission.go)
-	writer         writerSlot                      // SQLite's single writer, admitted within the wait
+	poolQueue      *poolQueue                      // PostgreSQL's queue for the pool's connections
+	writer         *writerSlot                     // SQLite's single writer and its queue
 
 	refusals refusalTally // rate-limit refusals not yet written (refusal.go)
 
@@ -236,6 +239,11 @@ func (s *Store) openPostgres(ctx context.Context, dsn string) error {
 	// the simple protocol sends it in one round trip instead of preparing it first.
 	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	pc.AfterConnect = s.checkHistory // a failover may have moved the history: failover.go
+	s.poolQueue = newPoolQueue(pc.MaxConns, func() bool {
+		st := s.pool.Stat()
+		return st.AcquiredConns() >= st.MaxConns()
+	})
+	pc.PrepareConn, pc.AfterRelease = s.poolQueue.taken, s.poolQueue.released
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return fmt.Errorf("postgres: %w", err)
@@ -266,7 +274,7 @@ func (s *Store) openPostgres(ctx context.Context, dsn string) error {
 
 func (s *Store) openSQLite(path string) error {
 	s.dialect = SQLite
-	s.writer = make(writerSlot, 1)
+	s.writer = newWriterSlot()
 	const pragmas = "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)"
 	if path == ":memory:" || path == "" {
 		// One connection: every connection to :memory: would be a database of its own.

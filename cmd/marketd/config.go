@@ -135,7 +135,7 @@ func settings(c *config) []setting {
 		{"prepared-ttl", "MARKETD_PREPARED_TTL", d.PreparedTTL.String(), "how long a prepared transaction can be executed", dur(&c.store.PreparedTTL)},
 		{"preapproval-ttl", "MARKETD_PREAPPROVAL_TTL", d.PreapprovalTTL.String(), "how long a receive-preapproval lasts from creation or renewal", dur(&c.store.PreapprovalTTL)},
 		{"page-cache-ttl", "MARKETD_PAGE_CACHE_TTL", "1s", "how long a page of collections or NFTs is served from memory at most (writes and expiries end it sooner); 0s = no page cache", zeroIsOff(&c.store.PageCacheTTL, "1s")},
-		{"db-admission-wait", "MARKETD_DB_ADMISSION_WAIT", store.DefaultAdmissionWait.String(), "how long a request waits for a database connection when all are busy before it is refused 503 unavailable; 0s = as long as it takes", zeroIsOff(&c.store.AdmissionWait, "100ms")},
+		{"db-admission-wait", "MARKETD_DB_ADMISSION_WAIT", store.DefaultAdmissionWait.String(), "when all database connections are busy, a request queues for one while the pool, at the pace it has been serving, serves the queue ahead of it within this bound and the queue keeps moving; otherwise it is refused 503 unavailable; 0s = as long as it takes", zeroIsOff(&c.store.AdmissionWait, "1s")},
 		{"nft-index", "MARKETD_NFT_INDEX", "on", "on: serve NFT pages from the in-memory NFT index (/readyz fails until it is built); off: by SQL queries", func(v string) error {
 			switch v {
 			case "on", "off":

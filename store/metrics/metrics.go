@@ -87,7 +87,7 @@ func New(s *store.Store, limiter ratelimit.Limiter) *Metrics {
 		return 0
 	})
 	shed := prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "marketd_database_shed_total", Help: "Requests refused 503 unavailable at once because every database connection stayed busy for the admission wait.",
+		Name: "marketd_database_shed_total", Help: "Requests refused 503 unavailable because the database connections would not come free within the admission bound (a queue too long for the pool's pace, or one that stood still).",
 	}, func() float64 { return float64(s.DatabaseSheds()) })
 	m.reg.MustRegister(shed, m.requests, m.duration, m.gqlOps, m.gqlSeconds, m.gqlReused, m.signIns, m.rotations, m.revocations, m.prepares,
 		m.executes, m.commits, m.commitSeconds, m.rateLimited, m.unavailable, fallback,
