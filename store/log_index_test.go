@@ -8,54 +8,31 @@ import (
 
 	"marketd/store"
 	"marketd/store/storetest"
-	"marketd/store/translog"
 )
 
-// loggedUpdates is what the receipts of a test's executes said: each update's logIndex.
-type loggedUpdates map[string]int64
+// receipts keeps what the receipts of a test's executes said: each update's logIndex.
+type receipts map[string]int64
 
 // add records a receipt's updateId and logIndex and returns the receipt's fields.
-func (l loggedUpdates) add(t *testing.T, r store.Receipt) map[string]any {
+func (rs receipts) add(t *testing.T, r store.Receipt) map[string]any {
 	t.Helper()
-	var head struct {
-		UpdateID string `json:"updateId"`
-	}
+	id, n := storetest.ReceiptLogIndex(t, r)
+	rs[id] = n
 	var fields map[string]any
-	if err := json.Unmarshal(r, &head); err != nil {
-		t.Fatal(err)
-	}
 	if err := json.Unmarshal(r, &fields); err != nil {
 		t.Fatal(err)
 	}
-	l[head.UpdateID] = logIndexOf(t, r)
 	return fields
 }
 
-// check fails unless a view of update updateID shows the logIndex its receipt gave, and the
-// log's entry at that index is the update's.
-func (l loggedUpdates) check(t *testing.T, entries []*translog.Entry, view, updateID string, logIndex *int64) {
+// check fails unless view shows update updateID at the logIndex its receipt gave, which is
+// the index of the update's entry in the log.
+func (rs receipts) check(t *testing.T, indexes map[string]int64, view, updateID string, logIndex *int64) {
 	t.Helper()
-	want, ok := l[updateID]
-	switch {
-	case !ok:
+	if _, ok := rs[updateID]; !ok {
 		t.Fatalf("%s shows update %s, which no execute of the test committed", view, updateID)
-	case logIndex == nil:
-		t.Fatalf("%s shows update %s without its logIndex %d", view, updateID, want)
-	case *logIndex != want:
-		t.Fatalf("%s shows update %s at logIndex %d, its receipt %d", view, updateID, *logIndex, want)
-	case *logIndex >= int64(len(entries)) || entries[*logIndex].UpdateID != updateID:
-		t.Fatalf("%s: the log's entry %d is not update %s", view, *logIndex, updateID)
 	}
-}
-
-// auditedLog checks s's log and returns its entries, in index order.
-func auditedLog(t *testing.T, s *store.Store) []*translog.Entry {
-	t.Helper()
-	entries, err := translog.Audit(storetest.CheckLog(t, s), storetest.LogTiles(s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return entries
+	storetest.WantLogIndex(t, indexes, rs, view, updateID, logIndex)
 }
 
 func TestLogIndex_EveryViewOfAnNFTsEventsShowsTheUpdatesLogEntry(t *testing.T) {
@@ -73,7 +50,7 @@ func TestLogIndex_EveryViewOfAnNFTsEventsShowsTheUpdatesLogEntry(t *testing.T) {
 		if _, err := s.AddPhase(ctx, store.PhaseSpec{Collection: col.ID, Name: "free", Price: "0", Start: now.Add(-time.Hour), End: now.Add(time.Hour), PerPartyLimit: 1}); err != nil {
 			t.Fatal(err)
 		}
-		logged := loggedUpdates{}
+		logged := receipts{}
 		exec := func(p *ledgerParty, kind string, prep *store.Prepared, err error) map[string]any {
 			t.Helper()
 			if err != nil {
@@ -95,7 +72,7 @@ func TestLogIndex_EveryViewOfAnNFTsEventsShowsTheUpdatesLogEntry(t *testing.T) {
 		}
 		prep, err = s.PrepareBuy(ctx, buyer.id, listed.Listing.CID)
 		exec(buyer, store.KindNFTBuy, prep, err)
-		entries := auditedLog(t, s)
+		indexes := storetest.LogIndexes(t, s)
 
 		checkAll := func(view string, events []store.NFTEvent) {
 			t.Helper()
@@ -103,7 +80,7 @@ func TestLogIndex_EveryViewOfAnNFTsEventsShowsTheUpdatesLogEntry(t *testing.T) {
 				t.Fatalf("%s shows %d events, want the mint, the listing and the sale", view, len(events))
 			}
 			for _, e := range events {
-				logged.check(t, entries, view+" "+e.Kind, e.UpdateID, e.LogIndex)
+				logged.check(t, indexes, view+" "+e.Kind, e.UpdateID, e.LogIndex)
 			}
 		}
 		detail, err := s.NFTByContract(ctx, contractID)
@@ -140,7 +117,7 @@ func TestLogIndex_EveryViewOfAFillShowsItsUpdatesLogEntry(t *testing.T) {
 		w := newSwapWorld(t, b, 30)
 		lp, taker := w.party("lp", "", "100"), w.party("taker", "20", "")
 		w.quote(lp, store.SideBid, "2.4", "10")
-		logged := loggedUpdates{}
+		logged := receipts{}
 		prep, err := w.s.PrepareSwap(ctx, taker.id, store.SwapTerms{PoolID: w.pool.PoolID, Sell: "CC", Amount: "2", MinReceive: "4.5", Deadline: w.in(time.Hour)})
 		if err != nil {
 			t.Fatal(err)
@@ -152,7 +129,7 @@ func TestLogIndex_EveryViewOfAFillShowsItsUpdatesLogEntry(t *testing.T) {
 		if status := logged.add(t, r)["intentStatus"]; status != store.IntentFilled {
 			t.Fatalf("the swap is %v, want it filled", status)
 		}
-		entries := auditedLog(t, w.s)
+		indexes := storetest.LogIndexes(t, w.s)
 
 		checkAll := func(view string, fills []store.IntentView) {
 			t.Helper()
@@ -160,7 +137,7 @@ func TestLogIndex_EveryViewOfAFillShowsItsUpdatesLogEntry(t *testing.T) {
 				t.Fatalf("%s shows %d fills, want the one swap", view, len(fills))
 			}
 			o := fills[0].Outcome()
-			logged.check(t, entries, view, o.UpdateID, o.LogIndex)
+			logged.check(t, indexes, view, o.UpdateID, o.LogIndex)
 		}
 		pool, err := w.s.SwapHistory(ctx, store.SwapHistoryFilter{PoolID: w.pool.PoolID}, store.PageRequest{Limit: 10})
 		if err != nil {
