@@ -329,6 +329,7 @@ type ComplexityRoot struct {
 		Amount   func(childComplexity int) int
 		At       func(childComplexity int) int
 		Kind     func(childComplexity int) int
+		LogIndex func(childComplexity int) int
 		UpdateID func(childComplexity int) int
 	}
 
@@ -1621,6 +1622,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RewardEntry.Kind(childComplexity), true
+	case "RewardEntry.logIndex":
+		if e.ComplexityRoot.RewardEntry.LogIndex == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RewardEntry.LogIndex(childComplexity), true
 	case "RewardEntry.updateId":
 		if e.ComplexityRoot.RewardEntry.UpdateID == nil {
 			break
@@ -2365,6 +2372,8 @@ func (ec *executionContext) childFields_RewardEntry(ctx context.Context, field g
 	switch field.Name {
 	case "updateId":
 		return ec.fieldContext_RewardEntry_updateId(ctx, field)
+	case "logIndex":
+		return ec.fieldContext_RewardEntry_logIndex(ctx, field)
 	case "kind":
 		return ec.fieldContext_RewardEntry_kind(ctx, field)
 	case "amount":
@@ -7916,6 +7925,29 @@ func (ec *executionContext) fieldContext_RewardEntry_updateId(_ context.Context,
 	return graphql.NewScalarFieldContext("RewardEntry", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
+func (ec *executionContext) _RewardEntry_logIndex(ctx context.Context, field graphql.CollectedField, obj *store.RewardEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RewardEntry_logIndex(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LogIndex, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RewardEntry_logIndex(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RewardEntry", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _RewardEntry_kind(ctx context.Context, field graphql.CollectedField, obj *store.RewardEntry) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -12446,6 +12478,11 @@ func (ec *executionContext) _RewardEntry(ctx context.Context, sel ast.SelectionS
 		case "updateId":
 			out.Values[i] = ec._RewardEntry_updateId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "logIndex":
+			out.Values[i] = ec._RewardEntry_logIndex(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "kind":

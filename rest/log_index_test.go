@@ -3,10 +3,11 @@ package rest
 import (
 	"testing"
 
+	"marketd/store"
 	"marketd/store/storetest"
 )
 
-// loggedItem is what an NFT's history and a pool's fills show of an update.
+// loggedItem is what an NFT's history, a pool's fills and a party's rewards show of an update.
 type loggedItem struct {
 	UpdateID string `json:"updateId"`
 	LogIndex *int64 `json:"logIndex"`
@@ -76,5 +77,23 @@ func TestSwapFeeds_EachFillShowsItsUpdatesLogIndex(t *testing.T) {
 			decodeAs(t, m.do("GET", path, nil, bearer(taker.tok)), &page)
 			wantLogged(t, indexes, receipts, path, page.Items, 1)
 		}
+	})
+}
+
+func TestRewardHistory_EachRewardShowsItsUpdatesLogIndex(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		a := newTestAPI(t, b)
+		alice, bob := a.walletUser("alice"), a.walletUser("bob")
+		a.walletTap(alice, store.CC, "50")
+		r := a.prepareExecute("/api/wallet/cc-transfer", map[string]string{"receiver": bob.id, "amount": "20"}, alice.testParty, bearer(alice.tok))
+		n, ok := r["logIndex"].(float64)
+		if !ok {
+			t.Fatalf("the transfer's receipt has no logIndex: %v", r)
+		}
+		receipts := map[string]int64{r["updateId"].(string): int64(n)}
+		indexes := storetest.LogIndexes(t, a.store)
+		var page struct{ Items []loggedItem }
+		decodeAs(t, a.do("GET", "/api/wallet/rewards/"+alice.id+"/history", nil, bearer(alice.tok)), &page)
+		wantLogged(t, indexes, receipts, "alice's rewards", page.Items, 1)
 	})
 }

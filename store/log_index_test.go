@@ -160,3 +160,31 @@ func TestLogIndex_EveryViewOfAFillShowsItsUpdatesLogEntry(t *testing.T) {
 		checkAll("the pool's outcomes feed", fills)
 	})
 }
+
+func TestLogIndex_ARewardShowsItsUpdatesLogEntry(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s, _, _ := openLedger(t, b)
+		alice, bob := onboardParty(t, s, "alice"), onboardParty(t, s, "bob")
+		tap(t, s, alice, store.CC, "50")
+		prep, err := s.PrepareCCTransfer(ctx, alice.id, bob.id, store.MustAmount("20"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := alice.execute(s, store.KindCCTransfer, prep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logged := receipts{}
+		logged.add(t, r)
+		indexes := storetest.LogIndexes(t, s)
+		page, err := s.RewardHistory(ctx, alice.id, store.PageRequest{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Items) != 1 {
+			t.Fatalf("alice's rewards: %+v, want the transfer's", page.Items)
+		}
+		logged.check(t, indexes, "alice's rewards", page.Items[0].UpdateID, page.Items[0].LogIndex)
+	})
+}
