@@ -88,7 +88,9 @@ func TestGraphQL_EveryUpdateShownCarriesItsLogIndex(t *testing.T) {
 		g.data(`query($c: ID!) { nft(contractId: $c) { history(first: 10) { edges { node { updateId logIndex } } } } }`,
 			map[string]any{"c": contractID}, &nft)
 		check("NFT.history", nodesOf(nft.NFT.History), 3)
-		var p struct{ Pool struct{ Outcomes, History edges } }
+		var p struct {
+			Pool struct{ Outcomes, History edges }
+		}
 		g.data(`query($p: ID!) { pool(id: $p) {
 			outcomes(first: 100) { edges { node { updateId logIndex } } }
 			history(first: 100) { edges { node { updateId logIndex } } } } }`, map[string]any{"p": pool}, &p)
