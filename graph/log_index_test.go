@@ -60,6 +60,8 @@ func TestGraphQL_EveryUpdateShownCarriesItsLogIndex(t *testing.T) {
 		if swap["intentStatus"] != store.IntentFilled {
 			t.Fatalf("the swap: %v, want it filled", swap)
 		}
+		prep, err = s.PrepareCCTransfer(ctx, seller.id, buyer.id, store.MustAmount("1")) // earns the seller a reward
+		run(seller, store.KindCCTransfer, prep, err)
 		indexes := storetest.LogIndexes(t, s)
 
 		// check checks every update a view shows and that it shows wantMine of the test's own.
@@ -96,6 +98,16 @@ func TestGraphQL_EveryUpdateShownCarriesItsLogIndex(t *testing.T) {
 			history(first: 100) { edges { node { updateId logIndex } } } } }`, map[string]any{"p": pool}, &p)
 		check("Pool.outcomes", nodesOf(p.Pool.Outcomes), 1)
 		check("Pool.history", nodesOf(p.Pool.History), 1)
+
+		res, _ := g.queryAs(seller.signIn(), `query($p: ID!) { wallet(partyId: $p) { rewards { history(first: 10) { edges { node { updateId logIndex } } } } } }`,
+			map[string]any{"p": seller.id})
+		var w struct {
+			Wallet struct{ Rewards struct{ History edges } }
+		}
+		if err := json.Unmarshal(res.Data, &w); err != nil || len(res.Errors) > 0 {
+			t.Fatalf("the seller's rewards: %+v, %v", res.Errors, err)
+		}
+		check("Rewards.history", nodesOf(w.Wallet.Rewards.History), 1)
 
 		c := dialGraphQL(t, g.http.URL)
 		c.subscribe("1", `subscription($c: ID!, $after: String) { collectionActivity(collectionId: $c, after: $after) { updateId logIndex } }`,
