@@ -83,6 +83,7 @@ type ComplexityRoot struct {
 		Currency     func(childComplexity int) int
 		From         func(childComplexity int) int
 		Kind         func(childComplexity int) int
+		LogIndex     func(childComplexity int) int
 		Position     func(childComplexity int) int
 		Price        func(childComplexity int) int
 		Serial       func(childComplexity int) int
@@ -212,6 +213,7 @@ type ComplexityRoot struct {
 		Currency func(childComplexity int) int
 		From     func(childComplexity int) int
 		Kind     func(childComplexity int) int
+		LogIndex func(childComplexity int) int
 		Price    func(childComplexity int) int
 		To       func(childComplexity int) int
 		UpdateID func(childComplexity int) int
@@ -231,6 +233,7 @@ type ComplexityRoot struct {
 		At        func(childComplexity int) int
 		Fee       func(childComplexity int) int
 		IntentCID func(childComplexity int) int
+		LogIndex  func(childComplexity int) int
 		PoolID    func(childComplexity int) int
 		Received  func(childComplexity int) int
 		Sold      func(childComplexity int) int
@@ -326,6 +329,7 @@ type ComplexityRoot struct {
 		Amount   func(childComplexity int) int
 		At       func(childComplexity int) int
 		Kind     func(childComplexity int) int
+		LogIndex func(childComplexity int) int
 		UpdateID func(childComplexity int) int
 	}
 
@@ -615,6 +619,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CollectionActivity.Kind(childComplexity), true
+	case "CollectionActivity.logIndex":
+		if e.ComplexityRoot.CollectionActivity.LogIndex == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CollectionActivity.LogIndex(childComplexity), true
 	case "CollectionActivity.position":
 		if e.ComplexityRoot.CollectionActivity.Position == nil {
 			break
@@ -1122,6 +1132,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.NFTEvent.Kind(childComplexity), true
+	case "NFTEvent.logIndex":
+		if e.ComplexityRoot.NFTEvent.LogIndex == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NFTEvent.LogIndex(childComplexity), true
 	case "NFTEvent.price":
 		if e.ComplexityRoot.NFTEvent.Price == nil {
 			break
@@ -1185,6 +1201,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Outcome.IntentCID(childComplexity), true
+	case "Outcome.logIndex":
+		if e.ComplexityRoot.Outcome.LogIndex == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Outcome.LogIndex(childComplexity), true
 	case "Outcome.poolId":
 		if e.ComplexityRoot.Outcome.PoolID == nil {
 			break
@@ -1600,6 +1622,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.RewardEntry.Kind(childComplexity), true
+	case "RewardEntry.logIndex":
+		if e.ComplexityRoot.RewardEntry.LogIndex == nil {
+			break
+		}
+
+		return e.ComplexityRoot.RewardEntry.LogIndex(childComplexity), true
 	case "RewardEntry.updateId":
 		if e.ComplexityRoot.RewardEntry.UpdateID == nil {
 			break
@@ -1880,6 +1908,8 @@ func (ec *executionContext) childFields_CollectionActivity(ctx context.Context, 
 		return ec.fieldContext_CollectionActivity_serial(ctx, field)
 	case "updateId":
 		return ec.fieldContext_CollectionActivity_updateId(ctx, field)
+	case "logIndex":
+		return ec.fieldContext_CollectionActivity_logIndex(ctx, field)
 	case "kind":
 		return ec.fieldContext_CollectionActivity_kind(ctx, field)
 	case "at":
@@ -2134,6 +2164,8 @@ func (ec *executionContext) childFields_NFTEvent(ctx context.Context, field grap
 	switch field.Name {
 	case "updateId":
 		return ec.fieldContext_NFTEvent_updateId(ctx, field)
+	case "logIndex":
+		return ec.fieldContext_NFTEvent_logIndex(ctx, field)
 	case "kind":
 		return ec.fieldContext_NFTEvent_kind(ctx, field)
 	case "at":
@@ -2176,6 +2208,8 @@ func (ec *executionContext) childFields_Outcome(ctx context.Context, field graph
 		return ec.fieldContext_Outcome_intentCid(ctx, field)
 	case "updateId":
 		return ec.fieldContext_Outcome_updateId(ctx, field)
+	case "logIndex":
+		return ec.fieldContext_Outcome_logIndex(ctx, field)
 	case "taker":
 		return ec.fieldContext_Outcome_taker(ctx, field)
 	case "poolId":
@@ -2338,6 +2372,8 @@ func (ec *executionContext) childFields_RewardEntry(ctx context.Context, field g
 	switch field.Name {
 	case "updateId":
 		return ec.fieldContext_RewardEntry_updateId(ctx, field)
+	case "logIndex":
+		return ec.fieldContext_RewardEntry_logIndex(ctx, field)
 	case "kind":
 		return ec.fieldContext_RewardEntry_kind(ctx, field)
 	case "amount":
@@ -3793,6 +3829,29 @@ func (ec *executionContext) _CollectionActivity_updateId(ctx context.Context, fi
 }
 func (ec *executionContext) fieldContext_CollectionActivity_updateId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _CollectionActivity_logIndex(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CollectionActivity_logIndex(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LogIndex, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CollectionActivity_logIndex(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _CollectionActivity_kind(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
@@ -5777,6 +5836,29 @@ func (ec *executionContext) fieldContext_NFTEvent_updateId(_ context.Context, fi
 	return graphql.NewScalarFieldContext("NFTEvent", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
+func (ec *executionContext) _NFTEvent_logIndex(ctx context.Context, field graphql.CollectedField, obj *store.NFTEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NFTEvent_logIndex(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LogIndex, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NFTEvent_logIndex(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("NFTEvent", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
 func (ec *executionContext) _NFTEvent_kind(ctx context.Context, field graphql.CollectedField, obj *store.NFTEvent) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -6078,6 +6160,29 @@ func (ec *executionContext) _Outcome_updateId(ctx context.Context, field graphql
 }
 func (ec *executionContext) fieldContext_Outcome_updateId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Outcome", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Outcome_logIndex(ctx context.Context, field graphql.CollectedField, obj *store.Outcome) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Outcome_logIndex(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LogIndex, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Outcome_logIndex(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Outcome", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _Outcome_taker(ctx context.Context, field graphql.CollectedField, obj *store.Outcome) (ret graphql.Marshaler) {
@@ -7818,6 +7923,29 @@ func (ec *executionContext) _RewardEntry_updateId(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_RewardEntry_updateId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("RewardEntry", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _RewardEntry_logIndex(ctx context.Context, field graphql.CollectedField, obj *store.RewardEntry) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_RewardEntry_logIndex(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.LogIndex, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int64) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint64(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_RewardEntry_logIndex(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("RewardEntry", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
 func (ec *executionContext) _RewardEntry_kind(ctx context.Context, field graphql.CollectedField, obj *store.RewardEntry) (ret graphql.Marshaler) {
@@ -9831,6 +9959,11 @@ func (ec *executionContext) _CollectionActivity(ctx context.Context, sel ast.Sel
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
+		case "logIndex":
+			out.Values[i] = ec._CollectionActivity_logIndex(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
 		case "kind":
 			out.Values[i] = ec._CollectionActivity_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -10985,6 +11118,11 @@ func (ec *executionContext) _NFTEvent(ctx context.Context, sel ast.SelectionSet,
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
+		case "logIndex":
+			out.Values[i] = ec._NFTEvent_logIndex(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
 		case "kind":
 			out.Values[i] = ec._NFTEvent_kind(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -11142,6 +11280,11 @@ func (ec *executionContext) _Outcome(ctx context.Context, sel ast.SelectionSet, 
 		case "updateId":
 			out.Values[i] = ec._Outcome_updateId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "logIndex":
+			out.Values[i] = ec._Outcome_logIndex(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "taker":
@@ -12335,6 +12478,11 @@ func (ec *executionContext) _RewardEntry(ctx context.Context, sel ast.SelectionS
 		case "updateId":
 			out.Values[i] = ec._RewardEntry_updateId(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "logIndex":
+			out.Values[i] = ec._RewardEntry_logIndex(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "kind":
@@ -14328,6 +14476,24 @@ func (ec *executionContext) marshalOInt2ᚖint(ctx context.Context, sel ast.Sele
 	_ = sel
 	_ = ctx
 	res := graphql.MarshalInt(*v)
+	return res
+}
+
+func (ec *executionContext) unmarshalOInt2ᚖint64(ctx context.Context, v any) (*int64, error) {
+	if v == nil {
+		return nil, nil
+	}
+	res, err := graphql.UnmarshalInt64(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalOInt2ᚖint64(ctx context.Context, sel ast.SelectionSet, v *int64) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	_ = sel
+	_ = ctx
+	res := graphql.MarshalInt64(*v)
 	return res
 }
 

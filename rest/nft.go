@@ -138,6 +138,7 @@ func unixPtr(t *store.Timestamp) *int64 {
 
 type nftEventView struct {
 	UpdateID string            `json:"updateId"`
+	LogIndex *int64            `json:"logIndex,omitempty"` // absent while the log has no entry of the update
 	Kind     string            `json:"kind"`
 	At       int64             `json:"at"`
 	From     *string           `json:"from"`
@@ -216,7 +217,7 @@ func (srv *Server) nftDetail(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := nftDetailView{nftView: viewNFT(d.NFTView), History: make([]nftEventView, len(d.History))}
 	for i, e := range d.History {
-		out.History[i] = nftEventView{UpdateID: e.UpdateID, Kind: e.Kind, At: e.At.Unix(), From: e.From, To: e.To, Price: e.Price, Currency: e.Currency}
+		out.History[i] = nftEventView{UpdateID: e.UpdateID, LogIndex: e.LogIndex, Kind: e.Kind, At: e.At.Unix(), From: e.From, To: e.To, Price: e.Price, Currency: e.Currency}
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -105,7 +105,8 @@ func viewIntent(v store.IntentView) intentView {
 type outcomeView struct {
 	IntentCID string                 `json:"intentCid"`
 	UpdateID  string                 `json:"updateId"`
-	Taker     *string                `json:"taker,omitempty"` // absent where a pool feed hides it
+	LogIndex  *int64                 `json:"logIndex,omitempty"` // absent while the log has no entry of the update
+	Taker     *string                `json:"taker,omitempty"`    // absent where a pool feed hides it
 	PoolID    string                 `json:"poolId"`
 	Sold      store.InstrumentAmount `json:"sold"`
 	Received  store.InstrumentAmount `json:"received"`
@@ -115,7 +116,7 @@ type outcomeView struct {
 
 func viewOutcome(v store.IntentView) outcomeView {
 	o := v.Outcome()
-	out := outcomeView{IntentCID: o.IntentCID, UpdateID: o.UpdateID, Taker: o.Taker, PoolID: o.PoolID,
+	out := outcomeView{IntentCID: o.IntentCID, UpdateID: o.UpdateID, LogIndex: o.LogIndex, Taker: o.Taker, PoolID: o.PoolID,
 		Sold: o.Sold, Received: o.Received, Fee: o.Fee}
 	if !o.At.IsZero() {
 		out.At = o.At.Unix()

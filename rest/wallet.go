@@ -234,6 +234,7 @@ func (srv *Server) rewards(w http.ResponseWriter, r *http.Request) error {
 
 type rewardView struct {
 	UpdateID string       `json:"updateId"`
+	LogIndex *int64       `json:"logIndex,omitempty"` // absent while the log has no entry of the update
 	Kind     string       `json:"kind"`
 	Amount   store.Amount `json:"amount"`
 	At       int64        `json:"at"`
@@ -249,7 +250,7 @@ func (srv *Server) rewardHistory(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeList(w, page, func(e store.RewardEntry) rewardView {
-		return rewardView{UpdateID: e.UpdateID, Kind: e.Kind, Amount: e.Amount, At: e.At.Unix()}
+		return rewardView{UpdateID: e.UpdateID, LogIndex: e.LogIndex, Kind: e.Kind, Amount: e.Amount, At: e.At.Unix()}
 	})
 	return nil
 }

@@ -110,6 +110,9 @@ type nftActivity struct {
 	// LedgerOffset is its update's offset, which the database sets as the update commits
 	// (migration activity_offsets): bun never writes it.
 	LedgerOffset int64 `bun:"ledger_offset,scanonly"`
+	// LogIndex is its update's index in the transparency log, read with the event
+	// (withLogIndex); nil for an update the log has no entry of yet.
+	LogIndex *int64 `bun:"log_index,scanonly"`
 }
 
 // NFTView is an NFT as the API shows it.
@@ -136,6 +139,7 @@ type ListingView struct {
 // NFTEvent is one event of an NFT's history.
 type NFTEvent struct {
 	UpdateID string
+	LogIndex *int64 // the update's index in the transparency log; nil while the log has no entry of it
 	Kind     string
 	At       Timestamp
 	From     *string
@@ -188,7 +192,8 @@ func (s *Store) NFTByContract(ctx context.Context, contractID string) (*NFTDetai
 		return nil, err
 	}
 	var acts []nftActivity
-	if err := s.db.NewSelect().Model(&acts).Where("nft_id = ?", it.NFTID).OrderExpr("id DESC").Limit(historyLength).Scan(ctx); err != nil {
+	sel := withLogIndex(s.db.NewSelect().Model(&acts).ColumnExpr("?TableAlias.*"), "update_id")
+	if err := sel.Where("nft_id = ?", it.NFTID).OrderExpr("id DESC").Limit(historyLength).Scan(ctx); err != nil {
 		return nil, err
 	}
 	return &NFTDetail{NFTView: it.view(s.now()), History: eventsOf(acts)}, nil

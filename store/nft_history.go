@@ -50,7 +50,7 @@ func (s *Store) NFTHistory(ctx context.Context, ref NFTRef, r PageRequest) (Page
 		return Page[NFTEvent]{}, err
 	}
 	var acts []nftActivity
-	sel := s.db.NewSelect().Model(&acts).Where("nft_id = ?", ref.nftID())
+	sel := withLogIndex(s.db.NewSelect().Model(&acts).ColumnExpr("?TableAlias.*"), "update_id").Where("nft_id = ?", ref.nftID())
 	sel = q.seek(sel, true, []string{"id"}, q.at(func(id int64) []any { return []any{id} }))
 	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
 		return Page[NFTEvent]{}, err
@@ -99,8 +99,8 @@ func (s *Store) NFTHistories(ctx context.Context, refs []NFTRef, r PageRequest) 
 			continue
 		}
 		seen[id] = true
-		page := s.db.NewSelect().Model((*nftActivity)(nil)).
-			Column("id", "nft_id", "collection_id", "update_id", "kind", "from_party", "to_party", "price", "currency", "at").
+		page := withLogIndex(s.db.NewSelect().Model((*nftActivity)(nil)).
+			Column("id", "nft_id", "collection_id", "update_id", "kind", "from_party", "to_party", "price", "currency", "at"), "update_id").
 			Where("nft_id = ?", id).OrderExpr(order).Limit(int64(n + 1))
 		arms = append(arms, "SELECT * FROM (?) AS a"+strconv.Itoa(len(arms)))
 		args = append(args, page)
@@ -126,7 +126,15 @@ func (s *Store) NFTHistories(ctx context.Context, refs []NFTRef, r PageRequest) 
 }
 
 func (a *nftActivity) event() NFTEvent {
-	return NFTEvent{UpdateID: a.UpdateID, Kind: a.Kind, At: a.At, From: a.From, To: a.To, Price: a.Price, Currency: a.Currency}
+	return NFTEvent{UpdateID: a.UpdateID, LogIndex: a.LogIndex, Kind: a.Kind, At: a.At, From: a.From, To: a.To, Price: a.Price, Currency: a.Currency}
+}
+
+// withLogIndex has q read, in the same statement, log_index: the transparency log's index of
+// the update that the column updateColumn of q's model names, NULL while the log has no entry
+// of it. q must select its model's columns itself: a column expression replaces bun's default.
+func withLogIndex(q *bun.SelectQuery, updateColumn string) *bun.SelectQuery {
+	return q.ColumnExpr("log_entry.log_index").
+		Join("LEFT JOIN log_entries AS log_entry ON log_entry.update_id = ?TableAlias.?", bun.Ident(updateColumn))
 }
 
 func eventsOf(acts []nftActivity) []NFTEvent {
@@ -230,9 +238,10 @@ func (s *Store) CollectionActivityAfter(ctx context.Context, collectionID string
 		seq = n
 	}
 	var acts []nftActivity
-	sel := s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*"). // the offset too, which bun never writes
-										Where("nft_activity.collection_id = ?", collectionID).
-										Where("nft_activity.ledger_offset IS NOT NULL")
+	// nft_activity.*: the offset too, which bun never writes.
+	sel := withLogIndex(s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*"), "update_id").
+		Where("nft_activity.collection_id = ?", collectionID).
+		Where("nft_activity.ledger_offset IS NOT NULL")
 	err := afterPosition(sel, pos, "nft_activity.ledger_offset", "nft_activity.id", seq).
 		OrderExpr("nft_activity.ledger_offset, nft_activity.id").Limit(int64(limit)).
 		Scan(ctx)

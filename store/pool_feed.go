@@ -64,7 +64,7 @@ func (o *PoolOutcome) Position() LogPosition {
 func (s *Store) PoolOutcomesAfter(ctx context.Context, poolID, viewer string, pos LogPosition, limit int) ([]PoolOutcome, error) {
 	var views []IntentView
 	// The closing update's offset is on the row (migration activity_offsets), set as it commits.
-	sel := s.db.NewSelect().Model(&views).ColumnExpr("intent_view.*, intent_view.closed_offset AS ledger_offset").
+	sel := withLogIndex(s.db.NewSelect().Model(&views).ColumnExpr("intent_view.*, intent_view.closed_offset AS ledger_offset"), "closed_update").
 		Where("intent_view.pool_id = ?", poolID).Where("intent_view.status = ?", IntentFilled).
 		Where("intent_view.closed_offset IS NOT NULL")
 	if err := afterPosition(sel, pos, "intent_view.closed_offset", "intent_view.intent_cid", pos.After).

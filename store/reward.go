@@ -69,6 +69,7 @@ func (s *Store) RewardBalance(ctx context.Context, partyID string) (Amount, erro
 // RewardEntry is one update that earned its acting party a reward.
 type RewardEntry struct {
 	UpdateID string
+	LogIndex *int64 // the update's index in the transparency log; nil while the log has no entry of it
 	Offset   int64
 	Kind     string
 	Amount   Amount
@@ -85,14 +86,15 @@ func (s *Store) RewardHistory(ctx context.Context, partyID string, r PageRequest
 		return Page[RewardEntry]{}, err
 	}
 	var rows []Update
-	sel := s.db.NewSelect().Model(&rows).Where("act_as = ?", partyID).Where("reward IS NOT NULL")
+	sel := withLogIndex(s.db.NewSelect().Model(&rows).ColumnExpr("?TableAlias.*"), "update_id").
+		Where("act_as = ?", partyID).Where("reward IS NOT NULL")
 	sel = q.seek(sel, true, []string{"ledger_offset"}, q.at(func(o int64) []any { return []any{o} }))
 	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
 		return Page[RewardEntry]{}, err
 	}
 	entries := make([]RewardEntry, len(rows))
 	for i, u := range rows {
-		entries[i] = RewardEntry{UpdateID: u.UpdateID, Offset: u.Offset, Kind: u.Kind, Amount: *u.Reward, At: u.RecordedAt}
+		entries[i] = RewardEntry{UpdateID: u.UpdateID, LogIndex: u.LogIndex, Offset: u.Offset, Kind: u.Kind, Amount: *u.Reward, At: u.RecordedAt}
 	}
 	return finish(ctx, s, q, entries, func(e RewardEntry) int64 { return e.Offset })
 }

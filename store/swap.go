@@ -126,6 +126,7 @@ type IntentView struct {
 	ClosedAt     *Timestamp `bun:"closed_at"`
 	ClosedOffset *int64     `bun:"closed_offset,scanonly"` // the closing update's offset, set as it commits
 	LedgerOffset int64      `bun:"ledger_offset,scanonly"` // the same, as the feeds read it
+	LogIndex     *int64     `bun:"log_index,scanonly"`     // the closing update's index in the transparency log, where a read joins it
 
 	Fills []Fill `bun:"-"`
 }

@@ -201,7 +201,7 @@ func (s *Store) SwapHistory(ctx context.Context, f SwapHistoryFilter, r PageRequ
 		return Page[IntentView]{}, err
 	}
 	var rows []IntentView
-	q := s.db.NewSelect().Model(&rows).Where("status = ?", IntentFilled)
+	q := withLogIndex(s.db.NewSelect().Model(&rows).ColumnExpr("?TableAlias.*"), "closed_update").Where("status = ?", IntentFilled)
 	if f.Taker != "" {
 		q = q.Where("taker = ?", f.Taker)
 	}
@@ -241,6 +241,7 @@ type InstrumentAmount struct {
 type Outcome struct {
 	IntentCID string
 	UpdateID  string
+	LogIndex  *int64  // the update's index in the transparency log; nil while the log has no entry of it
 	Taker     *string // nil when the viewer may not see it: a pool's feeds show it to the taker only
 	PoolID    string
 	Sold      InstrumentAmount
@@ -260,6 +261,7 @@ func (v *IntentView) Outcome() Outcome {
 	}
 	if v.ClosedUpdate != nil {
 		o.UpdateID = *v.ClosedUpdate
+		o.LogIndex = v.LogIndex
 	}
 	if v.ClosedAt != nil {
 		o.At = *v.ClosedAt

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -76,4 +77,50 @@ func mustTile(t testing.TB, s *store.Store, tile tlog.Tile) []byte {
 		t.Fatalf("tile %s: %v", translog.TilePath(tile), err)
 	}
 	return b
+}
+
+// LogIndexes checks s's log (CheckLog) and returns the index of each entry by its update's id.
+func LogIndexes(t testing.TB, s *store.Store) map[string]int64 {
+	t.Helper()
+	entries, err := translog.Audit(CheckLog(t, s), LogTiles(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]int64, len(entries))
+	for i, e := range entries {
+		out[e.UpdateID] = int64(i)
+	}
+	return out
+}
+
+// ReceiptLogIndex reads an execute's receipt: its updateId and logIndex, which it must have.
+func ReceiptLogIndex(t testing.TB, r store.Receipt) (updateID string, logIndex int64) {
+	t.Helper()
+	var head struct {
+		UpdateID string `json:"updateId"`
+		LogIndex *int64 `json:"logIndex"`
+	}
+	if err := json.Unmarshal(r, &head); err != nil || head.LogIndex == nil {
+		t.Fatalf("receipt %s: no logIndex (%v)", r, err)
+	}
+	return head.UpdateID, *head.LogIndex
+}
+
+// WantLogIndex fails unless view shows update updateID at logIndex, the index of its entry in
+// the log (indexes, from LogIndexes) and, where the test kept the update's receipt
+// (receipts, by update id), the receipt's logIndex.
+func WantLogIndex(t testing.TB, indexes, receipts map[string]int64, view, updateID string, logIndex *int64) {
+	t.Helper()
+	want, ok := indexes[updateID]
+	switch {
+	case !ok:
+		t.Fatalf("%s shows update %s, which has no entry in the log", view, updateID)
+	case logIndex == nil:
+		t.Fatalf("%s shows update %s without its logIndex %d", view, updateID, want)
+	case *logIndex != want:
+		t.Fatalf("%s shows update %s at logIndex %d, its log entry is %d", view, updateID, *logIndex, want)
+	}
+	if r, ok := receipts[updateID]; ok && r != *logIndex {
+		t.Fatalf("%s shows update %s at logIndex %d, its receipt %d", view, updateID, *logIndex, r)
+	}
 }
