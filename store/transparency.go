@@ -14,6 +14,7 @@ import (
 	"marketd/store/translog"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -134,55 +135,33 @@ func (u *Update) logEntry() translog.Entry {
 	return e
 }
 
-// offsetsAndHead is what appendLog reads under the offset lock: each update's offset and the
-// log's head.
-type offsetsAndHead struct {
-	UpdateID string `bun:"update_id"`
-	Offset   int64  `bun:"ledger_offset"`
-	Size     int64  `bun:"size"`
-	Frontier []byte `bun:"frontier"`
-}
-
 // appendLog appends the updates this transaction committed to the log, in offset order, and
 // completes their receipts; it is the transaction's last step before COMMIT. An update rolled
-// back to a savepoint is not in the table, so it gets no entry.
+// back to a savepoint is no longer in tx.logged (undo), so it gets no entry.
 func (tx *Tx) appendLog(ctx context.Context) error {
 	if len(tx.logged) == 0 || tx.s.unlogged {
 		return nil
 	}
-	byID := make(map[string]*Update, len(tx.logged))
-	ids := make([]string, len(tx.logged))
-	for i, u := range tx.logged {
-		byID[u.UpdateID], ids[i] = u, u.UpdateID
-	}
+	us := tx.logged
 	tx.logged = nil
+	var head *logHead
+	var err error
 	if tx.s.dialect == Postgres {
-		// The offsets are assigned now, under the lock held until the commit is visible.
-		tx.deferred = append(tx.deferred, "SET CONSTRAINTS updates_assign_offset IMMEDIATE;\n"...)
+		head, err = tx.claimOffsets(ctx, us)
+	} else {
+		us, head, err = tx.readOffsets(ctx, us)
 	}
-	if err := tx.flush(ctx); err != nil {
+	if err != nil || len(us) == 0 {
 		return err
 	}
-	var rows []offsetsAndHead
-	err := tx.NewSelect().TableExpr("updates AS u").Join("CROSS JOIN log_head AS h").
-		ColumnExpr("u.update_id, u.ledger_offset, h.size, h.frontier").
-		Where("u.update_id IN (?)", bun.In(ids)).OrderExpr("u.ledger_offset").Scan(ctx, &rows)
-	if err != nil {
-		return fmt.Errorf("transparency log: read the offsets: %w", err)
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	head := &logHead{ID: 1, Size: rows[0].Size, Frontier: rows[0].Frontier}
 	known, err := head.hashes()
 	if err != nil {
 		return err
 	}
-	entries := make([]logEntryRow, len(rows))
+	entries := make([]logEntryRow, len(us))
 	var hashes []logHashRow
-	for i, r := range rows {
-		u, n := byID[r.UpdateID], head.Size+int64(i)
-		u.Offset = r.Offset
+	for i, u := range us {
+		n := head.Size + int64(i)
 		e := u.logEntry()
 		b, err := e.Marshal()
 		if err != nil {
@@ -202,7 +181,7 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 			return err
 		}
 	}
-	head.Size += int64(len(rows))
+	head.Size += int64(len(us))
 	head.Frontier = head.Frontier[:0:0]
 	for _, x := range frontierIndexes(head.Size) {
 		h, ok := known[x]
@@ -221,6 +200,74 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// claimOffsets gives the updates of a PostgreSQL transaction their offsets, in their order,
+// and reads the log's head, in one round trip that also sends the writes deferred so far:
+// claim_log_offsets (the log_offsets migration) takes the offset lock, held until the commit
+// is visible, so no other commit takes an offset or appends to the log in between. The
+// offsets are written with the commit; updates committed before the log (fillLog) keep theirs.
+func (tx *Tx) claimOffsets(ctx context.Context, us []*Update) (*logHead, error) {
+	var fresh []*Update
+	for _, u := range us {
+		if !u.beforeLog {
+			fresh = append(fresh, u)
+		}
+	}
+	// A multi-statement query answers the rows of its first statement; the deferred writes
+	// run after it, in the same round trip.
+	q := fmt.Sprintf("SELECT size, frontier, offsets FROM claim_log_offsets(%d);\n", len(fresh)) + string(tx.deferred)
+	tx.deferred = nil
+	head := &logHead{ID: 1}
+	var offsets []int64
+	err := tx.Tx.Tx.QueryRowContext(ctx, q).Scan(&head.Size, &head.Frontier, pgdialect.Array(&offsets))
+	if err != nil {
+		return nil, err // the deferred writes' error, or the claim's
+	}
+	if len(offsets) != len(fresh) {
+		return nil, fmt.Errorf("transparency log: %d offsets claimed for %d updates", len(offsets), len(fresh))
+	}
+	ids := make([]string, len(fresh))
+	for i, u := range fresh {
+		u.Offset, ids[i] = offsets[i], u.UpdateID
+	}
+	if len(fresh) == 0 {
+		return head, nil
+	}
+	return head, tx.later(ctx, tx.NewRaw("UPDATE updates AS u SET ledger_offset = v.o FROM unnest(?::text[], ?::bigint[]) AS v(id, o) WHERE u.update_id = v.id",
+		pgdialect.Array(ids), pgdialect.Array(offsets)))
+}
+
+// readOffsets reads the offsets SQLite gave the updates as it wrote them, and the log's
+// head; SQLite runs one writer at a time. It answers the updates in offset order.
+func (tx *Tx) readOffsets(ctx context.Context, us []*Update) ([]*Update, *logHead, error) {
+	byID := make(map[string]*Update, len(us))
+	ids := make([]string, len(us))
+	for i, u := range us {
+		byID[u.UpdateID], ids[i] = u, u.UpdateID
+	}
+	var rows []struct {
+		UpdateID string `bun:"update_id"`
+		Offset   int64  `bun:"ledger_offset"`
+		Size     int64  `bun:"size"`
+		Frontier []byte `bun:"frontier"`
+	}
+	err := tx.NewSelect().TableExpr("updates AS u").Join("CROSS JOIN log_head AS h").
+		ColumnExpr("u.update_id, u.ledger_offset, h.size, h.frontier").
+		Where("u.update_id IN (?)", bun.In(ids)).OrderExpr("u.ledger_offset").Scan(ctx, &rows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transparency log: read the offsets: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, nil, nil
+	}
+	head := &logHead{ID: 1, Size: rows[0].Size, Frontier: rows[0].Frontier}
+	ordered := make([]*Update, len(rows))
+	for i, r := range rows {
+		ordered[i] = byID[r.UpdateID]
+		ordered[i].Offset = r.Offset
+	}
+	return ordered, head, nil
 }
 
 // receiptLogged completes the receipt of u, executed with a party's signature, with its log
