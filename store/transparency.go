@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -14,7 +16,6 @@ import (
 	"marketd/store/translog"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -137,20 +138,18 @@ func (u *Update) logEntry() translog.Entry {
 
 // appendLog appends the updates this transaction committed to the log, in offset order, and
 // completes their receipts; it is the transaction's last step before COMMIT. An update rolled
-// back to a savepoint is no longer in tx.logged (undo), so it gets no entry.
+// back to a savepoint is no longer in tx.logged (undo), so it gets no entry. On PostgreSQL a
+// new update's entry is appended by the COMMIT itself (queueLogAppend).
 func (tx *Tx) appendLog(ctx context.Context) error {
 	if len(tx.logged) == 0 || tx.s.unlogged {
 		return nil
 	}
 	us := tx.logged
 	tx.logged = nil
-	var head *logHead
-	var err error
-	if tx.s.dialect == Postgres {
-		head, err = tx.claimOffsets(ctx, us)
-	} else {
-		us, head, err = tx.readOffsets(ctx, us)
+	if tx.s.dialect == Postgres && !us[0].beforeLog {
+		return tx.queueLogAppend(ctx, us)
 	}
+	us, head, err := tx.readOffsets(ctx, us)
 	if err != nil || len(us) == 0 {
 		return err
 	}
@@ -177,7 +176,7 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 			hashes = append(hashes, logHashRow{HashIndex: x, Hash: h[:]})
 		}
 		entries[i] = logEntryRow{LogIndex: n, UpdateID: u.UpdateID, Entry: b}
-		if err := tx.receiptLogged(ctx, u, n); err != nil {
+		if err := tx.receiptLogged(ctx, u, &n); err != nil {
 			return err
 		}
 	}
@@ -202,40 +201,101 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 	return nil
 }
 
-// claimOffsets gives the updates of a PostgreSQL transaction their offsets, in their order,
-// and reads the log's head, in one round trip that also sends the writes deferred so far:
-// claim_log_offsets (the log_offsets migration) takes the offset lock, held until the commit
-// is visible, so no other commit takes an offset or appends to the log in between. The
-// offsets are written with the commit; updates committed before the log (fillLog) keep theirs.
-func (tx *Tx) claimOffsets(ctx context.Context, us []*Update) (*logHead, error) {
-	var fresh []*Update
-	for _, u := range us {
-		if !u.beforeLog {
-			fresh = append(fresh, u)
+// logPending is what a PostgreSQL transaction leaves for its COMMIT to append an update to
+// the log (the log_at_commit migration's log_append): the entry's bytes before and after its
+// offset's digits and, for an execute, the prepared transaction's receipt around its log
+// index. The offset lock is then held only by the COMMIT, never across a round trip.
+type logPending struct {
+	bun.BaseModel `bun:"table:log_pending"`
+
+	UpdateID    string `bun:"update_id,pk"`
+	EntryHead   []byte `bun:"entry_head"`
+	EntryTail   []byte `bun:"entry_tail"`
+	Prepared    []byte `bun:"prepared"`
+	ReceiptHead []byte `bun:"receipt_head"`
+	ReceiptTail []byte `bun:"receipt_tail"`
+}
+
+// queueLogAppend leaves the updates' log_pending rows, written with the transaction's other
+// deferred writes, and the receipts to complete once it has committed (completeReceipts).
+func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
+	rows := make([]logPending, len(us))
+	for i, u := range us {
+		e := u.logEntry()
+		e.Offset = math.MaxInt64 // the longest an offset can be: the entry must fit a bundle with it
+		if _, err := e.Marshal(); err != nil {
+			return err
+		}
+		e.Offset = 0
+		b, err := e.Marshal()
+		if err != nil {
+			return err
+		}
+		id, err := json.Marshal(u.UpdateID)
+		if err != nil {
+			return err
+		}
+		r := &rows[i]
+		r.UpdateID = u.UpdateID
+		if r.EntryHead, r.EntryTail, err = aroundZero(b, `{"updateId":`+string(id)+`,"offset":`); err != nil {
+			return err
+		}
+		if s := u.signed; s != nil {
+			receipt, err := committedReceipt(u.UpdateID, new(int64), s.result)
+			if err != nil {
+				return err
+			}
+			r.Prepared = s.p.Hash
+			if r.ReceiptHead, r.ReceiptTail, err = aroundZero(receipt, `{"updateId":`+string(id)+`,"status":"committed","logIndex":`); err != nil {
+				return err
+			}
+			if err := tx.receiptLogged(ctx, u, nil); err != nil {
+				return err
+			}
+			tx.unreceipted = append(tx.unreceipted, u)
 		}
 	}
-	// A multi-statement query answers the rows of its first statement; the deferred writes
-	// run after it, in the same round trip.
-	q := fmt.Sprintf("SELECT size, frontier, offsets FROM claim_log_offsets(%d);\n", len(fresh)) + string(tx.deferred)
-	tx.deferred = nil
-	head := &logHead{ID: 1}
-	var offsets []int64
-	err := tx.Tx.Tx.QueryRowContext(ctx, q).Scan(&head.Size, &head.Frontier, pgdialect.Array(&offsets))
+	return tx.later(ctx, tx.NewInsert().Model(&rows))
+}
+
+// aroundZero splits b, which must be prefix followed by the number 0, around that 0.
+func aroundZero(b []byte, prefix string) (head, tail []byte, err error) {
+	if len(b) <= len(prefix) || string(b[:len(prefix)]) != prefix || b[len(prefix)] != '0' {
+		return nil, nil, fmt.Errorf("transparency log: %.80s does not begin with %s0", b, prefix)
+	}
+	return b[:len(prefix)], b[len(prefix)+1:], nil
+}
+
+// completeReceipts completes, once their transaction has committed on PostgreSQL, the receipts
+// of the executes whose log indexes the COMMIT gave: as receiptLogged does, in memory (the
+// prepared transactions' rows got them with the commit).
+func (s *Store) completeReceipts(ctx context.Context, us []*Update) error {
+	ids := make([]string, len(us))
+	for i, u := range us {
+		ids[i] = u.UpdateID
+	}
+	var rows []logEntryRow
+	err := s.wdb.NewSelect().Model(&rows).Column("log_index", "update_id").Where("update_id IN (?)", bun.In(ids)).Scan(ctx)
+	if err == nil && len(rows) != len(us) {
+		err = fmt.Errorf("%d of %d entries found", len(rows), len(us))
+	}
 	if err != nil {
-		return nil, err // the deferred writes' error, or the claim's
+		return &Error{Code: CodeOutcomeUnknown, Err: err,
+			Message: "the transaction committed, but its receipt could not be read back; send the same execute again: it answers the receipt"}
 	}
-	if len(offsets) != len(fresh) {
-		return nil, fmt.Errorf("transparency log: %d offsets claimed for %d updates", len(offsets), len(fresh))
+	at := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		at[r.UpdateID] = r.LogIndex
 	}
-	ids := make([]string, len(fresh))
-	for i, u := range fresh {
-		u.Offset, ids[i] = offsets[i], u.UpdateID
+	for _, u := range us {
+		n := at[u.UpdateID]
+		receipt, err := committedReceipt(u.UpdateID, &n, u.signed.result)
+		if err != nil {
+			return err
+		}
+		u.signed.p.Result, *u.signed.receipt = receipt, receipt
 	}
-	if len(fresh) == 0 {
-		return head, nil
-	}
-	return head, tx.later(ctx, tx.NewRaw("UPDATE updates AS u SET ledger_offset = v.o FROM unnest(?::text[], ?::bigint[]) AS v(id, o) WHERE u.update_id = v.id",
-		pgdialect.Array(ids), pgdialect.Array(offsets)))
+	return nil
 }
 
 // readOffsets reads the offsets SQLite gave the updates as it wrote them, and the log's
@@ -271,13 +331,14 @@ func (tx *Tx) readOffsets(ctx context.Context, us []*Update) ([]*Update, *logHea
 }
 
 // receiptLogged completes the receipt of u, executed with a party's signature, with its log
-// index and stores it on the prepared transaction, which every replay answers with.
-func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex int64) error {
+// index (nil while the COMMIT has yet to give it: queueLogAppend) and stores it on the
+// prepared transaction, which every replay answers with.
+func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex *int64) error {
 	s := u.signed
 	if s == nil {
 		return nil
 	}
-	receipt, err := committedReceipt(u.UpdateID, &logIndex, s.result)
+	receipt, err := committedReceipt(u.UpdateID, logIndex, s.result)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,11 @@ $$;
 
 --bun:split
 
-DROP FUNCTION claim_log_offsets;
+DROP FUNCTION log_append;
+
+--bun:split
+
+DROP TABLE log_pending;
 {{else}}
 SELECT 1;
 {{end}}
