@@ -21,14 +21,17 @@ import (
 )
 
 // The transparency log: every committed update is one entry of a Merkle tree (package
-// translog says what an entry, a checkpoint, a tile and a bundle are). appendLog appends the
-// updates of a transaction as its last step before COMMIT, in the same database transaction,
-// so an update and its entry commit together or not at all, and entries follow offsets: on
-// PostgreSQL the offsets are assigned right then (the deferred trigger is fired early), under
-// the ledger's offset lock, which the transaction holds until it commits; SQLite runs one
-// writer at a time. The log keeps, per entry, the entry's bytes and the tree's stored hashes
-// (sumdb/tlog's layout), and one head row (the size and the hashes of the maximal complete
-// subtrees), so the checkpoint is one read and a tile one indexed read.
+// translog says what an entry, a checkpoint, a tile and a bundle are), appended in the same
+// database transaction as the update, so an update and its entry commit together or not at
+// all, and entries follow offsets. On PostgreSQL the COMMIT appends it: the trigger that
+// assigns an update's offset under the ledger's offset lock (held until the commit is visible)
+// then builds the entry from what the transaction left in log_pending and writes its hashes and
+// the new head (the log_at_commit migration), so the lock is never held across a round trip;
+// an execute's receipt reads its log index back once committed. On SQLite, which runs one
+// writer at a time, appendLog writes the entries as the transaction's last step before COMMIT.
+// The log keeps, per entry, the entry's bytes and the tree's stored hashes (sumdb/tlog's
+// layout), and one head row (the size and the hashes of the maximal complete subtrees), so the
+// checkpoint is one read and a tile one indexed read.
 
 // logEntryRow is one entry of the log.
 type logEntryRow struct {
