@@ -2,16 +2,18 @@
 -- On PostgreSQL an update's log entry is appended where its offset is assigned: at COMMIT,
 -- in assign_ledger_offset, under the offset lock, so a commit holds that lock no longer than
 -- it did before the log. The transaction leaves here what the entry needs besides its offset
--- (the entry's JSON before and after the offset's digits) and, for an execute, the receipt
--- around its log index; the commit consumes the row. Rows never outlive their transaction,
+-- (the entry's JSON before and after the offset's digits) and, for an execute, the prepared
+-- transaction to mark executed and its receipt around the log index; the commit consumes the
+-- row. Rows never outlive their transaction,
 -- so the table needs no crash safety of its own.
 CREATE UNLOGGED TABLE log_pending (
     update_id    TEXT PRIMARY KEY,
     entry_head   BYTEA NOT NULL,
     entry_tail   BYTEA NOT NULL,
-    prepared     BYTEA, -- the executed prepared transaction's hash, whose receipt gets the log index
+    prepared     BYTEA, -- the executed prepared transaction's hash: it is marked executed with its receipt
     receipt_head BYTEA,
-    receipt_tail BYTEA
+    receipt_tail BYTEA,
+    executed_at  BIGINT
 );
 
 --bun:split
@@ -55,7 +57,8 @@ BEGIN
     END LOOP;
     UPDATE log_head SET size = n + 1, frontier = fr || h WHERE id = 1;
     IF p.prepared IS NOT NULL THEN
-        UPDATE prepared_txs SET result = p.receipt_head || convert_to(n::text, 'UTF8') || p.receipt_tail
+        UPDATE prepared_txs
+        SET update_id = uid, result = p.receipt_head || convert_to(n::text, 'UTF8') || p.receipt_tail, executed_at = p.executed_at
         WHERE hash = p.prepared;
     END IF;
 END

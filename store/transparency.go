@@ -144,11 +144,19 @@ func (u *Update) logEntry() translog.Entry {
 // back to a savepoint is no longer in tx.logged (undo), so it gets no entry. On PostgreSQL a
 // new update's entry is appended by the COMMIT itself (queueLogAppend).
 func (tx *Tx) appendLog(ctx context.Context) error {
-	if len(tx.logged) == 0 || tx.s.unlogged {
-		return nil
-	}
 	us := tx.logged
 	tx.logged = nil
+	if tx.s.unlogged {
+		for _, u := range us {
+			if err := tx.receiptLogged(ctx, u, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(us) == 0 {
+		return nil
+	}
 	if tx.s.dialect == Postgres && !us[0].beforeLog {
 		return tx.queueLogAppend(ctx, us)
 	}
@@ -206,17 +214,18 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 
 // logPending is what a PostgreSQL transaction leaves for its COMMIT to append an update to
 // the log (the log_at_commit migration's log_append): the entry's bytes before and after its
-// offset's digits and, for an execute, the prepared transaction's receipt around its log
-// index. The offset lock is then held only by the COMMIT, never across a round trip.
+// offset's digits and, for an execute, the prepared transaction the COMMIT marks executed, with
+// its receipt around the log index. The offset lock is then held only by the COMMIT, never across a round trip.
 type logPending struct {
 	bun.BaseModel `bun:"table:log_pending"`
 
-	UpdateID    string `bun:"update_id,pk"`
-	EntryHead   []byte `bun:"entry_head"`
-	EntryTail   []byte `bun:"entry_tail"`
-	Prepared    []byte `bun:"prepared"`
-	ReceiptHead []byte `bun:"receipt_head"`
-	ReceiptTail []byte `bun:"receipt_tail"`
+	UpdateID    string     `bun:"update_id,pk"`
+	EntryHead   []byte     `bun:"entry_head"`
+	EntryTail   []byte     `bun:"entry_tail"`
+	Prepared    []byte     `bun:"prepared"`
+	ReceiptHead []byte     `bun:"receipt_head"`
+	ReceiptTail []byte     `bun:"receipt_tail"`
+	ExecutedAt  *Timestamp `bun:"executed_at"`
 }
 
 // queueLogAppend leaves the updates' log_pending rows, written with the transaction's other
@@ -248,11 +257,8 @@ func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 			if err != nil {
 				return err
 			}
-			r.Prepared = s.p.Hash
+			r.Prepared, r.ExecutedAt = s.p.Hash, s.p.ExecutedAt
 			if r.ReceiptHead, r.ReceiptTail, err = aroundZero(receipt, `{"updateId":`+string(id)+`,"status":"committed","logIndex":`); err != nil {
-				return err
-			}
-			if err := tx.receiptLogged(ctx, u, nil); err != nil {
 				return err
 			}
 			tx.unreceipted = append(tx.unreceipted, u)
@@ -334,8 +340,8 @@ func (tx *Tx) readOffsets(ctx context.Context, us []*Update) ([]*Update, *logHea
 }
 
 // receiptLogged completes the receipt of u, executed with a party's signature, with its log
-// index (nil while the COMMIT has yet to give it: queueLogAppend) and stores it on the
-// prepared transaction, which every replay answers with.
+// index (none when the log is skipped: the benchmark's switch) and stores it on the prepared
+// transaction, which every replay answers with.
 func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex *int64) error {
 	s := u.signed
 	if s == nil {
