@@ -362,18 +362,19 @@ func (s *Store) Ping(ctx context.Context) error {
 // runs at, so every row it writes agrees on the time.
 type Tx struct {
 	bun.Tx
-	s        *Store
-	now      time.Time
-	deferred []byte // writes sent in one round trip before the commit (PostgreSQL)
-	after    []func()
-	recorded string                 // the kind of the ledger update this transaction appended, if any
-	logged   []*Update              // the updates it appended, for the transparency log (appendLog)
-	touched  []string               // the collections whose NFTs or listings this transaction writes
-	nfts     []string               // the NFTs whose read model it writes (by their history events)
-	pools    map[string]*Pool       // the swap pools this transaction has locked
-	books    map[string][]*LPQuote  // their open quotes by pool and side, as this transaction left them
-	fees     map[feeKey]*runningFee // LPs' running fees, as this transaction left them
-	ended    func()                 // run once it has committed, before the work that follows a commit
+	s           *Store
+	now         time.Time
+	deferred    []byte // writes sent in one round trip before the commit (PostgreSQL)
+	after       []func()
+	recorded    string                 // the kind of the ledger update this transaction appended, if any
+	logged      []*Update              // the updates it appended, for the transparency log (appendLog)
+	unreceipted []*Update              // executes whose receipts await the log index their COMMIT gives
+	touched     []string               // the collections whose NFTs or listings this transaction writes
+	nfts        []string               // the NFTs whose read model it writes (by their history events)
+	pools       map[string]*Pool       // the swap pools this transaction has locked
+	books       map[string][]*LPQuote  // their open quotes by pool and side, as this transaction left them
+	fees        map[feeKey]*runningFee // LPs' running fees, as this transaction left them
+	ended       func()                 // run once it has committed, before the work that follows a commit
 }
 
 // afterCommit runs fn once the transaction has committed (not if it rolls back).
@@ -385,6 +386,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var after []func()
 	var recorded string
 	var touched, nfts []string
+	var unreceipted []*Update
 	var ended func()
 	committing := false // fn succeeded: an error from here on comes from COMMIT
 	release, err := s.enterWriter(ctx)
@@ -404,6 +406,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		if err := tx.appendLog(ctx); err != nil {
 			return err
 		}
+		unreceipted = tx.unreceipted
 		if err := tx.flush(ctx); err != nil {
 			return err
 		}
@@ -412,6 +415,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	})
 	if committing {
 		err = commitFault(ctx, err)
+	}
+	if err == nil && len(unreceipted) > 0 {
+		err = s.completeReceipts(patient(context.WithoutCancel(ctx)), unreceipted)
 	}
 	if err == nil && ended != nil {
 		ended()

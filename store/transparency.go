@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -19,14 +21,17 @@ import (
 )
 
 // The transparency log: every committed update is one entry of a Merkle tree (package
-// translog says what an entry, a checkpoint, a tile and a bundle are). appendLog appends the
-// updates of a transaction as its last step before COMMIT, in the same database transaction,
-// so an update and its entry commit together or not at all, and entries follow offsets: on
-// PostgreSQL the offsets are assigned right then (the deferred trigger is fired early), under
-// the ledger's offset lock, which the transaction holds until it commits; SQLite runs one
-// writer at a time. The log keeps, per entry, the entry's bytes and the tree's stored hashes
-// (sumdb/tlog's layout), and one head row (the size and the hashes of the maximal complete
-// subtrees), so the checkpoint is one read and a tile one indexed read.
+// translog says what an entry, a checkpoint, a tile and a bundle are), appended in the same
+// database transaction as the update, so an update and its entry commit together or not at
+// all, and entries follow offsets. On PostgreSQL the COMMIT appends it: the trigger that
+// assigns an update's offset under the ledger's offset lock (held until the commit is visible)
+// then builds the entry from what the transaction left in log_pending and writes its hashes and
+// the new head (the log_at_commit migration), so the lock is never held across a round trip;
+// an execute's receipt reads its log index back once committed. On SQLite, which runs one
+// writer at a time, appendLog writes the entries as the transaction's last step before COMMIT.
+// The log keeps, per entry, the entry's bytes and the tree's stored hashes (sumdb/tlog's
+// layout), and one head row (the size and the hashes of the maximal complete subtrees), so the
+// checkpoint is one read and a tile one indexed read.
 
 // logEntryRow is one entry of the log.
 type logEntryRow struct {
@@ -134,55 +139,39 @@ func (u *Update) logEntry() translog.Entry {
 	return e
 }
 
-// offsetsAndHead is what appendLog reads under the offset lock: each update's offset and the
-// log's head.
-type offsetsAndHead struct {
-	UpdateID string `bun:"update_id"`
-	Offset   int64  `bun:"ledger_offset"`
-	Size     int64  `bun:"size"`
-	Frontier []byte `bun:"frontier"`
-}
-
 // appendLog appends the updates this transaction committed to the log, in offset order, and
 // completes their receipts; it is the transaction's last step before COMMIT. An update rolled
-// back to a savepoint is not in the table, so it gets no entry.
+// back to a savepoint is no longer in tx.logged (undo), so it gets no entry. On PostgreSQL a
+// new update's entry is appended by the COMMIT itself (queueLogAppend).
 func (tx *Tx) appendLog(ctx context.Context) error {
-	if len(tx.logged) == 0 || tx.s.unlogged {
+	us := tx.logged
+	tx.logged = nil
+	if tx.s.unlogged {
+		for _, u := range us {
+			if err := tx.receiptLogged(ctx, u, nil); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
-	byID := make(map[string]*Update, len(tx.logged))
-	ids := make([]string, len(tx.logged))
-	for i, u := range tx.logged {
-		byID[u.UpdateID], ids[i] = u, u.UpdateID
+	if len(us) == 0 {
+		return nil
 	}
-	tx.logged = nil
-	if tx.s.dialect == Postgres {
-		// The offsets are assigned now, under the lock held until the commit is visible.
-		tx.deferred = append(tx.deferred, "SET CONSTRAINTS updates_assign_offset IMMEDIATE;\n"...)
+	if tx.s.dialect == Postgres && !us[0].beforeLog {
+		return tx.queueLogAppend(ctx, us)
 	}
-	if err := tx.flush(ctx); err != nil {
+	us, head, err := tx.readOffsets(ctx, us)
+	if err != nil || len(us) == 0 {
 		return err
 	}
-	var rows []offsetsAndHead
-	err := tx.NewSelect().TableExpr("updates AS u").Join("CROSS JOIN log_head AS h").
-		ColumnExpr("u.update_id, u.ledger_offset, h.size, h.frontier").
-		Where("u.update_id IN (?)", bun.In(ids)).OrderExpr("u.ledger_offset").Scan(ctx, &rows)
-	if err != nil {
-		return fmt.Errorf("transparency log: read the offsets: %w", err)
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	head := &logHead{ID: 1, Size: rows[0].Size, Frontier: rows[0].Frontier}
 	known, err := head.hashes()
 	if err != nil {
 		return err
 	}
-	entries := make([]logEntryRow, len(rows))
+	entries := make([]logEntryRow, len(us))
 	var hashes []logHashRow
-	for i, r := range rows {
-		u, n := byID[r.UpdateID], head.Size+int64(i)
-		u.Offset = r.Offset
+	for i, u := range us {
+		n := head.Size + int64(i)
 		e := u.logEntry()
 		b, err := e.Marshal()
 		if err != nil {
@@ -198,11 +187,11 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 			hashes = append(hashes, logHashRow{HashIndex: x, Hash: h[:]})
 		}
 		entries[i] = logEntryRow{LogIndex: n, UpdateID: u.UpdateID, Entry: b}
-		if err := tx.receiptLogged(ctx, u, n); err != nil {
+		if err := tx.receiptLogged(ctx, u, &n); err != nil {
 			return err
 		}
 	}
-	head.Size += int64(len(rows))
+	head.Size += int64(len(us))
 	head.Frontier = head.Frontier[:0:0]
 	for _, x := range frontierIndexes(head.Size) {
 		h, ok := known[x]
@@ -223,14 +212,142 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 	return nil
 }
 
+// logPending is what a PostgreSQL transaction leaves for its COMMIT to append an update to
+// the log (the log_at_commit migration's log_append): the entry's bytes before and after its
+// offset's digits and, for an execute, the prepared transaction the COMMIT marks executed, with
+// its receipt around the log index. The offset lock is then held only by the COMMIT, never across a round trip.
+type logPending struct {
+	bun.BaseModel `bun:"table:log_pending"`
+
+	UpdateID    string     `bun:"update_id,pk"`
+	EntryHead   []byte     `bun:"entry_head"`
+	EntryTail   []byte     `bun:"entry_tail"`
+	Prepared    []byte     `bun:"prepared"`
+	ReceiptHead []byte     `bun:"receipt_head"`
+	ReceiptTail []byte     `bun:"receipt_tail"`
+	ExecutedAt  *Timestamp `bun:"executed_at"`
+}
+
+// queueLogAppend leaves the updates' log_pending rows, written with the transaction's other
+// deferred writes, and the receipts to complete once it has committed (completeReceipts).
+func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
+	rows := make([]logPending, len(us))
+	for i, u := range us {
+		e := u.logEntry()
+		e.Offset = math.MaxInt64 // the longest an offset can be: the entry must fit a bundle with it
+		if _, err := e.Marshal(); err != nil {
+			return err
+		}
+		e.Offset = 0
+		b, err := e.Marshal()
+		if err != nil {
+			return err
+		}
+		id, err := json.Marshal(u.UpdateID)
+		if err != nil {
+			return err
+		}
+		r := &rows[i]
+		r.UpdateID = u.UpdateID
+		if r.EntryHead, r.EntryTail, err = aroundZero(b, `{"updateId":`+string(id)+`,"offset":`); err != nil {
+			return err
+		}
+		if s := u.signed; s != nil {
+			receipt, err := committedReceipt(u.UpdateID, new(int64), s.result)
+			if err != nil {
+				return err
+			}
+			r.Prepared, r.ExecutedAt = s.p.Hash, s.p.ExecutedAt
+			if r.ReceiptHead, r.ReceiptTail, err = aroundZero(receipt, `{"updateId":`+string(id)+`,"status":"committed","logIndex":`); err != nil {
+				return err
+			}
+			tx.unreceipted = append(tx.unreceipted, u)
+		}
+	}
+	return tx.later(ctx, tx.NewInsert().Model(&rows))
+}
+
+// aroundZero splits b, which must be prefix followed by the number 0, around that 0.
+func aroundZero(b []byte, prefix string) (head, tail []byte, err error) {
+	if len(b) <= len(prefix) || string(b[:len(prefix)]) != prefix || b[len(prefix)] != '0' {
+		return nil, nil, fmt.Errorf("transparency log: %.80s does not begin with %s0", b, prefix)
+	}
+	return b[:len(prefix)], b[len(prefix)+1:], nil
+}
+
+// completeReceipts completes, once their transaction has committed on PostgreSQL, the receipts
+// of the executes whose log indexes the COMMIT gave: as receiptLogged does, in memory (the
+// prepared transactions' rows got them with the commit).
+func (s *Store) completeReceipts(ctx context.Context, us []*Update) error {
+	ids := make([]string, len(us))
+	for i, u := range us {
+		ids[i] = u.UpdateID
+	}
+	var rows []logEntryRow
+	err := s.wdb.NewSelect().Model(&rows).Column("log_index", "update_id").Where("update_id IN (?)", bun.In(ids)).Scan(ctx)
+	if err == nil && len(rows) != len(us) {
+		err = fmt.Errorf("%d of %d entries found", len(rows), len(us))
+	}
+	if err != nil {
+		return &Error{Code: CodeOutcomeUnknown, Err: err,
+			Message: "the transaction committed, but its receipt could not be read back; send the same execute again: it answers the receipt"}
+	}
+	at := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		at[r.UpdateID] = r.LogIndex
+	}
+	for _, u := range us {
+		n := at[u.UpdateID]
+		receipt, err := committedReceipt(u.UpdateID, &n, u.signed.result)
+		if err != nil {
+			return err
+		}
+		u.signed.p.Result, *u.signed.receipt = receipt, receipt
+	}
+	return nil
+}
+
+// readOffsets reads the offsets SQLite gave the updates as it wrote them, and the log's
+// head; SQLite runs one writer at a time. It answers the updates in offset order.
+func (tx *Tx) readOffsets(ctx context.Context, us []*Update) ([]*Update, *logHead, error) {
+	byID := make(map[string]*Update, len(us))
+	ids := make([]string, len(us))
+	for i, u := range us {
+		byID[u.UpdateID], ids[i] = u, u.UpdateID
+	}
+	var rows []struct {
+		UpdateID string `bun:"update_id"`
+		Offset   int64  `bun:"ledger_offset"`
+		Size     int64  `bun:"size"`
+		Frontier []byte `bun:"frontier"`
+	}
+	err := tx.NewSelect().TableExpr("updates AS u").Join("CROSS JOIN log_head AS h").
+		ColumnExpr("u.update_id, u.ledger_offset, h.size, h.frontier").
+		Where("u.update_id IN (?)", bun.In(ids)).OrderExpr("u.ledger_offset").Scan(ctx, &rows)
+	if err != nil {
+		return nil, nil, fmt.Errorf("transparency log: read the offsets: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, nil, nil
+	}
+	head := &logHead{ID: 1, Size: rows[0].Size, Frontier: rows[0].Frontier}
+	ordered := make([]*Update, len(rows))
+	for i, r := range rows {
+		ordered[i] = byID[r.UpdateID]
+		ordered[i].Offset = r.Offset
+	}
+	return ordered, head, nil
+}
+
 // receiptLogged completes the receipt of u, executed with a party's signature, with its log
-// index and stores it on the prepared transaction, which every replay answers with.
-func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex int64) error {
+// index (none when the log is skipped: the benchmark's switch) and stores it on the prepared
+// transaction, which every replay answers with.
+func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex *int64) error {
 	s := u.signed
 	if s == nil {
 		return nil
 	}
-	receipt, err := committedReceipt(u.UpdateID, &logIndex, s.result)
+	receipt, err := committedReceipt(u.UpdateID, logIndex, s.result)
 	if err != nil {
 		return err
 	}
