@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/uptrace/bun"
@@ -80,6 +81,104 @@ func TestMintBatch_WritesTheMintedNFTsWithOneInsertPerTable(t *testing.T) {
 			if len(events) != 1 || events[0].Kind != EventMinted || events[0].UpdateID != minted.UpdateID || events[0].To == nil || *events[0].To != minters[i] {
 				t.Errorf("mint %d: history of %s is %+v, want one mint by update %s to %s", i, item.NFTID, events, minted.UpdateID, minters[i])
 			}
+		}
+	})
+}
+
+// itemReads counts the reads of nft_items a store sends outside its background work.
+type itemReads struct{ n atomic.Int64 }
+
+func (c *itemReads) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (c *itemReads) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
+	q := strings.TrimSpace(e.Query)
+	if !InBackground(ctx) && strings.HasPrefix(q, "SELECT") && strings.Contains(q, `FROM "nft_items"`) {
+		c.n.Add(1)
+	}
+}
+
+// The NFT index takes the NFTs a batch minted as the batch wrote them: the batch answers
+// with its NFTs in the index, each its minter's, without reading them back after the commit.
+func TestMintBatch_TheIndexTakesTheMintedNFTsWithoutReadingThemBack(t *testing.T) {
+	eachLedgerStore(t, func(t *testing.T, s *Store, clock *ledgerClock) {
+		ctx := context.Background()
+		s.StartNFTIndex()
+		if err := s.AwaitNFTIndex(ctx); err != nil {
+			t.Fatal(err)
+		}
+		d := openMintDrop(t, s, clock, 20)
+		first, _ := d.minter(t, "first")
+		if r := d.apply(t, d.prepare(t, first)); r[0].err != nil { // the index now has the collection
+			t.Fatal(r[0].err)
+		}
+		var reqs []*executeRequest
+		owners := map[string]string{} // contract id -> minter
+		minters := make([]string, 4)
+		for i := range minters {
+			p, _ := d.minter(t, fmt.Sprintf("m%d", i))
+			reqs, minters[i] = append(reqs, d.prepare(t, p)), p.id
+		}
+		reads := &itemReads{}
+		s.AddQueryHook(reads)
+		for i, r := range d.apply(t, reqs...) {
+			var minted MintResult
+			if r.err != nil || json.Unmarshal(r.receipt, &minted) != nil || len(minted.ContractIDs) != 1 {
+				t.Fatalf("mint %d: %s, %v", i, r.receipt, r.err)
+			}
+			owners[minted.ContractIDs[0]] = minters[i]
+		}
+		if n := reads.n.Load(); n != 0 {
+			t.Errorf("a batch of %d mints read nft_items %d times, want 0", len(reqs), n)
+		}
+		page, err := s.IndexedNFTs(ctx, d.col.ID, NFTFilter{}, NFTSort(""), PageRequest{Limit: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		for _, n := range page.Items {
+			if want, ok := owners[n.ContractID]; ok {
+				seen++
+				if n.Owner != want {
+					t.Errorf("NFT %s in the index is %s's, want its minter %s", n.ContractID, n.Owner, want)
+				}
+			}
+		}
+		if seen != len(owners) {
+			t.Errorf("the index has %d of the %d NFTs the batch minted", seen, len(owners))
+		}
+	})
+}
+
+// A serial the index saw go is not put back by a mint's items: a serial is minted once, so
+// only a read after the commit can have seen it go, and that read is newer than the items.
+func TestNFTIndex_PutMintedLeavesASerialSeenGoneOrHeld(t *testing.T) {
+	eachLedgerStore(t, func(t *testing.T, s *Store, _ *ledgerClock) {
+		x := s.nftIndex
+		c := x.collection("col", true)
+		held := nftItem{NFTID: "col#2", CollectionID: "col", Serial: 2, Owner: "newer", ContractID: "c2", Traits: "[]"}
+		c.put(&held)
+		c.gone.Add(1)
+		minted := []mintedItems{{into: c, items: []nftItem{
+			{NFTID: "col#1", CollectionID: "col", Serial: 1, Owner: "a", ContractID: "c1", Traits: "[]"},
+			{NFTID: "col#2", CollectionID: "col", Serial: 2, Owner: "a", ContractID: "c2", Traits: "[]"},
+			{NFTID: "col#3", CollectionID: "col", Serial: 3, Owner: "a", ContractID: "c3", Traits: "[]"},
+		}}}
+		left := x.putMinted(minted, []string{"col#1", "col#2", "col#3", "other#1"})
+		if len(left) != 1 || left[0] != "other#1" {
+			t.Errorf("left to read: %v, want [other#1]", left)
+		}
+		if c.items[1] != nil {
+			t.Errorf("serial 1, seen gone, was put back")
+		}
+		if c.items[2] == nil || c.items[2].owner != "newer" {
+			t.Errorf("serial 2, held, was replaced")
+		}
+		if c.items[3] == nil || c.items[3].owner != "a" {
+			t.Errorf("serial 3, fresh, was not put")
+		}
+		// Items of a collection index built again since the transaction ran are read, not put.
+		stale := []mintedItems{{into: newCollectionIndex("col"), items: []nftItem{{NFTID: "col#4", CollectionID: "col", Serial: 4, Traits: "[]"}}}}
+		if left := x.putMinted(stale, []string{"col#4"}); len(left) != 1 {
+			t.Errorf("left to read of a rebuilt collection: %v, want [col#4]", left)
 		}
 	})
 }
