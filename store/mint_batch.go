@@ -16,7 +16,9 @@ import (
 // (execute_batch.go), and a batch of mints applies in one pass instead of one mint after
 // another: the collection is locked once, its phases, the minters' counts and the next items
 // are read once, each mint is checked in memory against the counts the earlier mints of the
-// batch left, and the ledger commits all their transactions with one CommitBatch. A mint the
+// batch left, the ledger commits all their transactions with one CommitBatch, and the NFTs'
+// items, traits and history events of the whole batch are written with one INSERT per table
+// (mintedRows). A mint the
 // phase or the supply no longer allows is answered alone and changes nothing; one the ledger
 // refuses (its payment spent meanwhile) rolls the attempt back, and the batch is applied
 // again without it. A mint applied alone is a batch of one.
@@ -148,9 +150,9 @@ func (tx *Tx) applyMints(ctx context.Context, us []*Update, es []*mintEffects) (
 		}
 		return nil, nil, staged[k].at, err
 	}
+	var rows mintedRows
 	for _, st := range staged {
-		e := es[st.at]
-		if err := tx.addItems(ctx, us[st.at], c, st.items, st.nfts, e.Price); err != nil {
+		if err := rows.add(tx, us[st.at], c, st.items, st.nfts, es[st.at].Price); err != nil {
 			return nil, nil, -1, err
 		}
 		res := MintResult{}
@@ -158,6 +160,9 @@ func (tx *Tx) applyMints(ctx context.Context, us []*Update, es []*mintEffects) (
 			res.ContractIDs = append(res.ContractIDs, n.CID)
 		}
 		results[st.at] = res
+	}
+	if err := tx.writeMinted(ctx, &rows); err != nil {
+		return nil, nil, -1, err
 	}
 	keys := slices.SortedFunc(maps.Keys(changed), func(a, b phaseParty) int {
 		return cmp.Or(strings.Compare(a.phase, b.phase), strings.Compare(a.party, b.party))

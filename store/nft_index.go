@@ -365,8 +365,9 @@ func (x *nftIndex) readLog(ctx context.Context, locked bool) error {
 
 // sync brings this instance's writes into the index before the write answers: it reads the
 // NFTs a committed transaction changed again (already committed, so any read from now on
-// sees them).
-func (x *nftIndex) sync(ctx context.Context, nftIDs []string) {
+// sees them). The NFTs it minted it takes as the transaction wrote them (minted), without
+// reading them: see putMinted.
+func (x *nftIndex) sync(ctx context.Context, nftIDs []string, minted []mintedItems) {
 	if len(nftIDs) == 0 || !x.started.Load() {
 		return
 	}
@@ -377,11 +378,51 @@ func (x *nftIndex) sync(ctx context.Context, nftIDs []string) {
 	if !x.ready.Load() {
 		return // not built yet: the build, which takes this lock, will read the change
 	}
+	if nftIDs = x.putMinted(minted, nftIDs); len(nftIDs) == 0 {
+		return
+	}
 	if err := x.reread(ctx, nftIDs); err != nil {
 		// The follower reads them again from the log within followEvery.
 		x.s.log.Warn("the NFT index could not read a committed change; the follower will", "error", err.Error())
 		x.kick()
 	}
+}
+
+// mintedItems is the items a committed transaction minted into one collection, as it wrote
+// them, and the collection's index as it was while the transaction ran.
+type mintedItems struct {
+	into  *collectionIndex // nil: the index had no such collection yet
+	items []nftItem
+}
+
+// putMinted puts the NFTs a committed transaction minted into the index as it wrote them, and
+// returns those of nftIDs still to read. It runs under the follow lock. A serial is minted
+// once, so the items are the NFTs' first state; any later state came from a read after the
+// commit, which left the serial in the index, or marked it gone when that read found it no
+// longer live. The items of a serial the index holds or marked gone are not put, and those of
+// a collection whose index was built again since the transaction ran (or did not have it) are
+// read, not put.
+func (x *nftIndex) putMinted(minted []mintedItems, nftIDs []string) []string {
+	taken := map[string]bool{}
+	for _, m := range minted {
+		c := m.into
+		if c == nil || x.collection(c.id, false) != c {
+			continue
+		}
+		c.mu.Lock()
+		for i := range m.items {
+			if it := &m.items[i]; c.fresh(it.Serial) {
+				c.put(it)
+			}
+			taken[m.items[i].NFTID] = true
+		}
+		c.mu.Unlock()
+		x.s.nftPages.invalidate(c.id)
+	}
+	if len(taken) == 0 {
+		return nftIDs
+	}
+	return slices.DeleteFunc(slices.Clone(nftIDs), func(id string) bool { return taken[id] })
 }
 
 // reread reads the NFTs named again and puts them in the index as they are now, or takes out
@@ -417,6 +458,7 @@ func (x *nftIndex) reread(ctx context.Context, nftIDs []string) error {
 			} else {
 				changed = int(serial) < len(c.items) && c.items[serial] != nil
 				c.remove(serial)
+				c.gone.Add(serial)
 			}
 			c.mu.Unlock()
 			if !changed {
@@ -466,6 +508,7 @@ type collectionIndex struct {
 
 	items    []*indexedNFT // by serial
 	all      *roaring.Bitmap
+	gone     *roaring.Bitmap                       // serials a read found no longer live (putMinted)
 	traits   map[string]map[string]*roaring.Bitmap // type -> value -> serials
 	owners   map[string]*roaring.Bitmap
 	listed   *roaring.Bitmap // with a listing, expired or not
@@ -521,6 +564,7 @@ func newCollectionIndex(id string) *collectionIndex {
 	return &collectionIndex{
 		id:       id,
 		all:      roaring.New(),
+		gone:     roaring.New(),
 		traits:   map[string]map[string]*roaring.Bitmap{},
 		owners:   map[string]*roaring.Bitmap{},
 		listed:   roaring.New(),
@@ -595,6 +639,12 @@ func (c *collectionIndex) put(it *nftItem) {
 			c.expiring.ReplaceOrInsert(expiryEntry{l.expiresAt.UnixMicro(), serial})
 		}
 	}
+}
+
+// fresh tells whether the index has never had the serial: neither holds it nor saw it go.
+func (c *collectionIndex) fresh(serial int) bool {
+	held := serial >= 0 && serial < len(c.items) && c.items[serial] != nil
+	return !held && !c.gone.Contains(uint32(serial))
 }
 
 // holds tells whether the index has the NFT exactly as it describes it. (An NFT's name,

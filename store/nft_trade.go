@@ -196,11 +196,16 @@ func (tx *Tx) nftEvents(ctx context.Context, u *Update, events []nftActivity) er
 	if len(events) == 0 {
 		return nil
 	}
+	tx.stampEvents(u, events)
+	return tx.later(ctx, tx.NewInsert().Model(&events))
+}
+
+// stampEvents dates NFT history events as the update u's, and notes their NFTs for the index.
+func (tx *Tx) stampEvents(u *Update, events []nftActivity) {
 	for i := range events {
 		events[i].UpdateID, events[i].At = u.UpdateID, At(tx.now)
 		tx.nfts = append(tx.nfts, events[i].NFTID)
 	}
-	return tx.later(ctx, tx.NewInsert().Model(&events))
 }
 
 func strPtr(s string) *string { return &s }
@@ -405,31 +410,62 @@ func (tx *Tx) mintNext(ctx context.Context, u *Update, ct *collectionTx, owner s
 
 // addItems writes the read model of freshly minted NFTs: items, traits and history.
 func (tx *Tx) addItems(ctx context.Context, u *Update, c *Collection, items []collectionItem, nfts []*NFT, price Amount) error {
-	rows := make([]nftItem, len(items))
-	var traits []nftTrait
+	var m mintedRows
+	if err := m.add(tx, u, c, items, nfts, price); err != nil {
+		return err
+	}
+	return tx.writeMinted(ctx, &m)
+}
+
+// mintedRows is what mints write to the NFT read model: the items they mint, the items'
+// traits and their history events, gathered for all the mints of a batch, so each table gets
+// one INSERT.
+type mintedRows struct {
+	items  []nftItem
+	traits []nftTrait
+	events []nftActivity
+}
+
+// add gathers the rows of the NFTs nfts, minted from items at price as the update u.
+func (m *mintedRows) add(tx *Tx, u *Update, c *Collection, items []collectionItem, nfts []*NFT, price Amount) error {
 	events := make([]nftActivity, len(items))
 	for i, it := range items {
-		rows[i] = nftItem{NFTID: nfts[i].NFTID, CollectionID: c.ID, Serial: it.Serial, Name: it.Name, Image: it.Image, Traits: it.Traits,
-			Owner: nfts[i].Owner, ContractID: nfts[i].CID, PriceAscKey: noKey, PriceDescKey: noKey}
+		m.items = append(m.items, nftItem{NFTID: nfts[i].NFTID, CollectionID: c.ID, Serial: it.Serial, Name: it.Name, Image: it.Image, Traits: it.Traits,
+			Owner: nfts[i].Owner, ContractID: nfts[i].CID, PriceAscKey: noKey, PriceDescKey: noKey})
 		var ts []Trait
 		if err := json.Unmarshal([]byte(it.Traits), &ts); err != nil {
 			return fmt.Errorf("nft: traits of %s #%d: %w", c.ID, it.Serial, err)
 		}
 		for _, tr := range ts {
-			traits = append(traits, nftTrait{CollectionID: c.ID, Type: tr.Type, Value: tr.Value, Serial: it.Serial})
+			m.traits = append(m.traits, nftTrait{CollectionID: c.ID, Type: tr.Type, Value: tr.Value, Serial: it.Serial})
 		}
 		p, cur := price, c.Currency
 		events[i] = nftActivity{NFTID: nfts[i].NFTID, CollectionID: c.ID, Kind: EventMinted, To: strPtr(nfts[i].Owner), Price: &p, Currency: &cur}
 	}
-	if err := tx.later(ctx, tx.NewInsert().Model(&rows)); err != nil {
-		return err
+	tx.stampEvents(u, events)
+	m.events = append(m.events, events...)
+	return nil
+}
+
+// writeMinted writes the gathered rows, one INSERT per table.
+func (tx *Tx) writeMinted(ctx context.Context, m *mintedRows) error {
+	if len(m.items) == 0 {
+		return nil
 	}
-	if len(traits) > 0 {
-		if err := tx.later(ctx, tx.NewInsert().Model(&traits)); err != nil {
-			return err
+	if err := tx.later(ctx, tx.NewInsert().Model(&m.items)); err != nil {
+		return fmt.Errorf("nft: minted items: %w", err)
+	}
+	if len(m.traits) > 0 {
+		if err := tx.later(ctx, tx.NewInsert().Model(&m.traits)); err != nil {
+			return fmt.Errorf("nft: minted traits: %w", err)
 		}
 	}
-	return tx.nftEvents(ctx, u, events)
+	if err := tx.later(ctx, tx.NewInsert().Model(&m.events)); err != nil {
+		return fmt.Errorf("nft: minted events: %w", err)
+	}
+	into := tx.s.nftIndex.collection(m.items[0].CollectionID, false)
+	tx.minted = append(tx.minted, mintedItems{into: into, items: m.items})
+	return nil
 }
 
 // ---- list and cancel

@@ -371,6 +371,7 @@ type Tx struct {
 	unreceipted []*Update              // executes whose receipts await the log index their COMMIT gives
 	touched     []string               // the collections whose NFTs or listings this transaction writes
 	nfts        []string               // the NFTs whose read model it writes (by their history events)
+	minted      []mintedItems          // the items of the NFTs it mints, as it writes them
 	pools       map[string]*Pool       // the swap pools this transaction has locked
 	books       map[string][]*LPQuote  // their open quotes by pool and side, as this transaction left them
 	fees        map[feeKey]*runningFee // LPs' running fees, as this transaction left them
@@ -387,6 +388,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var recorded string
 	var touched, nfts []string
 	var unreceipted []*Update
+	var minted []mintedItems
 	var ended func()
 	committing := false // fn succeeded: an error from here on comes from COMMIT
 	release, err := s.enterWriter(ctx)
@@ -395,7 +397,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	err = s.runWriteTx(ctx, release, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now()}
-		defer func() { touched, nfts, ended = tx.touched, tx.nfts, tx.ended }()
+		defer func() { touched, nfts, minted, ended = tx.touched, tx.nfts, tx.minted, tx.ended }()
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -423,9 +425,13 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		ended()
 	}
 	// The NFT index reads what committed (or may have, when the commit's answer was lost)
-	// before the write answers; the pages it changed end after that.
+	// before the write answers, and takes what it minted as written when it surely committed;
+	// the pages it changed end after that.
 	if len(nfts) > 0 {
-		s.nftIndex.sync(patient(context.WithoutCancel(ctx)), nfts)
+		if err != nil {
+			minted = nil
+		}
+		s.nftIndex.sync(patient(context.WithoutCancel(ctx)), nfts, minted)
 	}
 	// Whatever committed may have moved a collection's statistics, and changed the NFT pages
 	// of the collections it touched.
