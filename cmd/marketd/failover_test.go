@@ -55,6 +55,9 @@ func TestFailover_ASynchronousStandbyPromotedUnderWritesHasEveryAcknowledgedWrit
 	sdb := openPostgres(t, standby)
 	checkAfterCrash(t, sdb, acked, len(traders), len(minters))
 	checkDrop(t, sdb, market.drop)
+	// The log on the new primary holds one entry per update, and the checkpoint the same
+	// process serves audits against it.
+	checkLogAfterCrash(t, sdb, in.url)
 	waitFor(t, "the instance to be ready", func() bool { return ready(c, in.url) })
 	bySQL := startInstance(t, append(env, "MARKETD_NFT_INDEX=off")...)
 	comparePages(t, c, in.url, bySQL.url, market.col, traders)
@@ -145,6 +148,11 @@ func TestFailover_AnAsynchronousStandbyPromotedWithoutTheLastWritesIsServedAsItI
 	}
 	waitFor(t, "the NFT index to be built again", func() bool { return ready(c, in.url) })
 	comparePages(t, c, in.url, bySQL.url, col, traders)
+	// The log is the new primary's: one entry per update it holds, the lost ones' entries gone
+	// with them, and the checkpoint the same process serves (it served a larger tree before)
+	// audits against it. A client that kept the larger checkpoint sees a rewrite, which is what
+	// an asynchronous standby allows.
+	checkLogAfterCrash(t, sdb, in.url)
 }
 
 // startReplicated starts a primary and a streaming standby of it, and returns the multi-host

@@ -221,7 +221,7 @@ func TestFrontDoors_RESTAndGraphQLShowTheSameData(t *testing.T) {
 		// One NFT's detail and history.
 		cid := items[0].(map[string]any)["contractId"].(string)
 		detail := a.rest("/api/nft/token/" + url.PathEscape(cid))
-		nft := a.graph(`query($cid: ID!) { nft(contractId: $cid) { `+nftFields+` history(first: 100) { edges { node { updateId kind at from to price currency } } } } }`,
+		nft := a.graph(`query($cid: ID!) { nft(contractId: $cid) { `+nftFields+` history(first: 100) { edges { node { updateId logIndex kind at from to price currency } } } } }`,
 			map[string]any{"cid": cid})["nft"].(map[string]any)
 		nft["history"] = nodes(nft["history"])
 		for _, e := range nft["history"].([]any) {
@@ -334,7 +334,7 @@ func TestFrontDoors_PoolsAreTheSameOnBothDoors(t *testing.T) {
 		id := pools[0].(map[string]any)["poolId"].(string)
 		gql := a.graph(`query($id: ID!) { pool(id: $id) { poolId base quote feeBps oraclePrice priceAt
 			aggregates { tvl lpCount accruedFees { instrument amount } depthWeightedSpreadBps }
-			outcomes(first: 3) { edges { node { intentCid updateId taker poolId sold { instrument amount } received { instrument amount } fee at } } pageInfo { endCursor } } } }`,
+			outcomes(first: 3) { edges { node { intentCid updateId logIndex taker poolId sold { instrument amount } received { instrument amount } fee at } } pageInfo { endCursor } } } }`,
 			map[string]any{"id": id})["pool"].(map[string]any)
 		restPool := a.rest("/api/swap/pool/" + id)
 		for k, v := range restPool {
