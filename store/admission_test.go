@@ -84,6 +84,9 @@ func TestAdmission_ABusyPoolShedsTheExcessAtOnceAndAdmittedWritesKeepTheirLatenc
 // commits, none is refused, and none waits much longer than the pool takes to serve them all
 // (the queue is first come first served, nobody starves behind later arrivals).
 func TestAdmission_ACrowdThePoolServesInTimeQueuesAndNoneIsRefused(t *testing.T) {
+	if raceDetector {
+		t.Skip("under the race detector the pool does not serve the crowd in the time this test sizes it for")
+	}
 	const crowd = 64
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		cfg := storetest.Config(storetest.NewClock(storetest.Epoch))
