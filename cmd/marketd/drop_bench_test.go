@@ -14,13 +14,19 @@ import (
 	"time"
 )
 
-// BenchmarkMintDrop is a mint drop next to ordinary traffic: 64 wallets mint from one open
-// phase of one collection (1 CC a mint, one NFT each) while 64 other wallets send CC
-// transfers to wallets of their own, all at once for MARKETD_BENCH_SECONDS (default 20)
-// against one `marketd serve` process (rate limits off), on SQLite and on PostgreSQL
-// (TEST_DATABASE_URL). Each op is a prepare + execute pair over HTTP. It reports mints/s and
-// transfers/s, their ratio, the p50 and p99 of each pair, the p99 of the execute alone and
-// how many failed. Run it once:
+// BenchmarkMintDrop is a mint drop measured against ordinary traffic on one `marketd serve`
+// process (rate limits off), on SQLite and on PostgreSQL (TEST_DATABASE_URL): 64 wallets mint
+// from one open phase of one collection (1 CC a mint, one NFT each), and 64 other wallets send
+// CC transfers to wallets of their own, each crowd for MARKETD_BENCH_SECONDS (default 20). Each
+// op is a prepare + execute pair over HTTP. Two sub-benchmarks on the same server:
+//
+//   - apart: the drop alone, then the transfers alone (the two loads compared as the drop's
+//     acceptance states them: mints/s against transfers/s, p99 against p99);
+//   - together: both crowds at once, sharing the server's two cores and its pool, where the
+//     drop's batches wait for CPU behind the transfers.
+//
+// Each reports mints/s and transfers/s, their ratio, the p50 and p99 of each pair and of the
+// execute alone, and how many failed. Run it once:
 //
 //	go test ./cmd/marketd -run '^$' -bench BenchmarkMintDrop -benchtime 1x
 func BenchmarkMintDrop(b *testing.B) {
@@ -60,32 +66,50 @@ func BenchmarkMintDrop(b *testing.B) {
 			run("collection", "add-phase", "--collection", "drop", "--name", "public", "--price", "1",
 				"--start", fmt.Sprint(now-60), "--end", fmt.Sprint(now+86400), "--per-party-limit", "10000")
 
-			mints, transfers := newTally(), newTally()
-			var stop atomic.Bool
-			var wg sync.WaitGroup
-			b.ResetTimer()
-			started := time.Now()
-			for i := range wallets {
-				wg.Go(func() {
-					for !stop.Load() {
-						mints.pair(c, in.url, minters[i], "/api/nft/mint/atomic/prepare", "/api/nft/mint/atomic/execute", map[string]string{"collectionId": "drop"})
-					}
-				})
-				wg.Go(func() {
-					for !stop.Load() {
-						transfers.pair(c, in.url, senders[i], "/api/wallet/cc-transfer/prepare", "/api/wallet/cc-transfer/execute", map[string]string{"receiver": receivers[i].id, "amount": "0.01"})
-					}
-				})
+			mint := func(i int, t *tally) {
+				t.pair(c, in.url, minters[i], "/api/nft/mint/atomic/prepare", "/api/nft/mint/atomic/execute", map[string]string{"collectionId": "drop"})
 			}
-			time.Sleep(time.Duration(seconds) * time.Second)
-			stop.Store(true)
-			wg.Wait()
-			elapsed := time.Since(started)
-			b.StopTimer()
-			m, x := mints.report(b, "mints", elapsed), transfers.report(b, "transfers", elapsed)
-			if x > 0 {
-				b.ReportMetric(m/x, "mints/transfers")
+			transfer := func(i int, t *tally) {
+				t.pair(c, in.url, senders[i], "/api/wallet/cc-transfer/prepare", "/api/wallet/cc-transfer/execute", map[string]string{"receiver": receivers[i].id, "amount": "0.01"})
 			}
+			// crowd runs each op given on its own 64 wallets at once for the bench's seconds.
+			crowd := func(ops ...func(int, *tally)) ([]*tally, time.Duration) {
+				tallies := make([]*tally, len(ops))
+				var stop atomic.Bool
+				var wg sync.WaitGroup
+				started := time.Now()
+				for k, op := range ops {
+					tallies[k] = newTally()
+					for i := range wallets {
+						wg.Go(func() {
+							for !stop.Load() {
+								op(i, tallies[k])
+							}
+						})
+					}
+				}
+				time.Sleep(time.Duration(seconds) * time.Second)
+				stop.Store(true)
+				wg.Wait()
+				return tallies, time.Since(started)
+			}
+			// apart: the drop alone, then the transfers alone, as two crowds on the same server;
+			// together: both crowds at once, sharing the server's CPU and pool.
+			b.Run("apart", func(b *testing.B) {
+				ms, me := crowd(mint)
+				xs, xe := crowd(transfer)
+				m, x := ms[0].report(b, "mints", me), xs[0].report(b, "transfers", xe)
+				if x > 0 {
+					b.ReportMetric(m/x, "mints/transfers")
+				}
+			})
+			b.Run("together", func(b *testing.B) {
+				ts, elapsed := crowd(mint, transfer)
+				m, x := ts[0].report(b, "mints", elapsed), ts[1].report(b, "transfers", elapsed)
+				if x > 0 {
+					b.ReportMetric(m/x, "mints/transfers")
+				}
+			})
 		})
 	}
 }
