@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"marketd/store/storetest"
 )
@@ -13,7 +18,9 @@ import (
 // cc-transfer pairs (prepare + execute) per second through one marketd process and through
 // three on the same PostgreSQL and Redis, side by side in one run. Every process runs the
 // Redis limiter at a limit never reached (a fourth, counting in memory, prices the Redis
-// limiter per request); 32 keep-alive clients share the machine with them.
+// limiter per request); 32 keep-alive clients share the machine with them. Beside the rates,
+// the read benchmarks report the CPU each read cost the serving processes and Redis's server
+// (from /proc and Redis's INFO), which the other processes of a shared machine do not move.
 func BenchmarkFleet(b *testing.B) {
 	dsn := postgresDSN(b)
 	env := []string{"MARKETD_DB=" + dsn, "MARKETD_REDIS=" + storetest.RedisURL(b), "MARKETD_RATE_READ=1000000000", "MARKETD_LOG_LEVEL=error"}
@@ -29,9 +36,11 @@ func BenchmarkFleet(b *testing.B) {
 			c.tap(fleet[0].url, ps[i], "1000000")
 		}
 	}
+	rdb := redisClient(b)
 	b.Run("Reads/instances=1/limiter=memory", func(b *testing.B) {
 		var next atomic.Int64
 		b.SetParallelism(16)
+		cpu := startCPU(rdb, memory)
 		b.ResetTimer()
 		start := time.Now()
 		b.RunParallel(func(pb *testing.PB) {
@@ -43,11 +52,13 @@ func BenchmarkFleet(b *testing.B) {
 			}
 		})
 		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "reads/s")
+		cpu.report(b)
 	})
 	for _, n := range []int{1, 3} {
 		b.Run(fmt.Sprintf("Reads/instances=%d", n), func(b *testing.B) {
 			var next atomic.Int64
 			b.SetParallelism(16) // 32 clients on 2 cores
+			cpu := startCPU(rdb, fleet[:n]...)
 			b.ResetTimer()
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
@@ -61,6 +72,7 @@ func BenchmarkFleet(b *testing.B) {
 				}
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "reads/s")
+			cpu.report(b)
 		})
 		b.Run(fmt.Sprintf("CCTransfer/instances=%d", n), func(b *testing.B) {
 			var next atomic.Int64
@@ -80,4 +92,61 @@ func BenchmarkFleet(b *testing.B) {
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "pairs/s")
 		})
 	}
+}
+
+// cpuMeter is the CPU time a benchmark's serving processes and Redis's server used from its
+// start.
+type cpuMeter struct {
+	rdb     *redis.Client
+	ins     []*instance
+	servers time.Duration
+	redis   time.Duration
+}
+
+func startCPU(rdb *redis.Client, ins ...*instance) *cpuMeter {
+	m := &cpuMeter{rdb: rdb, ins: ins}
+	m.servers, m.redis = m.serversCPU(), redisCPU(rdb)
+	return m
+}
+
+func (m *cpuMeter) serversCPU() time.Duration {
+	var d time.Duration
+	for _, in := range m.ins {
+		d += cpuTime(in.cmd.Process.Pid)
+	}
+	return d
+}
+
+// report reports the servers' and Redis's CPU per op of b since the meter started.
+func (m *cpuMeter) report(b *testing.B) {
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+	b.ReportMetric(per(m.serversCPU()-m.servers), "server-cpu-µs/op")
+	b.ReportMetric(per(redisCPU(m.rdb)-m.redis), "redis-cpu-µs/op")
+}
+
+func redisClient(b *testing.B) *redis.Client {
+	opt, err := redis.ParseURL(storetest.RedisURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	b.Cleanup(func() { rdb.Close() })
+	return rdb
+}
+
+// redisCPU is the CPU time Redis's server reports it has used (user and system).
+func redisCPU(rdb *redis.Client) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		return 0
+	}
+	var d time.Duration
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+			f, _ := strconv.ParseFloat(v, 64)
+			d += time.Duration(f * float64(time.Second))
+		}
+	}
+	return d
 }

@@ -140,6 +140,8 @@ type tally struct {
 	sending  int  // admitted requests being reported now, not yet in known
 	spent    bool // Redis said the window is spent: refuse here until it ends
 	rejected int  // refusals made here since the last report
+	// flight, while a round trip for this key is under way, is closed when its answer is in.
+	flight chan struct{}
 }
 
 type tallyShard struct {
@@ -232,43 +234,63 @@ func (r *Redis) Allow(key string, limit int) Decision { return r.AllowN(key, 1, 
 
 // AllowN counts n requests at once, all or none: on its own while this instance's share since
 // its last report covers them, else with a round trip that reports and decides; in memory
-// while Redis is unreachable.
+// while Redis is unreachable. While one request's round trip for a key is under way, others
+// for that key that its share does not cover wait for its answer and decide on that, rather
+// than each asking Redis (a busy key would otherwise cost a round trip per request for as long
+// as one is in flight).
 func (r *Redis) AllowN(key string, n, limit int) Decision {
 	n = max(n, 1)
-	now := r.now()
 	sh := r.tallyShard(key)
-	sh.mu.Lock()
-	t := sh.keys[key]
-	add, rejn := 0, 0
-	if r.current(t, limit, now) {
-		d := Decision{Limit: limit, ResetIn: t.start.Add(r.window).Sub(now)}
-		switch {
-		case t.spent:
-			t.rejected++
-			sh.mu.Unlock()
-			return d
-		case t.admitted+t.sending+n <= onOwn(limit, t.known):
-			t.admitted += n
-			d.Allowed, d.Remaining = true, limit-t.known-t.admitted-t.sending
-			sh.mu.Unlock()
-			return d
+	for {
+		now := r.now()
+		sh.mu.Lock()
+		t := sh.keys[key]
+		add, rejn := 0, 0
+		if r.current(t, limit, now) {
+			d := Decision{Limit: limit, ResetIn: t.start.Add(r.window).Sub(now)}
+			switch {
+			case t.spent:
+				t.rejected++
+				sh.mu.Unlock()
+				return d
+			case t.admitted+t.sending+n <= onOwn(limit, t.known):
+				t.admitted += n
+				d.Allowed, d.Remaining = true, limit-t.known-t.admitted-t.sending
+				sh.mu.Unlock()
+				return d
+			case t.flight != nil:
+				flight := t.flight
+				sh.mu.Unlock()
+				<-flight // closed when that round trip's answer (or error) is in
+				continue
+			}
+			add, rejn = t.admitted, t.rejected
+			t.admitted, t.rejected = 0, 0
+			t.sending += add
+			t.flight = make(chan struct{})
 		}
-		add, rejn = t.admitted, t.rejected
-		t.admitted, t.rejected = 0, 0
-		t.sending += add
-	}
-	sent := t
-	sh.calls++
-	if sh.calls%1024 == 0 {
-		for k, old := range sh.keys { // windows long over
-			if !now.Before(old.start.Add(2 * r.window)) {
-				delete(sh.keys, k)
+		sent := t
+		sh.calls++
+		if sh.calls%1024 == 0 {
+			for k, old := range sh.keys { // windows long over
+				if !now.Before(old.start.Add(2 * r.window)) {
+					delete(sh.keys, k)
+				}
 			}
 		}
+		sh.mu.Unlock()
+		return r.ask(sh, key, sent, now, n, limit, add, rejn)
 	}
-	sh.mu.Unlock()
+}
 
+// ask reports add admitted and rejn refused requests of key's window to Redis and decides n
+// more there; sent is the key's tally that those counts came from (nil for a key not yet
+// known here), whose round trip this is.
+func (r *Redis) ask(sh *tallyShard, key string, sent *tally, now time.Time, n, limit, add, rejn int) Decision {
 	if !r.useRedis() {
+		sh.mu.Lock()
+		landed(sent, add, errors.New("redis down"))
+		sh.mu.Unlock()
 		return r.fallback.AllowN(key, n, limit)
 	}
 	ctx, cancel := r.ctx()
@@ -278,18 +300,13 @@ func (r *Redis) AllowN(key string, n, limit int) Decision {
 	r.answered(err)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sent != nil && add > 0 {
-		sent.sending -= add
-		if err != nil {
-			sent.admitted += add // not reported: the next call tries again
-		}
-	}
+	landed(sent, add, err)
 	if err != nil {
 		return r.fallback.AllowN(key, n, limit)
 	}
 	allowed, used, start := res[0] == 1, int(res[1]), time.UnixMicro(res[2])
 	d := Decision{Limit: limit, ResetIn: start.Add(r.window).Sub(now)}
-	t = sh.keys[key]
+	t := sh.keys[key]
 	if t == nil || !t.start.Equal(start) || t.limit != limit {
 		if t == nil && len(sh.keys) >= int(r.perShard.Load()) {
 			// A flood of new keys: forget one. Redis keeps the count; what the forgotten key
@@ -306,6 +323,25 @@ func (r *Redis) AllowN(key string, n, limit int) Decision {
 	t.spent = !allowed && used >= limit // a refused n > 1 may leave room for smaller ones
 	d.Allowed, d.Remaining = allowed, max(limit-t.known-t.admitted-t.sending, 0)
 	return d
+}
+
+// landed ends sent's round trip (the shard's lock held): its add reported requests are no
+// longer being sent (counted again as admitted here when the report failed, so the next call
+// sends them), and those waiting for its answer go on.
+func landed(sent *tally, add int, err error) {
+	if sent == nil {
+		return
+	}
+	if add > 0 {
+		sent.sending -= add
+		if err != nil {
+			sent.admitted += add
+		}
+	}
+	if sent.flight != nil {
+		close(sent.flight)
+		sent.flight = nil
+	}
 }
 
 // flush reports what this instance decided on its own, so State and the other instances
