@@ -8,6 +8,10 @@ import (
 	"github.com/vektah/gqlparser/v2/formatter"
 )
 
+// SchemaSDL is the schema as GET /graphql/schema.graphql serves it (see schemaSDL); it is what a
+// release publishes as its GraphQL contract (graph/internal/printschema).
+func SchemaSDL() []byte { return schemaSDL(parsedSchema) }
+
 // schemaSDL is the whole schema as one SDL document, descriptions included, for code
 // generators: every type of the *.graphqls files with their extensions merged, in name order,
 // after the schema's own description and root types. GraphQL's built-in types and
