@@ -42,7 +42,10 @@ func TestREADME_StartsWithTheFirstCommandsAndMapsTheCodeEarly(t *testing.T) {
 			break
 		}
 	}
-	if mapAt < 0 || mapAt >= 100 {
+	switch {
+	case mapAt < 0:
+		t.Fatal("README.md has no \"## Code map\" heading; want one within the first 100 lines")
+	case mapAt >= 100:
 		t.Fatalf("README.md's \"## Code map\" heading is at line %d; want it within the first 100 lines", mapAt)
 	}
 	codeMap := strings.Join(firstCodeBlock(strings.Join(lines[mapAt:], "\n")), "\n")
