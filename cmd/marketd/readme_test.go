@@ -217,8 +217,8 @@ func headingAnchors(md string) map[string]bool {
 }
 
 // The benchmarks' figures live in one table, in cmd/marketd/README.md: one row per benchmark of
-// the module, and no row for one that does not exist; the other READMEs link to it rather than
-// keep figures of their own.
+// the module, and no row for one that does not exist; no other table of the documents names a
+// benchmark: the other READMEs link to the one table rather than keep figures of their own.
 func TestREADME_OneBenchmarkTableHasARowForEveryBenchmark(t *testing.T) {
 	root := moduleRoot(t)
 	declared := map[string]bool{}
@@ -258,11 +258,27 @@ func TestREADME_OneBenchmarkTableHasARowForEveryBenchmark(t *testing.T) {
 	for _, p := range problems {
 		t.Error("cmd/marketd/README.md, Benchmarks: " + p)
 	}
+	for _, name := range trackedFiles(t, root) {
+		if !strings.HasSuffix(name, ".md") || strings.Contains(name, "node_modules/") {
+			continue
+		}
+		text := readText(t, filepath.Join(root, name))
+		if name == "cmd/marketd/README.md" {
+			before, _, _ := strings.Cut(text, "\n## Benchmarks\n")
+			text = before
+		}
+		for i, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(line, "|") && benchmarkName.MatchString(line) {
+				t.Errorf("%s:%d: a table of benchmark figures outside cmd/marketd/README.md's Benchmarks: keep the latest figure there, the history in git", name, i+1)
+			}
+		}
+	}
 }
 
 var (
 	benchmarkFunc = regexp.MustCompile(`(?m)^func (Benchmark\w+)\(`)
 	benchmarkRow  = regexp.MustCompile("(?m)^\\| `(Benchmark\\w+)` \\|")
+	benchmarkName = regexp.MustCompile(`\bBenchmark[A-Z]\w*`)
 )
 
 // readText reads a file of the repository as text.
