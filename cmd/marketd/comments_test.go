@@ -110,12 +110,11 @@ type goPackage struct {
 	members         map[string]map[string]bool // a type's methods and fields
 	embeds          map[string][]string        // a type's embedded types of the same package
 	open            map[string]bool            // types that embed another package's: any exported member
-	strings         map[string]bool            // words the package writes as strings or tags
+	literals        map[string]bool            // words the package writes in strings and tags
 }
 
 // module holds the module's packages and, loaded when a comment names them, others.
 type module struct {
-	t     *testing.T
 	root  string
 	fset  *token.FileSet
 	pkgs  []*goPackage
@@ -155,7 +154,7 @@ func (m *module) listDeps() {
 // package on its own), skipping generated files, testdata and dot folders.
 func loadModule(t *testing.T, root string) *module {
 	t.Helper()
-	m := &module{t: t, root: root, fset: token.NewFileSet(), paths: map[string]*goPackage{}}
+	m := &module{root: root, fset: token.NewFileSet(), paths: map[string]*goPackage{}}
 	modPath := "sample"
 	if b, err := os.ReadFile(filepath.Join(root, "go.mod")); err == nil {
 		if f := strings.Fields(string(b)); len(f) > 1 && f[0] == "module" {
@@ -214,7 +213,7 @@ func loadModule(t *testing.T, root string) *module {
 // index collects the names p declares.
 func (p *goPackage) index() {
 	p.top, p.types, p.members = map[string]bool{}, map[string]bool{}, map[string]map[string]bool{}
-	p.embeds, p.open, p.strings = map[string][]string{}, map[string]bool{}, map[string]bool{}
+	p.embeds, p.open, p.literals = map[string][]string{}, map[string]bool{}, map[string]bool{}
 	member := func(typ, name string) {
 		if p.members[typ] == nil {
 			p.members[typ] = map[string]bool{}
@@ -248,7 +247,7 @@ func (p *goPackage) index() {
 			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				if s, err := strconv.Unquote(lit.Value); err == nil {
 					for _, w := range wordsOf.FindAllString(s, -1) {
-						p.strings[w] = true
+						p.literals[w] = true
 					}
 				}
 			}
@@ -455,7 +454,7 @@ func (m *module) checkPackage(p *goPackage) []string {
 	}
 	asString := func(name string) bool {
 		for _, q := range own {
-			if q.strings[name] {
+			if q.literals[name] {
 				return true
 			}
 		}
