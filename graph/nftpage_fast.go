@@ -33,7 +33,7 @@ import (
 // resolvers and model fields the executor reads, every value through the scalar and enum
 // marshalers the executor uses, written in the order the executor writes them. A field outside
 // these types or a deferred fragment leaves the query to the executor before anything is read
-// (fastPath.writes); any error (an argument refused, a resolver's error, a null where the
+// ([fastPath.writes]); any error (an argument refused, a resolver's error, a null where the
 // schema says non-null) leaves it midway, and the executor then answers and reports it its
 // way. TestFastPath_AnswersRandomQueriesByteForByteAsTheExecutor holds the two
 // equal over randomly drawn queries, TestFastPath_AnswersEveryFieldOfItsTypes that it knows

@@ -470,8 +470,10 @@ func TestAuth_QueryOrBodyNamingAnotherPartyIs403(t *testing.T) {
 	})
 }
 
-// No route has a party in its path yet, so the path check is exercised on the function
-// every route runs, with an identity the store authenticated.
+// The path check, tested here on [checkNamedParties] itself (the function every route runs)
+// with an identity the store authenticated; the routes with a party in their path, such as
+// /api/wallet/balance/{partyId}, are tested over HTTP by
+// [TestWallet_ReadsNamingAnotherPartyAre403PartyMismatch].
 func TestAuth_PathNamingAnotherPartyIs403(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)

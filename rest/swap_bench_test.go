@@ -17,13 +17,6 @@ import (
 	"marketd/store/storetest"
 )
 
-// BenchmarkSwapFills is one intent per op, prepared and submitted over HTTP by 16 concurrent
-// takers against a pool of 50 open LP quotes (25 asks, 25 bids, deep enough never to run
-// out); every intent fills at submit. It reports fills/s and the p99 of the submit call.
-// Run:
-//
-//	TEST_DATABASE_URL=postgres://... go test -run '^$' -bench SwapFills -benchtime 10s ./rest/
-//
 // benchPool is a pool of 50 open LP quotes from 5 LPs (25 asks, 25 bids, deep enough for
 // hundreds of thousands of small fills) and funded takers, signed in.
 type benchPool struct {
@@ -93,6 +86,12 @@ func (m *benchPool) swap(b *testing.B, a *benchAPI, t benchTrader, sellBase bool
 	return res.IntentStatus, time.Since(start)
 }
 
+// BenchmarkSwapFills is one intent per op, prepared and submitted over HTTP by 16 concurrent
+// takers against a pool of 50 open LP quotes (25 asks, 25 bids, deep enough never to run
+// out); every intent fills at submit. It reports fills/s and the p99 of the submit call.
+// Run:
+//
+//	TEST_DATABASE_URL=postgres://... go test -run '^$' -bench SwapFills -benchtime 10s ./rest/
 func BenchmarkSwapFills(b *testing.B) {
 	const takers = 16
 	eachBackend(b, func(b *testing.B, be storetest.Backend) {

@@ -362,7 +362,7 @@ func (s *Store) UpdatesPage(ctx context.Context, party string, r PageRequest) (P
 	return finish(ctx, s, q, us, func(u Update) int64 { return u.Offset })
 }
 
-// PreparedState is where a prepared transaction stands.
+// State is where a prepared transaction stands.
 func (p *PreparedTx) State(now time.Time) string {
 	switch {
 	case p.UpdateID != nil:

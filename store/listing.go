@@ -58,7 +58,7 @@ type ListingFilter struct {
 	State        string // "", "active", "consumed"
 }
 
-// ListingKey is a listing's keyset position: newest first.
+// listingKey is a listing's keyset position: newest first.
 type listingKey struct {
 	At  int64  `json:"a"`
 	CID string `json:"c"`

@@ -521,11 +521,12 @@ func (s *Store) queryNFTs(ctx context.Context, collectionID string, nq *nftQuery
 	return out, nil
 }
 
-// key writes the filter out unambiguously (every part quoted), for the page cache: filters
-// that differ, even by a value that holds the separators fingerprint uses, have different keys.
 // Key names what the filter selects: two filters with equal keys select the same NFTs.
 func (f NFTFilter) Key() string { return f.key() }
 
+// key writes the filter out unambiguously (every part quoted), for the page cache: filters
+// that differ, even by a value that holds the separators [NFTFilter.fingerprint] uses, have
+// different keys.
 func (f NFTFilter) key() string {
 	var b []byte
 	for _, typ := range sortedKeys(f.Traits) {

@@ -33,7 +33,7 @@ import (
 // here); other instances follow on its notification, or within followEvery without one.
 // Listings expire on the store's clock at read time, exactly as the SQL path has them.
 //
-// Answers and cursors are exactly those of the SQL path (readNFTs), which stays as the
+// Answers and cursors are exactly those of the SQL path ([Store.queryNFTs]), which stays as the
 // reference the tests compare against, and serves reads until the index is built.
 type nftIndex struct {
 	s *Store
@@ -745,7 +745,7 @@ type nftQuery struct {
 const smallRun = 0
 
 // page reads the NFTs of q's page from the index: at most q.fetch() of them, in the read's
-// direction, as readNFTs's queries return them.
+// direction, as [Store.queryNFTs] returns them.
 func (c *collectionIndex) page(nq *nftQuery, q *pageQuery[nftKey], now time.Time, sortUnder int) []*indexedNFT {
 	c.mu.RLock()
 	defer c.mu.RUnlock()

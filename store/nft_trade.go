@@ -184,14 +184,14 @@ func (tx *Tx) items(ctx context.Context, nftIDs []string) (map[string]*nftItem, 
 
 // saveItem writes an item's owner, contract and listing (deferred: collectionTx.close sends
 // the deferred writes before it reads the floor back). The same transaction records the
-// NFT's history event (nftEvents): the NFT index finds the NFTs an update changed by them.
+// NFT's history event ([Tx.nftEvents]): the NFT index finds the NFTs an update changed by them.
 func (tx *Tx) saveItem(ctx context.Context, it *nftItem) error {
 	return tx.later(ctx, tx.NewUpdate().Model(it).
 		Column("owner", "contract_id", "listing_cid", "list_price", "list_currency", "list_expires", "price_asc_key", "price_desc_key").
 		WherePK())
 }
 
-// record appends NFT history events.
+// nftEvents appends NFT history events.
 func (tx *Tx) nftEvents(ctx context.Context, u *Update, events []nftActivity) error {
 	if len(events) == 0 {
 		return nil

@@ -229,7 +229,6 @@ func createCrashCollection(t *testing.T, dsn, creator string) string {
 	return col.ID
 }
 
-// nftStep makes one random NFT write as p and returns its update id when it was acknowledged.
 // runMarketd runs an operator command of marketd on the store at dsn and returns its output.
 func runMarketd(t *testing.T, dsn string, args ...string) []byte {
 	t.Helper()
@@ -277,6 +276,7 @@ func checkDrop(t *testing.T, db *sql.DB, drop string) {
 	}
 }
 
+// nftStep makes one random NFT write as p and returns its update id when it was acknowledged.
 func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand.Rand) (string, bool) {
 	get := func(query string) []map[string]any {
 		r, err := c.try("GET", base+"/api/nft/collection/"+col+"/nfts?"+query, "", nil)
