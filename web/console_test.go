@@ -486,7 +486,8 @@ func TestLedger_ShowsUpdatesAndPreparedTransactionsWithTheirState(t *testing.T) 
 		e := newConsoleEnv(t, b)
 		e.user("watcher", store.RoleViewer)
 		alice := e.signInParty("alice") // one executed onboarding
-		if _, err := e.store.PrepareOnboarding(ctx, storetest.NewKey().Public(), "carol"); err != nil { // prepared, never executed
+		carol := storetest.NewKey()
+		if _, err := e.store.PrepareOnboarding(ctx, carol.Public(), "carol"); err != nil { // prepared, never executed
 			t.Fatal(err)
 		}
 		c := e.client()
