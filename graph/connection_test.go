@@ -275,11 +275,11 @@ func TestConnection_TotalCountIsTheRealCountWhereOffered(t *testing.T) {
 		// A burned NFT leaves the count, as it leaves the list.
 		m := newMinter(t, g.store, "burner")
 		m.mint(id, 1)
-		page, err := g.store.NFTs(context.Background(), id, store.NFTFilter{Owner: m.id}, store.SortSerial, store.PageRequest{})
+		page, err := g.store.NFTs(context.Background(), id, store.NFTFilter{Owner: m.ID}, store.SortSerial, store.PageRequest{})
 		if err != nil || len(page.Items) != 1 {
 			t.Fatalf("the minter's NFTs: %v %v", page.Items, err)
 		}
-		prep, err := g.store.PrepareBurn(context.Background(), m.id, page.Items[0].ContractID)
+		prep, err := g.store.PrepareBurn(context.Background(), m.ID, page.Items[0].ContractID)
 		if err != nil {
 			t.Fatal(err)
 		}

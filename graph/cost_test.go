@@ -53,7 +53,7 @@ func newCostMarket(t testing.TB, b storetest.Backend) *costMarket {
 
 	holder := newMinter(t, s, "holder")
 	m.token = holder.signIn()
-	m.ids = append(m.ids, holder.id, "nope", "", globalID(nodeIntent, "x"))
+	m.ids = append(m.ids, holder.ID, "nope", "", globalID(nodeIntent, "x"))
 	m.words = append(m.words, "nope", "", "eyJsIjoiY29sbGVjdGlvbnMifQ.AAAA")
 	for _, slug := range sum.Collections {
 		c, err := s.CollectionBySlug(ctx, slug)

@@ -45,22 +45,22 @@ func TestGraphQL_EveryUpdateShownCarriesItsLogIndex(t *testing.T) {
 			}
 			return fields
 		}
-		prep, err := s.PrepareMint(ctx, seller.id, col, 1)
+		prep, err := s.PrepareMint(ctx, seller.ID, col, 1)
 		contractID := run(seller, store.KindNFTMint, prep, err)["contractIds"].([]any)[0].(string)
-		prep, err = s.PrepareList(ctx, seller.id, []store.ListingTerms{{ContractID: contractID, Price: "5"}})
+		prep, err = s.PrepareList(ctx, seller.ID, []store.ListingTerms{{ContractID: contractID, Price: "5"}})
 		run(seller, store.KindNFTList, prep, err)
 		listed, err := s.NFTByContract(ctx, contractID)
 		if err != nil || listed.Listing == nil {
 			t.Fatalf("the listed NFT: %+v, %v", listed, err)
 		}
-		prep, err = s.PrepareBuy(ctx, buyer.id, listed.Listing.CID)
+		prep, err = s.PrepareBuy(ctx, buyer.ID, listed.Listing.CID)
 		run(buyer, store.KindNFTBuy, prep, err)
-		prep, err = s.PrepareSwap(ctx, buyer.id, store.SwapTerms{PoolID: pool, Sell: "CC", Amount: "1", MinReceive: "0.000001", Deadline: s.Now().Add(time.Hour).Unix()})
+		prep, err = s.PrepareSwap(ctx, buyer.ID, store.SwapTerms{PoolID: pool, Sell: "CC", Amount: "1", MinReceive: "0.000001", Deadline: s.Now().Add(time.Hour).Unix()})
 		swap := run(buyer, store.KindSwapIntent, prep, err)
 		if swap["intentStatus"] != store.IntentFilled {
 			t.Fatalf("the swap: %v, want it filled", swap)
 		}
-		prep, err = s.PrepareCCTransfer(ctx, seller.id, buyer.id, store.MustAmount("1")) // earns the seller a reward
+		prep, err = s.PrepareCCTransfer(ctx, seller.ID, buyer.ID, store.MustAmount("1")) // earns the seller a reward
 		run(seller, store.KindCCTransfer, prep, err)
 		indexes := storetest.LogIndexes(t, s)
 
@@ -100,7 +100,7 @@ func TestGraphQL_EveryUpdateShownCarriesItsLogIndex(t *testing.T) {
 		check("Pool.history", nodesOf(p.Pool.History), 1)
 
 		res, _ := g.queryAs(seller.signIn(), `query($p: ID!) { wallet(partyId: $p) { rewards { history(first: 10) { edges { node { updateId logIndex } } } } } }`,
-			map[string]any{"p": seller.id})
+			map[string]any{"p": seller.ID})
 		var w struct {
 			Wallet struct{ Rewards struct{ History edges } }
 		}

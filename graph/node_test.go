@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"testing"
@@ -16,23 +15,14 @@ import (
 // returns its token.
 func (m *minter) signIn() string {
 	m.t.Helper()
-	ctx := context.Background()
-	ch, err := m.s.IssueChallenge(ctx, m.id)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	tok, err := m.s.SignIn(ctx, store.SignIn{PartyID: m.id, Nonce: ch.Nonce, Signature: ed25519.Sign(m.priv, []byte(ch.Text()))})
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	return tok.Token
+	return m.SignIn(m.t, m.s).Token
 }
 
 // wait submits an intent no quote can fill (it asks far more than the pool gives), so it
 // stays pending, and returns its cid.
 func (m *minter) wait(poolID string) string {
 	m.t.Helper()
-	prep, err := m.s.PrepareSwap(context.Background(), m.id, store.SwapTerms{PoolID: poolID, Sell: "CC", Amount: "1", MinReceive: "1000000",
+	prep, err := m.s.PrepareSwap(context.Background(), m.ID, store.SwapTerms{PoolID: poolID, Sell: "CC", Amount: "1", MinReceive: "1000000",
 		Deadline: m.s.Now().Add(time.Hour).Unix()})
 	if err != nil {
 		m.t.Fatal(err)
@@ -109,7 +99,7 @@ func TestNode_AnswersEachTypeByTheIDItsListGives(t *testing.T) {
 		res, _ := g.queryAs(token, `query($p: ID!) {
 			collections(first: 3) { edges { node { id collectionId nfts(first: 2) { edges { node { id contractId } } } } } }
 			pools(first: 2) { edges { node { id poolId lpQuotes(first: 2) { edges { node { id cid } } } } } }
-			intents(taker: $p) { edges { node { id intentCid status } } } }`, map[string]any{"p": taker.id})
+			intents(taker: $p) { edges { node { id intentCid status } } } }`, map[string]any{"p": taker.ID})
 		if len(res.Errors) > 0 {
 			t.Fatalf("lists: %+v", res.Errors)
 		}

@@ -44,7 +44,7 @@ func newReuseMarket(t *testing.T, b storetest.Backend, ttl time.Duration) *reuse
 	cfg.PageCacheTTL = ttl
 	s := b.Open(t, cfg)
 	seller := newMinter(t, s, "seller")
-	col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "apes", Name: "Apes", Creator: seller.id, Currency: store.CC, Supply: 2})
+	col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "apes", Name: "Apes", Creator: seller.ID, Currency: store.CC, Supply: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func newReuseMarket(t *testing.T, b storetest.Backend, ttl time.Duration) *reuse
 	var minted struct {
 		ContractIDs []string `json:"contractIds"`
 	}
-	prep, err := s.PrepareMint(ctx, seller.id, col.ID, 2)
+	prep, err := s.PrepareMint(ctx, seller.ID, col.ID, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func newReuseMarket(t *testing.T, b storetest.Backend, ttl time.Duration) *reuse
 // listing's cid.
 func (m *reuseMarket) list(price string, expires *time.Time) string {
 	m.t.Helper()
-	prep, err := m.store.PrepareList(context.Background(), m.seller.id, []store.ListingTerms{{ContractID: m.nfts[0], Price: price, ExpiresAt: expires}})
+	prep, err := m.store.PrepareList(context.Background(), m.seller.ID, []store.ListingTerms{{ContractID: m.nfts[0], Price: price, ExpiresAt: expires}})
 	if err != nil {
 		m.t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func (m *reuseMarket) list(price string, expires *time.Time) string {
 
 func (m *reuseMarket) cancel(cid string) {
 	m.t.Helper()
-	prep, err := m.store.PrepareCancel(context.Background(), m.seller.id, []string{cid})
+	prep, err := m.store.PrepareCancel(context.Background(), m.seller.ID, []string{cid})
 	if err != nil {
 		m.t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestResponseCache_NeverKeepsWhatReadsTheClockTheDatabaseOrFails(t *testing.
 			}
 		}
 		// Nor one that asked for the caller.
-		failing := `{ collections(first: 5) { edges { node { slug } } } wallet(partyId: "` + m.seller.id + `") { partyId } }`
+		failing := `{ collections(first: 5) { edges { node { slug } } } wallet(partyId: "` + m.seller.ID + `") { partyId } }`
 		for range 2 {
 			if got, reused := m.ask(failing); reused || !bytes.Contains([]byte(got), []byte(`"code":"unauthenticated"`)) {
 				t.Fatalf("a failing query: %s (reused %v)", got, reused)

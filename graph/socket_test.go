@@ -176,7 +176,7 @@ func TestSocket_AnOperationAfterTheSessionEndsIsRefused(t *testing.T) {
 					t.Fatal(err)
 				}
 				c := dialSession(t, url, tok)
-				vars := map[string]any{"p": m.id}
+				vars := map[string]any{"p": m.ID}
 				if data, code := c.ask("1", walletQuery, vars); code != "" || len(dig(data, "wallet", "balances").([]any)) != 2 {
 					t.Fatalf("while the session lives: %v %s", data, code)
 				}
@@ -203,7 +203,7 @@ func TestSocket_ARotatedTokenEndsTheSocketsUseOfItNotTheSession(t *testing.T) {
 		m := newMinter(t, s, "holder")
 		tok := m.signIn()
 		c := dialSession(t, url, tok)
-		vars := map[string]any{"p": m.id}
+		vars := map[string]any{"p": m.ID}
 		if _, code := c.ask("1", walletQuery, vars); code != "" {
 			t.Fatalf("while the token is current: %s", code)
 		}
@@ -333,7 +333,7 @@ func TestSocket_APrivateSubscriptionEndsWhenTheStoreTellsOfTheLogout(t *testing.
 				if ev["type"] != "error" || errorCode(t, ev) != string(store.CodeTokenRevoked) {
 					t.Fatalf("the private subscription after a logout %s: %v", name, ev)
 				}
-				if _, code := c.ask("after", walletQuery, map[string]any{"p": m.id}); code != string(store.CodeTokenRevoked) {
+				if _, code := c.ask("after", walletQuery, map[string]any{"p": m.ID}); code != string(store.CodeTokenRevoked) {
 					t.Fatalf("an operation after the logout: code %q, want token_revoked", code)
 				}
 			})

@@ -2,8 +2,6 @@ package graph
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -19,47 +17,33 @@ import (
 	"marketd/store/storetest"
 )
 
-// minter is a party with a key that mints from a collection through the store.
+// minter is a party made by storetest that mints from a collection through the store.
 type minter struct {
-	t    testing.TB
-	s    *store.Store
-	id   string
-	priv ed25519.PrivateKey
+	t testing.TB
+	s *store.Store
+	*storetest.Party
 }
 
+// newMinter onboards a party with hint on s and taps it 5000 of every instrument.
 func newMinter(t testing.TB, s *store.Store, hint string) *minter {
 	t.Helper()
-	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	prep, err := s.PrepareOnboarding(context.Background(), pub, hint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &minter{t: t, s: s, id: prep.PartyID, priv: priv}
-	m.execute(store.KindOnboard, prep)
+	m := &minter{t: t, s: s, Party: storetest.Onboard(t, s, hint)}
 	for _, inst := range store.Instruments {
-		tap, err := s.PrepareTap(context.Background(), m.id, inst, store.MustAmount("5000"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.execute(store.KindTap, tap)
+		m.Tap(t, s, inst, "5000")
 	}
 	return m
 }
 
 func (m *minter) execute(kind string, prep *store.Prepared) store.Receipt {
 	m.t.Helper()
-	r, err := m.s.Execute(context.Background(), store.Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(m.priv, prep.Hash), Caller: m.id})
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	return r
+	return m.MustExecute(m.t, m.s, kind, prep)
 }
 
 // mint mints n NFTs of the collection, one transaction each.
 func (m *minter) mint(collectionID string, n int) {
 	m.t.Helper()
 	for range n {
-		prep, err := m.s.PrepareMint(context.Background(), m.id, collectionID, 1)
+		prep, err := m.s.PrepareMint(context.Background(), m.ID, collectionID, 1)
 		if err != nil {
 			m.t.Fatal(err)
 		}
@@ -198,7 +182,7 @@ func TestSubscription_CollectionActivityInOrderAndResumesFromItsPosition(t *test
 				t.Fatalf("event %d did not arrive", i)
 			}
 			a := ev["collectionActivity"].(map[string]any)
-			if a["kind"] != "MINTED" || a["to"] != m.id {
+			if a["kind"] != "MINTED" || a["to"] != m.ID {
 				t.Fatalf("event %d: %v", i, a)
 			}
 			if pos := a["position"].(string); last != "" && !positionBefore(t, last, pos) {
@@ -275,7 +259,7 @@ func positionBefore(t *testing.T, a, b string) bool {
 // pool's open quotes it fills at once.
 func (m *minter) swap(poolID, amount string) {
 	m.t.Helper()
-	prep, err := m.s.PrepareSwap(context.Background(), m.id, store.SwapTerms{PoolID: poolID, Sell: "CC", Amount: amount, MinReceive: "0.000001",
+	prep, err := m.s.PrepareSwap(context.Background(), m.ID, store.SwapTerms{PoolID: poolID, Sell: "CC", Amount: amount, MinReceive: "0.000001",
 		Deadline: m.s.Now().Add(time.Hour).Unix()})
 	if err != nil {
 		m.t.Fatal(err)
@@ -352,7 +336,7 @@ func TestSubscription_PoolOutcomesOnceEachInOrderAndResumable(t *testing.T) {
 			t.Fatalf("more than the missed outcomes: %v", ev)
 		}
 		// Every fill of the pool by this taker came exactly once: the store agrees.
-		page, err := s.SwapHistory(context.Background(), store.SwapHistoryFilter{Taker: taker.id}, store.PageRequest{Limit: 100})
+		page, err := s.SwapHistory(context.Background(), store.SwapHistoryFilter{Taker: taker.ID}, store.PageRequest{Limit: 100})
 		if err != nil || len(page.Items) != 5 || len(seen) != 5 {
 			t.Fatalf("history %d, delivered %d: %v", len(page.Items), len(seen), err)
 		}

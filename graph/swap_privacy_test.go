@@ -22,12 +22,12 @@ func fillsOf(t *testing.T, s *store.Store, takers ...*minter) map[string]string 
 	t.Helper()
 	out := map[string]string{}
 	for _, m := range takers {
-		page, err := s.SwapHistory(context.Background(), store.SwapHistoryFilter{Taker: m.id}, store.PageRequest{Limit: 100})
+		page, err := s.SwapHistory(context.Background(), store.SwapHistoryFilter{Taker: m.ID}, store.PageRequest{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, v := range page.Items {
-			out[v.IntentCID] = m.id
+			out[v.IntentCID] = m.ID
 		}
 	}
 	return out
@@ -54,9 +54,9 @@ func TestGraphQL_PoolFeedsShowATakerOnlyToThatTaker(t *testing.T) {
 			{"anonymous", "", ""},
 			{"carol, who never swapped", carolTok, ""},
 			{"a token that does not authenticate", "not-a-token", ""},
-			{"alice", aliceTok, alice.id},
+			{"alice", aliceTok, alice.ID},
 			{"anonymous after alice", "", ""},
-			{"bob", bobTok, bob.id},
+			{"bob", bobTok, bob.ID},
 			{"anonymous again", "", ""},
 		} {
 			for range 2 { // the repeat is one the response cache could answer
@@ -138,8 +138,8 @@ func TestSubscription_PoolOutcomesShowATakerOnlyToThatTaker(t *testing.T) {
 				}
 				out := ev["poolOutcomes"].(map[string]any)["outcome"].(map[string]any)
 				want := any(nil)
-				if who == "alice" && fills[out["intentCid"].(string)] == alice.id {
-					want = alice.id
+				if who == "alice" && fills[out["intentCid"].(string)] == alice.ID {
+					want = alice.ID
 				}
 				if out["taker"] != want {
 					t.Errorf("%s: fill %.8s shows taker %v, want %v", who, out["intentCid"], out["taker"], want)

@@ -2,8 +2,6 @@ package rest
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -13,6 +11,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/storetest"
 )
 
 // withRates sets the read and prepare limits (requests per minute; 0 = unlimited).
@@ -20,23 +19,14 @@ func withRates(read, prepare int) apiOption {
 	return func(sc *store.Config, rc *Config) { rc.RateRead, rc.RatePrepare = read, prepare }
 }
 
-// testKey is an Ed25519 key pair that is not onboarded yet.
-type testKey struct {
-	pub  ed25519.PublicKey
-	priv ed25519.PrivateKey
-}
+// testKey is a key from storetest that is not onboarded yet, with the request shapes the
+// onboarding tests send it in.
+type testKey struct{ storetest.Key }
 
-func newTestKey(t testing.TB) testKey {
-	t.Helper()
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testKey{pub, priv}
-}
+func newTestKey() testKey { return testKey{storetest.NewKey()} }
 
 func (k testKey) onboardBody(hint string) map[string]string {
-	return map[string]string{"publicKey": base64.StdEncoding.EncodeToString(k.pub), "hint": hint}
+	return map[string]string{"publicKey": k.PublicBase64(), "hint": hint}
 }
 
 // signHash signs the raw bytes of a base64 preparedTransactionHash.
@@ -46,7 +36,7 @@ func (k testKey) signHash(t testing.TB, hash64 string) []byte {
 	if err != nil {
 		t.Fatalf("hash %q: %v", hash64, err)
 	}
-	return ed25519.Sign(k.priv, raw)
+	return k.Sign(raw)
 }
 
 // preparedView is a prepare response as a client reads it.

@@ -2,8 +2,6 @@ package rest
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -18,7 +16,6 @@ import (
 	"time"
 
 	"marketd/store"
-	"marketd/store/signing"
 	"marketd/store/storetest"
 )
 
@@ -98,32 +95,27 @@ func (a *benchAPI) call(b *testing.B, method, path, tok string, body, out any) {
 	}
 }
 
-type benchParty struct {
-	id   string
-	priv ed25519.PrivateKey
-}
-
-func (a *benchAPI) onboard(b *testing.B, hint string) *benchParty {
-	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	p := &benchParty{id: signing.PartyIDFor(hint, pub), priv: priv}
-	a.prepareExecute(b, "/api/parties/onboard", "", map[string]string{"publicKey": base64.StdEncoding.EncodeToString(pub), "hint": hint}, p)
+// onboard makes a party with storetest and onboards it through the API.
+func (a *benchAPI) onboard(b *testing.B, hint string) *storetest.Party {
+	p := storetest.NewParty(hint)
+	a.prepareExecute(b, "/api/parties/onboard", "", map[string]string{"publicKey": p.PublicBase64(), "hint": hint}, p)
 	return p
 }
 
-func (a *benchAPI) prepareExecute(b *testing.B, base, tok string, body any, p *benchParty) {
+func (a *benchAPI) prepareExecute(b *testing.B, base, tok string, body any, p *storetest.Party) {
 	var prep struct {
 		Hash string `json:"preparedTransactionHash"`
 	}
 	a.call(b, "POST", base+"/prepare", tok, body, &prep)
 	raw, _ := base64.StdEncoding.DecodeString(prep.Hash)
-	a.call(b, "POST", base+"/execute", tok, map[string]string{"preparedTransactionHash": prep.Hash, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(p.priv, raw))}, nil)
+	a.call(b, "POST", base+"/execute", tok, map[string]string{"preparedTransactionHash": prep.Hash, "signature": p.SignBase64(raw)}, nil)
 }
 
-func (a *benchAPI) signIn(b *testing.B, p *benchParty) string {
+func (a *benchAPI) signIn(b *testing.B, p *storetest.Party) string {
 	var nr struct{ Message, Nonce string }
-	a.call(b, "POST", "/api/auth/nonce", "", map[string]string{"partyId": p.id}, &nr)
+	a.call(b, "POST", "/api/auth/nonce", "", map[string]string{"partyId": p.ID}, &nr)
 	var tr struct{ Token string }
-	a.call(b, "POST", "/api/auth/verify", "", map[string]string{"partyId": p.id, "nonce": nr.Nonce, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(p.priv, []byte(nr.Message)))}, &tr)
+	a.call(b, "POST", "/api/auth/verify", "", map[string]string{"partyId": p.ID, "nonce": nr.Nonce, "signature": p.SignBase64([]byte(nr.Message))}, &tr)
 	return tr.Token
 }
 
@@ -145,7 +137,7 @@ const benchClients = 32 // concurrent clients: RunParallel goroutines across bot
 func BenchmarkSignIn(b *testing.B) {
 	eachBackend(b, func(b *testing.B, be storetest.Backend) {
 		a := newBenchAPI(b, be)
-		parties := make([]*benchParty, benchClients)
+		parties := make([]*storetest.Party, benchClients)
 		for i := range parties {
 			parties[i] = a.onboard(b, fmt.Sprintf("p%d", i))
 		}
@@ -208,7 +200,7 @@ func BenchmarkCCTransfer(b *testing.B) {
 	eachBackend(b, func(b *testing.B, be storetest.Backend) {
 		a := newBenchAPI(b, be)
 		type pair struct {
-			from    *benchParty
+			from    *storetest.Party
 			tok, to string
 		}
 		pairs := make([]pair, benchClients)
@@ -216,7 +208,7 @@ func BenchmarkCCTransfer(b *testing.B) {
 			from, to := a.onboard(b, fmt.Sprintf("s%d", i)), a.onboard(b, fmt.Sprintf("r%d", i))
 			tok := a.signIn(b, from)
 			a.prepareExecute(b, "/api/wallet/tap", tok, map[string]string{"instrument": "CC", "amount": "1000000"}, from)
-			pairs[i] = pair{from: from, tok: tok, to: to.id}
+			pairs[i] = pair{from: from, tok: tok, to: to.ID}
 		}
 		var next atomic.Int64
 		b.SetParallelism(benchClients / 2)

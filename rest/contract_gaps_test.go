@@ -22,23 +22,23 @@ func TestVerify_MalformedAttemptStillSpendsTheNonce(t *testing.T) {
 			code store.Code
 		}{
 			{"signature not base64", func(n string) map[string]string {
-				return map[string]string{"partyId": alice.id, "nonce": n, "signature": "not a signature"}
+				return map[string]string{"partyId": alice.ID, "nonce": n, "signature": "not a signature"}
 			}, store.CodeInvalidRequest},
 			{"signature missing", func(n string) map[string]string {
-				return map[string]string{"partyId": alice.id, "nonce": n}
+				return map[string]string{"partyId": alice.ID, "nonce": n}
 			}, store.CodeInvalidRequest},
 			{"partyId malformed", func(n string) map[string]string {
-				return map[string]string{"partyId": "alice", "nonce": n, "signature": alice.sign([]byte("x"))}
+				return map[string]string{"partyId": "alice", "nonce": n, "signature": alice.SignBase64([]byte("x"))}
 			}, store.CodeInvalidRequest},
 			{"partyId missing", func(n string) map[string]string {
-				return map[string]string{"nonce": n, "signature": alice.sign([]byte("x"))}
+				return map[string]string{"nonce": n, "signature": alice.SignBase64([]byte("x"))}
 			}, store.CodeInvalidRequest},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				msg, nonce := a.challenge(alice)
 				a.do("POST", "/api/auth/verify", c.body(nonce)).wantProblem(t, http.StatusBadRequest, c.code)
-				a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.id, "nonce": nonce, "signature": alice.sign([]byte(msg))}).
+				a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.ID, "nonce": nonce, "signature": alice.SignBase64([]byte(msg))}).
 					wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
 			})
 		}
@@ -96,7 +96,7 @@ func TestAuth_BodyNamingAnotherPartyIs403BeforeRotationAndLimits(t *testing.T) {
 		a.srv.mux.Handle("POST /api/test/prepare", h)
 		a.clock.Advance(31 * time.Minute) // the cookie's token is due for rotation
 
-		r := a.do("POST", "/api/test/prepare", map[string]string{"partyId": bob.id}, withCookie(cookie))
+		r := a.do("POST", "/api/test/prepare", map[string]string{"partyId": bob.ID}, withCookie(cookie))
 		r.wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
 		if r.sessionCookie() != nil || r.header.Get("X-Auth-Token") != "" {
 			t.Fatalf("a refused request rotated the cookie: %v", r.header)
@@ -105,7 +105,7 @@ func TestAuth_BodyNamingAnotherPartyIs403BeforeRotationAndLimits(t *testing.T) {
 			t.Fatalf("a refused request was counted (%q) or handled (%d)", r.header.Get("RateLimit-Remaining"), ran)
 		}
 		// The refused request used none of the party's two prepares, and this one rotates.
-		r = a.do("POST", "/api/test/prepare", map[string]string{"partyId": alice.id}, withCookie(cookie))
+		r = a.do("POST", "/api/test/prepare", map[string]string{"partyId": alice.ID}, withCookie(cookie))
 		if r.status != http.StatusNoContent || r.sessionCookie() == nil || ran != 1 || r.header.Get("RateLimit-Remaining") != "1" {
 			t.Fatalf("status %d, cookie %v, ran %d, remaining %q: %s", r.status, r.sessionCookie(), ran, r.header.Get("RateLimit-Remaining"), r.body)
 		}

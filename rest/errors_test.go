@@ -55,7 +55,7 @@ func wantProblemShape(t testing.TB, r *testResponse, status int, code store.Code
 // signed in by bearer and by cookie.
 type errorFixture struct {
 	a          *testAPI
-	alice, bob *testParty
+	alice, bob *storetest.Party
 	tok        string
 	cookie     *http.Cookie
 }
@@ -119,14 +119,14 @@ func TestErrors_EveryErrorIsProblemJSONWithItsCode(t *testing.T) {
 			return f.a.do("GET", "/api/auth/me", nil, bearer(f.cookie.Value))
 		}},
 		{"unknown nonce", nil, 401, store.CodeNonceInvalid, map[string]string{"WWW-Authenticate": "Bearer"}, func(t *testing.T, f *errorFixture) *testResponse {
-			return f.a.do("POST", "/api/auth/verify", map[string]string{"partyId": f.alice.id, "nonce": strings.Repeat("A", 32), "signature": f.alice.sign([]byte("x"))})
+			return f.a.do("POST", "/api/auth/verify", map[string]string{"partyId": f.alice.ID, "nonce": strings.Repeat("A", 32), "signature": f.alice.SignBase64([]byte("x"))})
 		}},
 		{"challenge signed by another key", nil, 401, store.CodeInvalidSignature, nil, func(t *testing.T, f *errorFixture) *testResponse {
 			msg, nonce := f.a.challenge(f.alice)
-			return f.a.do("POST", "/api/auth/verify", map[string]string{"partyId": f.alice.id, "nonce": nonce, "signature": f.bob.sign([]byte(msg))})
+			return f.a.do("POST", "/api/auth/verify", map[string]string{"partyId": f.alice.ID, "nonce": nonce, "signature": f.bob.SignBase64([]byte(msg))})
 		}},
 		{"another party in the query", nil, 403, store.CodePartyMismatch, nil, func(t *testing.T, f *errorFixture) *testResponse {
-			return f.a.do("GET", "/api/auth/me?taker="+f.bob.id, nil, bearer(f.tok))
+			return f.a.do("GET", "/api/auth/me?taker="+f.bob.ID, nil, bearer(f.tok))
 		}},
 		{"cookie write from another site", nil, 403, store.CodeCrossOrigin, nil, func(t *testing.T, f *errorFixture) *testResponse {
 			return f.a.do("POST", "/api/auth/logout", nil, withCookie(f.cookie), withHeader("Origin", "https://evil.example"))
@@ -138,7 +138,7 @@ func TestErrors_EveryErrorIsProblemJSONWithItsCode(t *testing.T) {
 			return f.a.do("POST", "/nothing-here", "{}")
 		}},
 		{"party not onboarded", nil, 404, store.CodePartyNotFound, nil, func(t *testing.T, f *errorFixture) *testResponse {
-			return f.a.do("POST", "/api/auth/nonce", map[string]string{"partyId": signing.PartyIDFor("ghost", newTestKey(t).pub)})
+			return f.a.do("POST", "/api/auth/nonce", map[string]string{"partyId": signing.PartyIDFor("ghost", newTestKey().Public())})
 		}},
 		{"unknown prepared hash", nil, 404, store.CodePreparedNotFound, nil, func(t *testing.T, f *errorFixture) *testResponse {
 			return f.a.do("POST", "/api/parties/onboard/execute", execBody(unknownHash[:]))
@@ -150,7 +150,7 @@ func TestErrors_EveryErrorIsProblemJSONWithItsCode(t *testing.T) {
 			return f.a.do("GET", "/api/auth/nonce", nil)
 		}},
 		{"expired prepared transaction", nil, 410, store.CodePreparedExpired, nil, func(t *testing.T, f *errorFixture) *testResponse {
-			k := newTestKey(t)
+			k := newTestKey()
 			p := f.a.prepareOnboarding(k, "carol")
 			f.a.clock.Advance(10 * time.Minute)
 			return f.a.executeOnboarding(p.PreparedTransactionHash, k.signHash(t, p.PreparedTransactionHash))
@@ -159,7 +159,7 @@ func TestErrors_EveryErrorIsProblemJSONWithItsCode(t *testing.T) {
 			return f.a.do("POST", "/api/auth/nonce", `{"partyId":"`+strings.Repeat("a", maxBody)+`"}`)
 		}},
 		{"text/plain body", nil, 415, store.CodeUnsupportedMediaType, nil, func(t *testing.T, f *errorFixture) *testResponse {
-			return f.a.do("POST", "/api/auth/nonce", `{"partyId":"`+f.alice.id+`"}`, withHeader("Content-Type", "text/plain"))
+			return f.a.do("POST", "/api/auth/nonce", `{"partyId":"`+f.alice.ID+`"}`, withHeader("Content-Type", "text/plain"))
 		}},
 		{"too many reads", []apiOption{withRates(1, 0)}, 429, store.CodeRateLimited, map[string]string{"Retry-After": "60"}, func(t *testing.T, f *errorFixture) *testResponse {
 			f.a.do("GET", "/api/auth/me", nil, bearer(f.tok)).ok(t)
@@ -167,7 +167,7 @@ func TestErrors_EveryErrorIsProblemJSONWithItsCode(t *testing.T) {
 		}},
 		{"too many prepares", []apiOption{withRates(0, 2)}, 429, store.CodeRateLimited, map[string]string{"Retry-After": "60"}, func(t *testing.T, f *errorFixture) *testResponse {
 			// The fixture's two onboardings spent the budget of this origin.
-			return f.a.do("POST", "/api/parties/onboard/prepare", newTestKey(t).onboardBody("carol"))
+			return f.a.do("POST", "/api/parties/onboard/prepare", newTestKey().onboardBody("carol"))
 		}},
 		{"store gone, readiness", nil, 503, store.CodeUnavailable, nil, func(t *testing.T, f *errorFixture) *testResponse {
 			f.a.store.Close()
@@ -177,7 +177,7 @@ func TestErrors_EveryErrorIsProblemJSONWithItsCode(t *testing.T) {
 			// A sign-in writes its session: with the store closed it cannot, and says so as a 500.
 			msg, nonce := f.a.challenge(f.alice)
 			f.a.store.Close()
-			return f.a.do("POST", "/api/auth/verify", map[string]string{"partyId": f.alice.id, "nonce": nonce, "signature": f.alice.sign([]byte(msg))})
+			return f.a.do("POST", "/api/auth/verify", map[string]string{"partyId": f.alice.ID, "nonce": nonce, "signature": f.alice.SignBase64([]byte(msg))})
 		}},
 	}
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
@@ -263,7 +263,7 @@ func TestVerify_UserAgentThatIsNotUTF8SignsIn(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				a.clock.Advance(time.Second) // the newest session is this one
 				msg, nonce := a.challenge(alice)
-				r := a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.id, "nonce": nonce, "signature": alice.sign([]byte(msg))},
+				r := a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.ID, "nonce": nonce, "signature": alice.SignBase64([]byte(msg))},
 					withHeader("User-Agent", ua))
 				if r.status != http.StatusOK {
 					t.Fatalf("verify: status %d: %s", r.status, r.body)

@@ -20,7 +20,7 @@ import (
 func TestPrepare_ResponseCarriesTheSignableTransaction(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)
-		k := newTestKey(t)
+		k := newTestKey()
 		r := a.do("POST", "/api/parties/onboard/prepare", k.onboardBody("alice")).ok(t)
 		if ct := r.header.Get("Content-Type"); ct != "application/json" {
 			t.Fatalf("Content-Type %q", ct)
@@ -50,7 +50,7 @@ func TestPrepare_ResponseCarriesTheSignableTransaction(t *testing.T) {
 		if want := base64.StdEncoding.EncodeToString(sum[:]); p.PreparedTransactionHash != want {
 			t.Fatalf("preparedTransactionHash = %s, want base64(SHA-256(preparedTransaction)) = %s", p.PreparedTransactionHash, want)
 		}
-		wantID := signing.PartyIDFor("alice", k.pub)
+		wantID := signing.PartyIDFor("alice", k.Public())
 		if p.HashingScheme != "sha256-v1" || p.ActAs != wantID || p.PartyID != wantID {
 			t.Fatalf("hashingScheme %q actAs %q partyId %q, want sha256-v1 and %s", p.HashingScheme, p.ActAs, p.PartyID, wantID)
 		}
@@ -71,7 +71,7 @@ func TestPrepare_ResponseCarriesTheSignableTransaction(t *testing.T) {
 func TestPrepare_ExpiresAtFollowsPreparedTTL(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b, func(sc *store.Config, rc *Config) { sc.PreparedTTL = 90 * time.Second })
-		p := a.prepareOnboarding(newTestKey(t), "alice")
+		p := a.prepareOnboarding(newTestKey(), "alice")
 		if want := storetest.Epoch.Add(90 * time.Second).Unix(); p.ExpiresAt != want {
 			t.Fatalf("expiresAt = %d, want %d", p.ExpiresAt, want)
 		}
@@ -143,7 +143,7 @@ func TestExecute_ReplayAfterExpiryReturnsFirstReceipt(t *testing.T) {
 func TestExecute_SignatureByAnotherKeyIs401AndAppliesNothing(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)
-		k, mallory := newTestKey(t), newTestKey(t)
+		k, mallory := newTestKey(), newTestKey()
 		p := a.prepareOnboarding(k, "alice")
 		a.executeOnboarding(p.PreparedTransactionHash, mallory.signHash(t, p.PreparedTransactionHash)).
 			wantProblem(t, http.StatusUnauthorized, store.CodeInvalidSignature)
@@ -230,8 +230,8 @@ func TestExecute_ConcurrentExecutesOfOnePreparedTxApplyOnce(t *testing.T) {
 func TestOnboard_SameKeyTwiceReturnsTheSameParty(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)
-		k := newTestKey(t)
-		want := signing.PartyIDFor("alice", k.pub)
+		k := newTestKey()
+		want := signing.PartyIDFor("alice", k.Public())
 		for i, hint := range []string{"alice", "alice", "another-hint"} {
 			p := a.prepareOnboarding(k, hint)
 			if p.PartyID != want || p.ActAs != want {
@@ -243,7 +243,7 @@ func TestOnboard_SameKeyTwiceReturnsTheSameParty(t *testing.T) {
 			}
 		}
 		// Another hint never made another party.
-		a.do("POST", "/api/auth/nonce", map[string]string{"partyId": signing.PartyIDFor("another-hint", k.pub)}).
+		a.do("POST", "/api/auth/nonce", map[string]string{"partyId": signing.PartyIDFor("another-hint", k.Public())}).
 			wantProblem(t, http.StatusNotFound, store.CodePartyNotFound)
 	})
 }
@@ -253,7 +253,7 @@ func TestOnboard_PreparesOfOneKeyExecutedConcurrentlyYieldOneParty(t *testing.T)
 	// once must still create one party and answer every execute with it.
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)
-		k := newTestKey(t)
+		k := newTestKey()
 		const n = 8
 		bodies := make([]map[string]string, n)
 		for i := range n {
@@ -292,7 +292,7 @@ func TestOnboard_PreparesOfOneKeyExecutedConcurrentlyYieldOneParty(t *testing.T)
 // preparedAlice prepares the onboarding of a new key as "alice".
 func (a *testAPI) preparedAlice() (testKey, preparedView) {
 	a.t.Helper()
-	k := newTestKey(a.t)
+	k := newTestKey()
 	return k, a.prepareOnboarding(k, "alice")
 }
 

@@ -28,9 +28,9 @@ var pathParam = regexp.MustCompile(`\{[^}]*\}`)
 
 // endpointBodySeeds are valid bodies for each POST route of a and bodies built to hurt a
 // decoder; the index is the route's position in postRoutes.
-func endpointBodySeeds(a *testAPI, alice *testParty) (valid map[string][]string, nasty []string) {
+func endpointBodySeeds(a *testAPI, alice *storetest.Party) (valid map[string][]string, nasty []string) {
 	t := a.t
-	k := newTestKey(t)
+	k := newTestKey()
 	p := a.prepareOnboarding(k, "fuzz")
 	msg, nonce := a.challenge(alice)
 	enc := func(v any) string {
@@ -41,13 +41,13 @@ func endpointBodySeeds(a *testAPI, alice *testParty) (valid map[string][]string,
 		return string(b)
 	}
 	valid = map[string][]string{
-		"/api/parties/onboard/prepare": {enc(k.onboardBody("fuzz")), enc(newTestKey(t).onboardBody("x"))},
+		"/api/parties/onboard/prepare": {enc(k.onboardBody("fuzz")), enc(newTestKey().onboardBody("x"))},
 		"/api/parties/onboard/execute": {enc(map[string]string{
 			"preparedTransactionHash": p.PreparedTransactionHash,
 			"signature":               base64.StdEncoding.EncodeToString(k.signHash(t, p.PreparedTransactionHash)),
 		})},
-		"/api/auth/nonce":  {enc(map[string]string{"partyId": alice.id})},
-		"/api/auth/verify": {enc(map[string]string{"partyId": alice.id, "nonce": nonce, "signature": alice.sign([]byte(msg))})},
+		"/api/auth/nonce":  {enc(map[string]string{"partyId": alice.ID})},
+		"/api/auth/verify": {enc(map[string]string{"partyId": alice.ID, "nonce": nonce, "signature": alice.SignBase64([]byte(msg))})},
 		"/api/auth/logout": {"", "{}"},
 	}
 	nasty = []string{
@@ -56,9 +56,9 @@ func endpointBodySeeds(a *testAPI, alice *testParty) (valid map[string][]string,
 		strings.Repeat("[", 5000) + strings.Repeat("]", 5000),
 		`{"partyId":1e999999}`, `{"hint":123456789012345678901234567890123456789}`, `{"limit":-1e308}`,
 		`{"partyId":null,"nonce":null,"signature":null,"publicKey":null,"hint":null,"preparedTransactionHash":null}`,
-		`{"partyId":"` + alice.id + `","nonce":"\u0000\u0000","signature":"` + strings.Repeat("0", 128) + `"}`,
-		`{"partyId":"` + alice.id + `","nonce":"` + "\xff\xfe" + `","signature":"` + strings.Repeat("a", 128) + `"}`,
-		`{"partyId":"` + alice.id + `","nonce":"` + strings.Repeat("é", 40) + `","signature":"` + strings.Repeat("a", 128) + `"}`,
+		`{"partyId":"` + alice.ID + `","nonce":"\u0000\u0000","signature":"` + strings.Repeat("0", 128) + `"}`,
+		`{"partyId":"` + alice.ID + `","nonce":"` + "\xff\xfe" + `","signature":"` + strings.Repeat("a", 128) + `"}`,
+		`{"partyId":"` + alice.ID + `","nonce":"` + strings.Repeat("é", 40) + `","signature":"` + strings.Repeat("a", 128) + `"}`,
 		`{"partyId":"alice::1220` + strings.Repeat("0", 64) + "\u0000" + `"}`,
 		`{"publicKey":"` + strings.Repeat("A", 43) + `=","hint":"\ud800"}`,
 		`{"publicKey":"` + strings.Repeat("A", 43) + `=","hint":"` + strings.Repeat("h", 64) + `"}`,
@@ -66,8 +66,8 @@ func endpointBodySeeds(a *testAPI, alice *testParty) (valid map[string][]string,
 		`{"preparedTransactionHash":"` + strings.Repeat("A", 43) + `=","signature":"` + strings.Repeat("f", 128) + `"}`,
 		`{"preparedTransactionHash":"` + strings.Repeat("/", 44) + `","signature":"` + strings.Repeat("+", 88) + `"}`,
 		`{"partyId":"x","sender":"y","owner":"z","taker":"t","lp":"l"}`,
-		`{"partyId":["` + alice.id + `"]}`, `{"partyId":{"partyId":"x"}}`,
-		`{"PARTYID":"` + alice.id + `"}`, `{"partyid":"` + alice.id + `"}`,
+		`{"partyId":["` + alice.ID + `"]}`, `{"partyId":{"partyId":"x"}}`,
+		`{"PARTYID":"` + alice.ID + `"}`, `{"partyid":"` + alice.ID + `"}`,
 		"\ufeff{}", `{}` + "\x00", `{} {}`, `{"a":"\x7f\x80"}`,
 	}
 	return valid, nasty

@@ -2,8 +2,6 @@ package rest
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -14,7 +12,6 @@ import (
 	"testing"
 
 	"marketd/store"
-	"marketd/store/signing"
 	"marketd/store/storetest"
 )
 
@@ -55,51 +52,40 @@ func serveAPI(t testing.TB, s *store.Store, clock *storetest.Clock, rc Config) *
 	return &testAPI{t: t, clock: clock, store: s, srv: srv, http: hs}
 }
 
-// testParty is an onboarded party with its key.
-type testParty struct {
-	id   string
-	priv ed25519.PrivateKey
-}
-
-func (p *testParty) sign(msg []byte) string {
-	return base64.StdEncoding.EncodeToString(ed25519.Sign(p.priv, msg))
-}
-
-// onboard creates a key and onboards it through the API.
-func (a *testAPI) onboard(hint string) *testParty {
+// onboard makes a party with storetest and onboards it through the API.
+func (a *testAPI) onboard(hint string) *storetest.Party {
 	a.t.Helper()
-	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	p := &testParty{id: signing.PartyIDFor(hint, pub), priv: priv}
-	a.prepareExecute("/api/parties/onboard", map[string]string{"publicKey": base64.StdEncoding.EncodeToString(pub), "hint": hint}, p)
+	p := storetest.NewParty(hint)
+	a.prepareExecute("/api/parties/onboard", map[string]string{"publicKey": p.PublicBase64(), "hint": hint}, p)
 	return p
 }
 
 // prepareExecute runs base/prepare then base/execute signed by p, and returns the receipt.
-func (a *testAPI) prepareExecute(base string, body any, p *testParty, opts ...reqOption) map[string]any {
+func (a *testAPI) prepareExecute(base string, body any, p *storetest.Party, opts ...reqOption) map[string]any {
 	a.t.Helper()
 	prep := a.do("POST", base+"/prepare", body, opts...).ok(a.t)
 	hash := prep.str(a.t, "preparedTransactionHash")
 	raw, _ := base64.StdEncoding.DecodeString(hash)
-	res := a.do("POST", base+"/execute", map[string]string{"preparedTransactionHash": hash, "signature": p.sign(raw)}, opts...).ok(a.t)
+	res := a.do("POST", base+"/execute", map[string]string{"preparedTransactionHash": hash, "signature": p.SignBase64(raw)}, opts...).ok(a.t)
 	return res.obj(a.t)
 }
 
 // challenge asks for a sign-in challenge for p.
-func (a *testAPI) challenge(p *testParty) (message, nonce string) {
+func (a *testAPI) challenge(p *storetest.Party) (message, nonce string) {
 	a.t.Helper()
-	r := a.do("POST", "/api/auth/nonce", map[string]string{"partyId": p.id}).ok(a.t)
+	r := a.do("POST", "/api/auth/nonce", map[string]string{"partyId": p.ID}).ok(a.t)
 	return r.str(a.t, "message"), r.str(a.t, "nonce")
 }
 
 // signIn signs p in and returns the verify response (token in body, cookie in Set-Cookie).
-func (a *testAPI) signIn(p *testParty) *testResponse {
+func (a *testAPI) signIn(p *storetest.Party) *testResponse {
 	a.t.Helper()
 	msg, nonce := a.challenge(p)
-	return a.do("POST", "/api/auth/verify", map[string]string{"partyId": p.id, "nonce": nonce, "signature": p.sign([]byte(msg))}).ok(a.t)
+	return a.do("POST", "/api/auth/verify", map[string]string{"partyId": p.ID, "nonce": nonce, "signature": p.SignBase64([]byte(msg))}).ok(a.t)
 }
 
 // token signs p in and returns its bearer token.
-func (a *testAPI) token(p *testParty) string {
+func (a *testAPI) token(p *storetest.Party) string {
 	a.t.Helper()
 	return a.signIn(p).str(a.t, "token")
 }

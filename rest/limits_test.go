@@ -116,7 +116,7 @@ func TestLimits_RefusalsAreCountedByScopeInTheStore(t *testing.T) {
 		for range 5 { // 2 allowed, 3 refused
 			a.do("GET", "/api/auth/me", nil)
 		}
-		k := newTestKey(t)
+		k := newTestKey()
 		for range 3 { // 1 allowed, 2 refused
 			a.do("POST", "/api/parties/onboard/prepare", k.onboardBody("alice"))
 		}
@@ -169,7 +169,7 @@ func TestReadLimit_InfrastructureEndpointsAreNeverLimited(t *testing.T) {
 func TestPrepareLimit_AnonymousPreparesCountPerOrigin(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b, withRates(0, 2))
-		k := newTestKey(t)
+		k := newTestKey()
 		prep := func(opts ...reqOption) *testResponse {
 			return a.do("POST", "/api/parties/onboard/prepare", k.onboardBody("alice"), opts...)
 		}
@@ -231,7 +231,7 @@ func TestPrepareLimit_AuthenticatedPreparesCountPerParty(t *testing.T) {
 		}
 		// The anonymous budget of their address (httptest's 192.0.2.1) is untouched by the
 		// parties' prepares.
-		k := newTestKey(t)
+		k := newTestKey()
 		body, _ := json.Marshal(k.onboardBody("carol"))
 		req := httptest.NewRequest("POST", "/api/parties/onboard/prepare", strings.NewReader(string(body)))
 		req.Header.Set("Content-Type", "application/json")
@@ -247,7 +247,7 @@ func TestPrepareLimit_AuthenticatedPreparesCountPerParty(t *testing.T) {
 func TestLimits_ZeroMeansUnlimited(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b, withRates(0, 0))
-		k := newTestKey(t)
+		k := newTestKey()
 		for i := range 25 {
 			r := a.do("POST", "/api/parties/onboard/prepare", k.onboardBody("alice")).ok(t)
 			wantNoRateHeaders(t, r.header)
@@ -265,7 +265,7 @@ func TestBody_LargerThanOneMiBIs413(t *testing.T) {
 		a := newTestAPI(t, b)
 		// {"publicKey":"...","hint":"xxx...x"} padded to an exact size.
 		body := func(size int) []byte {
-			head := `{"publicKey":"` + newTestKey(t).onboardBody("")["publicKey"] + `","hint":"`
+			head := `{"publicKey":"` + newTestKey().onboardBody("")["publicKey"] + `","hint":"`
 			return []byte(head + strings.Repeat("x", size-len(head)-2) + `"}`)
 		}
 		r := a.do("POST", "/api/parties/onboard/prepare", body(maxBody+1))
@@ -282,7 +282,7 @@ func TestBody_IsDecodedStrictly(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)
 		alice := a.onboard("alice")
-		valid := `{"partyId":"` + alice.id + `"}`
+		valid := `{"partyId":"` + alice.ID + `"}`
 		a.do("POST", "/api/auth/nonce", valid).ok(t)
 		a.do("POST", "/api/auth/nonce", valid+"\n \t").ok(t) // trailing white space is no data
 
@@ -291,13 +291,13 @@ func TestBody_IsDecodedStrictly(t *testing.T) {
 			body    string
 			mention []string
 		}{
-			{"unknown field", `{"partyId":"` + alice.id + `","extra":1}`, []string{`"extra"`}},
+			{"unknown field", `{"partyId":"` + alice.ID + `","extra":1}`, []string{`"extra"`}},
 			{"trailing object", valid + `{}`, nil},
 			{"trailing garbage", valid + `x`, nil},
 			{"two objects", valid + valid, nil},
 			{"array", `[` + valid + `]`, []string{"object"}},
 			{"number", `42`, []string{"object"}},
-			{"string", `"` + alice.id + `"`, []string{"object"}},
+			{"string", `"` + alice.ID + `"`, []string{"object"}},
 			{"partyId as number", `{"partyId":12}`, []string{`"partyId"`, "string"}},
 			{"partyId as object", `{"partyId":{}}`, []string{`"partyId"`}},
 			{"malformed", `{"partyId":`, nil},
@@ -316,7 +316,7 @@ func TestBody_IsDecodedStrictly(t *testing.T) {
 func TestBody_NotJSONContentTypeIs415(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)
-		k := newTestKey(t)
+		k := newTestKey()
 		body, _ := json.Marshal(k.onboardBody("alice"))
 		for _, ct := range []string{"text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "garbage;;"} {
 			r := a.do("POST", "/api/parties/onboard/prepare", body, withHeader("Content-Type", ct))

@@ -21,7 +21,7 @@ type sessionList struct {
 
 // signInTimes signs p in n times, moving the clock by step before each, and returns the
 // last token.
-func (a *testAPI) signInTimes(p *testParty, n int, step time.Duration) string {
+func (a *testAPI) signInTimes(p *storetest.Party, n int, step time.Duration) string {
 	a.t.Helper()
 	var tok string
 	for range n {

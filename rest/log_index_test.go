@@ -72,7 +72,7 @@ func TestSwapFeeds_EachFillShowsItsUpdatesLogIndex(t *testing.T) {
 		receipts[r["updateId"].(string)] = int64(n)
 		indexes := storetest.LogIndexes(t, m.store)
 
-		for _, path := range []string{"/api/swap/pool/" + m.pool + "/outcomes", "/api/swap/pool/" + m.pool + "/history", "/api/swap/history?taker=" + taker.id} {
+		for _, path := range []string{"/api/swap/pool/" + m.pool + "/outcomes", "/api/swap/pool/" + m.pool + "/history", "/api/swap/history?taker=" + taker.ID} {
 			var page struct{ Items []loggedItem }
 			decodeAs(t, m.do("GET", path, nil, bearer(taker.tok)), &page)
 			wantLogged(t, indexes, receipts, path, page.Items, 1)
@@ -85,7 +85,7 @@ func TestRewardHistory_EachRewardShowsItsUpdatesLogIndex(t *testing.T) {
 		a := newTestAPI(t, b)
 		alice, bob := a.walletUser("alice"), a.walletUser("bob")
 		a.walletTap(alice, store.CC, "50")
-		r := a.prepareExecute("/api/wallet/cc-transfer", map[string]string{"receiver": bob.id, "amount": "20"}, alice.testParty, bearer(alice.tok))
+		r := a.prepareExecute("/api/wallet/cc-transfer", map[string]string{"receiver": bob.ID, "amount": "20"}, alice.Party, bearer(alice.tok))
 		n, ok := r["logIndex"].(float64)
 		if !ok {
 			t.Fatalf("the transfer's receipt has no logIndex: %v", r)
@@ -93,7 +93,7 @@ func TestRewardHistory_EachRewardShowsItsUpdatesLogIndex(t *testing.T) {
 		receipts := map[string]int64{r["updateId"].(string): int64(n)}
 		indexes := storetest.LogIndexes(t, a.store)
 		var page struct{ Items []loggedItem }
-		decodeAs(t, a.do("GET", "/api/wallet/rewards/"+alice.id+"/history", nil, bearer(alice.tok)), &page)
+		decodeAs(t, a.do("GET", "/api/wallet/rewards/"+alice.ID+"/history", nil, bearer(alice.tok)), &page)
 		wantLogged(t, indexes, receipts, "alice's rewards", page.Items, 1)
 	})
 }

@@ -46,22 +46,22 @@ func TestMetrics_CountersMoveByExactlyTheCallsMade(t *testing.T) {
 		for range 3 {
 			a.do("GET", "/api/auth/me", nil, bearer(tok)).ok(t)
 		}
-		a.do("GET", "/api/no/such/"+alice.id, nil)
+		a.do("GET", "/api/no/such/"+alice.ID, nil)
 		for range 2 {
 			wantRateLimited(t, a.do("GET", "/api/auth/me", nil, bearer(tok)), 60)
 		}
 		// A tap and a transfer: 2 prepares ok, 2 executes ok, 2 commits; a replay is an ok
 		// execute without a commit; a bad signature and an unknown hash are refused.
 		a.prepareExecute("/api/wallet/tap", map[string]string{"instrument": "CC", "amount": "10"}, alice, bearer(tok))
-		prep := a.do("POST", "/api/wallet/cc-transfer/prepare", map[string]string{"receiver": bob.id, "amount": "1"}, bearer(tok)).ok(t)
+		prep := a.do("POST", "/api/wallet/cc-transfer/prepare", map[string]string{"receiver": bob.ID, "amount": "1"}, bearer(tok)).ok(t)
 		hash := prep.str(t, "preparedTransactionHash")
 		raw, _ := base64Std(hash)
 		exec := func(sig string) *testResponse {
 			return a.do("POST", "/api/wallet/cc-transfer/execute", map[string]string{"preparedTransactionHash": hash, "signature": sig}, bearer(tok))
 		}
-		exec(bob.sign(raw)).wantProblem(t, http.StatusUnauthorized, "invalid_signature")
-		exec(alice.sign(raw)).ok(t)
-		exec(alice.sign(raw)).ok(t)
+		exec(bob.SignBase64(raw)).wantProblem(t, http.StatusUnauthorized, "invalid_signature")
+		exec(alice.SignBase64(raw)).ok(t)
+		exec(alice.SignBase64(raw)).ok(t)
 		// Rotation through the cookie after 31 minutes (the read window has ended), then logout.
 		a.clock.Advance(31 * 60e9)
 		rot := a.do("GET", "/api/auth/me", nil, withCookie(cookie)).ok(t)
@@ -96,7 +96,7 @@ func TestMetrics_CountersMoveByExactlyTheCallsMade(t *testing.T) {
 		}
 		// No raw path or party id is ever a label.
 		for series := range after {
-			if strings.Contains(series, alice.id) || strings.Contains(series, "/api/no/such") {
+			if strings.Contains(series, alice.ID) || strings.Contains(series, "/api/no/such") {
 				t.Errorf("a raw path or party id is a label: %s", series)
 			}
 		}

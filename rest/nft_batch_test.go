@@ -43,7 +43,7 @@ func TestNFTBatch_EveryBatchRouteTakesMaxBatchAndRefusesOneMore(t *testing.T) {
 
 		over := append(append([]string{}, second...), first[0])
 		overCIDs := append(append([]string{}, secondCIDs...), firstCIDs[0])
-		m.expectRefused(t, []string{alice.id, bob.id}, []errorCase{
+		m.expectRefused(t, []string{alice.ID, bob.ID}, []errorCase{
 			{fmt.Sprintf("batch mint of %d", n+1), "", "/api/nft/mint/batch/atomic/prepare", map[string]any{"collectionId": m.col.ID, "quantity": n + 1}, alice, 400, store.CodeInvalidRequest},
 			{fmt.Sprintf("batch list of %d", n+1), "", "/api/nft/list/batch/atomic/prepare", map[string]any{"items": items(over)}, alice, 400, store.CodeInvalidRequest},
 			{fmt.Sprintf("batch cancel of %d", n+1), "", "/api/nft/listing/batch/cancel/prepare", map[string]any{"cids": overCIDs}, alice, 400, store.CodeInvalidRequest},

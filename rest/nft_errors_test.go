@@ -107,8 +107,8 @@ func (m *market) prepareOK(u *walletUser, path string, body any) string {
 }
 
 // executeBody is an execute request signed by p.
-func executeBody(p *testParty, hash string) map[string]string {
-	return map[string]string{"preparedTransactionHash": hash, "signature": p.sign(mustB64(hash))}
+func executeBody(p *storetest.Party, hash string) map[string]string {
+	return map[string]string{"preparedTransactionHash": hash, "signature": p.SignBase64(mustB64(hash))}
 }
 
 func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
@@ -123,28 +123,28 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 		dave := m.walletUser("dave") // a creator without a USDCx preapproval
 		now := m.clock.Now()
 
-		closed := m.addCollection(t, "closed", m.creator.id, collectionOpts{noPhase: true})
-		future := m.addCollection(t, "future", m.creator.id, collectionOpts{noPhase: true})
+		closed := m.addCollection(t, "closed", m.creator.ID, collectionOpts{noPhase: true})
+		future := m.addCollection(t, "future", m.creator.ID, collectionOpts{noPhase: true})
 		if _, err := m.store.AddPhase(ctx, store.PhaseSpec{Collection: future.ID, Name: "later", Price: "1", Start: now.Add(time.Hour), End: now.Add(2 * time.Hour), PerPartyLimit: 5}); err != nil {
 			t.Fatal(err)
 		}
-		ended := m.addCollection(t, "ended", m.creator.id, collectionOpts{noPhase: true})
+		ended := m.addCollection(t, "ended", m.creator.ID, collectionOpts{noPhase: true})
 		if _, err := m.store.AddPhase(ctx, store.PhaseSpec{Collection: ended.ID, Name: "past", Price: "1", Start: now.Add(-2 * time.Hour), End: now.Add(-time.Hour), PerPartyLimit: 5}); err != nil {
 			t.Fatal(err)
 		}
-		vip := m.addCollection(t, "vip", m.creator.id, collectionOpts{price: "0", allow: []string{bob.id}})
-		tiny := m.addCollection(t, "tiny", m.creator.id, collectionOpts{noPhase: true})
+		vip := m.addCollection(t, "vip", m.creator.ID, collectionOpts{price: "0", allow: []string{bob.ID}})
+		tiny := m.addCollection(t, "tiny", m.creator.ID, collectionOpts{noPhase: true})
 		one := 1
 		if _, err := m.store.AddPhase(ctx, store.PhaseSpec{Collection: tiny.ID, Name: "drop", Price: "0", Start: now.Add(-time.Hour), End: now.Add(time.Hour), PerPartyLimit: 5, Supply: &one}); err != nil {
 			t.Fatal(err)
 		}
-		small := m.addCollection(t, "small", m.creator.id, collectionOpts{price: "0", supply: 2})
-		daves := m.addCollection(t, "daves", dave.id, collectionOpts{currency: store.USDCx, royaltyBps: 1000, price: "0"})
+		small := m.addCollection(t, "small", m.creator.ID, collectionOpts{price: "0", supply: 2})
+		daves := m.addCollection(t, "daves", dave.ID, collectionOpts{currency: store.USDCx, royaltyBps: 1000, price: "0"})
 
 		a := m.mintOf(alice, m.col.ID, 3) // alice reaches the per-party limit of 3
 		cidA := m.list(alice, a[0], "10")
 		cidExp := m.listUntil(alice, a[1], "4", now.Add(time.Minute))
-		a2 := m.pe(alice, "/api/nft/transfer", map[string]string{"contractId": a[2], "receiver": bob.id}).ok(t).str(t, "contractId")
+		a2 := m.pe(alice, "/api/nft/transfer", map[string]string{"contractId": a[2], "receiver": bob.ID}).ok(t).str(t, "contractId")
 		bNFT := m.mintOf(bob, m.col.ID, 1)[0]
 		cidSold := m.list(bob, bNFT, "3")
 		m.buy(alice, cidSold)
@@ -153,7 +153,7 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 		cidDave := m.list(alice, d, "5")
 		m.clock.Advance(2 * time.Minute) // cidExp has expired; the sweeper has not run
 
-		parties := []string{alice.id, bob.id, carol.id, poor.id, dave.id, m.creator.id}
+		parties := []string{alice.ID, bob.ID, carol.ID, poor.ID, dave.ID, m.creator.ID}
 		nfts := "/api/nft/collection/" + m.col.ID + "/nfts"
 		var first struct {
 			Cursor *string `json:"cursor"`
@@ -214,7 +214,7 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 			{"mint over the collection supply", "", "/api/nft/mint/batch/atomic/prepare", map[string]any{"collectionId": small.ID, "quantity": 3}, bob, 409, store.CodeConflict},
 			{"mint off the allow-list", "", "/api/nft/mint/atomic/prepare", map[string]any{"collectionId": vip.ID}, alice, 403, store.CodeNotAllowlisted},
 			{"mint without the money", "", "/api/nft/mint/atomic/prepare", map[string]any{"collectionId": m.col.ID}, poor, 409, store.CodeInsufficientFunds},
-			{"mint naming another owner", "", "/api/nft/mint/atomic/prepare", map[string]any{"collectionId": m.col.ID, "owner": alice.id}, bob, 403, store.CodePartyMismatch},
+			{"mint naming another owner", "", "/api/nft/mint/atomic/prepare", map[string]any{"collectionId": m.col.ID, "owner": alice.ID}, bob, 403, store.CodePartyMismatch},
 
 			// List.
 			{"list an unknown NFT", "", "/api/nft/list/prepare", map[string]any{"contractId": ghostNFT, "price": "1"}, alice, 404, store.CodeNotFound},
@@ -274,18 +274,18 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 			{"sweep with a sold listing", "", "/api/nft/sweep/buy/prepare", map[string]any{"collectionId": m.col.ID, "cids": []string{cidA, cidSold}, "maxTotal": "100"}, carol, 409, store.CodeConflict},
 
 			// Transfer and burn.
-			{"transfer an unknown NFT", "", "/api/nft/transfer/prepare", map[string]any{"contractId": ghostNFT, "receiver": bob.id}, alice, 404, store.CodeNotFound},
-			{"transfer another party's NFT", "", "/api/nft/transfer/prepare", map[string]any{"contractId": a2, "receiver": carol.id}, alice, 403, store.CodePartyMismatch},
+			{"transfer an unknown NFT", "", "/api/nft/transfer/prepare", map[string]any{"contractId": ghostNFT, "receiver": bob.ID}, alice, 404, store.CodeNotFound},
+			{"transfer another party's NFT", "", "/api/nft/transfer/prepare", map[string]any{"contractId": a2, "receiver": carol.ID}, alice, 403, store.CodePartyMismatch},
 			{"transfer to an unknown party", "", "/api/nft/transfer/prepare", map[string]any{"contractId": a2, "receiver": ghostParty}, bob, 404, store.CodePartyNotFound},
 			{"transfer to a malformed party", "", "/api/nft/transfer/prepare", map[string]any{"contractId": a2, "receiver": "carol"}, bob, 400, store.CodeInvalidRequest},
-			{"transfer to oneself", "", "/api/nft/transfer/prepare", map[string]any{"contractId": a2, "receiver": bob.id}, bob, 400, store.CodeInvalidRequest},
+			{"transfer to oneself", "", "/api/nft/transfer/prepare", map[string]any{"contractId": a2, "receiver": bob.ID}, bob, 400, store.CodeInvalidRequest},
 			{"transfer without a receiver", "", "/api/nft/transfer/prepare", map[string]any{"contractId": a2}, bob, 400, store.CodeInvalidRequest},
-			{"transfer to a party without an NFT preapproval", "", "/api/nft/transfer/prepare", map[string]any{"contractId": a2, "receiver": carol.id}, bob, 409, store.CodePreapprovalRequired},
-			{"transfer naming another owner", "", "/api/nft/transfer/prepare", map[string]any{"contractId": a2, "receiver": alice.id, "owner": alice.id}, bob, 403, store.CodePartyMismatch},
+			{"transfer to a party without an NFT preapproval", "", "/api/nft/transfer/prepare", map[string]any{"contractId": a2, "receiver": carol.ID}, bob, 409, store.CodePreapprovalRequired},
+			{"transfer naming another owner", "", "/api/nft/transfer/prepare", map[string]any{"contractId": a2, "receiver": alice.ID, "owner": alice.ID}, bob, 403, store.CodePartyMismatch},
 			{"burn an unknown NFT", "", "/api/nft/burn/prepare", map[string]any{"contractId": ghostNFT}, alice, 404, store.CodeNotFound},
 			{"burn another party's NFT", "", "/api/nft/burn/prepare", map[string]any{"contractId": a2}, alice, 403, store.CodePartyMismatch},
 			{"burn a contract no longer live", "", "/api/nft/burn/prepare", map[string]any{"contractId": a[2]}, alice, 409, store.CodeConflict},
-			{"burn naming another owner", "", "/api/nft/burn/prepare", map[string]any{"contractId": a2, "owner": alice.id}, bob, 403, store.CodePartyMismatch},
+			{"burn naming another owner", "", "/api/nft/burn/prepare", map[string]any{"contractId": a2, "owner": alice.ID}, bob, 403, store.CodePartyMismatch},
 		})
 
 		// Executes: a valid prepare, executed wrongly.
@@ -293,14 +293,14 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 		var junk [32]byte
 		rand.Read(junk[:])
 		m.expectRefused(t, parties, []errorCase{
-			{"execute signed by another key", "", "/api/nft/list/execute", executeBody(alice.testParty, listHash), bob, 401, store.CodeInvalidSignature},
-			{"execute with another party's token", "", "/api/nft/list/execute", executeBody(bob.testParty, listHash), alice, 403, store.CodePartyMismatch},
-			{"execute at another endpoint", "", "/api/nft/buy/atomic/execute", executeBody(bob.testParty, listHash), bob, 404, store.CodePreparedNotFound},
-			{"execute an unknown hash", "", "/api/nft/list/execute", executeBody(bob.testParty, base64.StdEncoding.EncodeToString(junk[:])), bob, 404, store.CodePreparedNotFound},
+			{"execute signed by another key", "", "/api/nft/list/execute", executeBody(alice.Party, listHash), bob, 401, store.CodeInvalidSignature},
+			{"execute with another party's token", "", "/api/nft/list/execute", executeBody(bob.Party, listHash), alice, 403, store.CodePartyMismatch},
+			{"execute at another endpoint", "", "/api/nft/buy/atomic/execute", executeBody(bob.Party, listHash), bob, 404, store.CodePreparedNotFound},
+			{"execute an unknown hash", "", "/api/nft/list/execute", executeBody(bob.Party, base64.StdEncoding.EncodeToString(junk[:])), bob, 404, store.CodePreparedNotFound},
 			{"execute without a signature", "", "/api/nft/list/execute", map[string]string{"preparedTransactionHash": listHash}, bob, 400, store.CodeInvalidRequest},
 			{"execute with a short hash", "", "/api/nft/list/execute", map[string]string{"preparedTransactionHash": "AAAA", "signature": "AAAA"}, bob, 400, store.CodeInvalidRequest},
 			{"execute of malformed JSON", "", "/api/nft/list/execute", "[]", bob, 400, store.CodeInvalidRequest},
-			{"execute without a token", "", "/api/nft/list/execute", executeBody(bob.testParty, listHash), nil, 401, store.CodeUnauthenticated},
+			{"execute without a token", "", "/api/nft/list/execute", executeBody(bob.Party, listHash), nil, 401, store.CodeUnauthenticated},
 		})
 
 		// Stale: what a prepared transaction consumes went since it was prepared. Bob gets
@@ -308,22 +308,22 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 		m.walletTap(bob, store.USDCx, "100")
 		m.walletTap(bob, store.USDCx, "100")
 		burnHash := m.prepareOK(bob, "/api/nft/burn/prepare", map[string]any{"contractId": a2})
-		transferHash := m.prepareOK(bob, "/api/nft/transfer/prepare", map[string]any{"contractId": a2, "receiver": alice.id})
+		transferHash := m.prepareOK(bob, "/api/nft/transfer/prepare", map[string]any{"contractId": a2, "receiver": alice.ID})
 		buyHash := m.prepareOK(bob, "/api/nft/buy/atomic/prepare", map[string]any{"cid": cidA})
 		cancelHash := m.prepareOK(alice, "/api/nft/list/"+cidA+"/cancel/prepare", map[string]any{})
 		mintHash1 := m.prepareOK(bob, "/api/nft/mint/batch/atomic/prepare", map[string]any{"collectionId": m.col.ID, "quantity": 2})
 		mintHash2 := m.prepareOK(bob, "/api/nft/mint/batch/atomic/prepare", map[string]any{"collectionId": m.col.ID, "quantity": 2})
-		m.do("POST", "/api/nft/list/execute", executeBody(bob.testParty, listHash), bearer(bob.tok)).ok(t)
-		m.do("POST", "/api/nft/buy/atomic/execute", executeBody(bob.testParty, buyHash), bearer(bob.tok)).ok(t)
+		m.do("POST", "/api/nft/list/execute", executeBody(bob.Party, listHash), bearer(bob.tok)).ok(t)
+		m.do("POST", "/api/nft/buy/atomic/execute", executeBody(bob.Party, buyHash), bearer(bob.tok)).ok(t)
 		var minted struct {
 			ContractIDs []string `json:"contractIds"`
 		}
-		decodeAs(t, m.do("POST", "/api/nft/mint/batch/atomic/execute", executeBody(bob.testParty, mintHash1), bearer(bob.tok)), &minted)
+		decodeAs(t, m.do("POST", "/api/nft/mint/batch/atomic/execute", executeBody(bob.Party, mintHash1), bearer(bob.tok)), &minted)
 		m.expectRefused(t, parties, []errorCase{
-			{"burn of an NFT listed since", "", "/api/nft/burn/execute", executeBody(bob.testParty, burnHash), bob, 409, store.CodeStale},
-			{"transfer of an NFT listed since", "", "/api/nft/transfer/execute", executeBody(bob.testParty, transferHash), bob, 409, store.CodeStale},
-			{"cancel of a listing sold since", "", "/api/nft/list/cancel/execute", executeBody(alice.testParty, cancelHash), alice, 409, store.CodeStale},
-			{"mint over the per-party limit reached since", "", "/api/nft/mint/batch/atomic/execute", executeBody(bob.testParty, mintHash2), bob, 409, store.CodeStale},
+			{"burn of an NFT listed since", "", "/api/nft/burn/execute", executeBody(bob.Party, burnHash), bob, 409, store.CodeStale},
+			{"transfer of an NFT listed since", "", "/api/nft/transfer/execute", executeBody(bob.Party, transferHash), bob, 409, store.CodeStale},
+			{"cancel of a listing sold since", "", "/api/nft/list/cancel/execute", executeBody(alice.Party, cancelHash), alice, 409, store.CodeStale},
+			{"mint over the per-party limit reached since", "", "/api/nft/mint/batch/atomic/execute", executeBody(bob.Party, mintHash2), bob, 409, store.CodeStale},
 		})
 
 		// Expired: a prepared transaction past its lifetime, and a listing that expired between
@@ -332,11 +332,11 @@ func TestNFTErrors_EveryBadInputGetsItsProblemAndChangesNothing(t *testing.T) {
 		lateBuy := m.prepareOK(alice, "/api/nft/buy/atomic/prepare", map[string]any{"cid": cidLate})
 		m.clock.Advance(2 * time.Minute)
 		m.expectRefused(t, parties, []errorCase{
-			{"buy of a listing expired since", "", "/api/nft/buy/atomic/execute", executeBody(alice.testParty, lateBuy), alice, 409, store.CodeStale},
+			{"buy of a listing expired since", "", "/api/nft/buy/atomic/execute", executeBody(alice.Party, lateBuy), alice, 409, store.CodeStale},
 		})
 		m.clock.Advance(10 * time.Minute)
 		m.expectRefused(t, parties, []errorCase{
-			{"execute of an expired prepared transaction", "", "/api/nft/mint/batch/atomic/execute", executeBody(bob.testParty, mintHash2), bob, http.StatusGone, store.CodePreparedExpired},
+			{"execute of an expired prepared transaction", "", "/api/nft/mint/batch/atomic/execute", executeBody(bob.Party, mintHash2), bob, http.StatusGone, store.CodePreparedExpired},
 		})
 	})
 }
@@ -345,18 +345,18 @@ func TestNFTErrors_APreapprovalThatExpiresBetweenPrepareAndExecuteIs409AndChange
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b, func(sc *store.Config, rc *Config) { sc.PreapprovalTTL = 5 * time.Minute })
 		m := &market{testAPI: a, creator: a.walletUser("creator")}
-		m.col = m.addCollection(t, "apes", m.creator.id, collectionOpts{currency: store.USDCx, royaltyBps: 500, price: "0"})
+		m.col = m.addCollection(t, "apes", m.creator.ID, collectionOpts{currency: store.USDCx, royaltyBps: 500, price: "0"})
 		m.preapprove(m.creator, "usdcx")
 		alice, bob := m.funded("alice"), m.funded("bob")
 		m.clock.Advance(3 * time.Minute)
 		nfts := m.mintOf(alice, m.col.ID, 2)
 		cid := m.list(alice, nfts[0], "10")
 		buy := m.prepareOK(bob, "/api/nft/buy/atomic/prepare", map[string]any{"cid": cid})
-		transfer := m.prepareOK(alice, "/api/nft/transfer/prepare", map[string]any{"contractId": nfts[1], "receiver": bob.id})
+		transfer := m.prepareOK(alice, "/api/nft/transfer/prepare", map[string]any{"contractId": nfts[1], "receiver": bob.ID})
 		m.clock.Advance(3 * time.Minute) // the preapprovals expired; the prepared transactions live on
-		m.expectRefused(t, []string{alice.id, bob.id, m.creator.id}, []errorCase{
-			{"buy paying a royalty to a creator whose USDCx preapproval expired", "", "/api/nft/buy/atomic/execute", executeBody(bob.testParty, buy), bob, 409, store.CodePreapprovalRequired},
-			{"transfer to a receiver whose NFT preapproval expired", "", "/api/nft/transfer/execute", executeBody(alice.testParty, transfer), alice, 409, store.CodePreapprovalRequired},
+		m.expectRefused(t, []string{alice.ID, bob.ID, m.creator.ID}, []errorCase{
+			{"buy paying a royalty to a creator whose USDCx preapproval expired", "", "/api/nft/buy/atomic/execute", executeBody(bob.Party, buy), bob, 409, store.CodePreapprovalRequired},
+			{"transfer to a receiver whose NFT preapproval expired", "", "/api/nft/transfer/execute", executeBody(alice.Party, transfer), alice, 409, store.CodePreapprovalRequired},
 			{"a new buy prepare", "", "/api/nft/buy/atomic/prepare", map[string]any{"cid": cid}, bob, 409, store.CodePreapprovalRequired},
 		})
 	})
@@ -376,11 +376,11 @@ func TestNFTErrors_MintLimitsAndThePhaseAreCheckedAgainAtExecute(t *testing.T) {
 		first := m.prepareOK(alice, "/api/nft/mint/batch/atomic/prepare", body)
 		second := m.prepareOK(bob, "/api/nft/mint/batch/atomic/prepare", body)
 		one := m.prepareOK(carol, "/api/nft/mint/atomic/prepare", map[string]any{"collectionId": m.col.ID})
-		m.do("POST", "/api/nft/mint/batch/atomic/execute", executeBody(alice.testParty, first), bearer(alice.tok)).ok(t)
-		parties := []string{alice.id, bob.id, carol.id, m.creator.id}
+		m.do("POST", "/api/nft/mint/batch/atomic/execute", executeBody(alice.Party, first), bearer(alice.tok)).ok(t)
+		parties := []string{alice.ID, bob.ID, carol.ID, m.creator.ID}
 		m.expectRefused(t, parties, []errorCase{
-			{"batch mint over the phase supply reached since", "", "/api/nft/mint/batch/atomic/execute", executeBody(bob.testParty, second), bob, 409, store.CodeStale},
-			{"mint over the phase supply reached since", "", "/api/nft/mint/atomic/execute", executeBody(carol.testParty, one), carol, 409, store.CodeStale},
+			{"batch mint over the phase supply reached since", "", "/api/nft/mint/batch/atomic/execute", executeBody(bob.Party, second), bob, 409, store.CodeStale},
+			{"mint over the phase supply reached since", "", "/api/nft/mint/atomic/execute", executeBody(carol.Party, one), carol, 409, store.CodeStale},
 		})
 		// A phase that ended between prepare and execute mints nothing.
 		if _, err := m.store.AddPhase(ctx, store.PhaseSpec{Collection: m.col.ID, Name: "next", Price: "1", Start: now.Add(5 * time.Minute), End: now.Add(10 * time.Minute), PerPartyLimit: 5}); err != nil {
@@ -390,7 +390,7 @@ func TestNFTErrors_MintLimitsAndThePhaseAreCheckedAgainAtExecute(t *testing.T) {
 		late := m.prepareOK(bob, "/api/nft/mint/atomic/prepare", map[string]any{"collectionId": m.col.ID})
 		m.clock.Advance(5 * time.Minute)
 		m.expectRefused(t, parties, []errorCase{
-			{"mint after its phase ended", "", "/api/nft/mint/atomic/execute", executeBody(bob.testParty, late), bob, 409, store.CodeStale},
+			{"mint after its phase ended", "", "/api/nft/mint/atomic/execute", executeBody(bob.Party, late), bob, 409, store.CodeStale},
 		})
 		if c := m.collection(); c.Minted != 2 || c.Phases[0].Minted != 2 || c.Phases[1].Minted != 0 {
 			t.Errorf("collection %+v", c)

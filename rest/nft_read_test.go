@@ -197,8 +197,8 @@ func TestNFTRead_EveryFilterAndSortWalksEachItemOnceInOrder(t *testing.T) {
 			{"minPrice=9.5&maxPrice=10.5", func(it nftView) bool {
 				return it.Listing != nil && it.Listing.Price.Cmp(store.MustAmount("9.5")) >= 0 && it.Listing.Price.Cmp(store.MustAmount("10.5")) <= 0
 			}},
-			{"owner=" + url.QueryEscape(bob.id), func(it nftView) bool { return it.Owner == bob.id }},
-			{"owner=" + url.QueryEscape(alice.id) + "&listed=true", func(it nftView) bool { return it.Owner == alice.id && it.Listing != nil }},
+			{"owner=" + url.QueryEscape(bob.ID), func(it nftView) bool { return it.Owner == bob.ID }},
+			{"owner=" + url.QueryEscape(alice.ID) + "&listed=true", func(it nftView) bool { return it.Owner == alice.ID && it.Listing != nil }},
 		}
 		for _, f := range filters {
 			var kept []nftView
@@ -296,8 +296,8 @@ func TestNFTRead_ExpiredListingsNeverShowAsListedBeforeOrAfterTheSweeper(t *test
 		if d := m.nft(nfts[0]); len(d.History) != 3 || d.History[0].Kind != store.EventDelisted {
 			t.Errorf("history after expiry %+v, want delisted, listed, minted", d.History)
 		}
-		m.walletExecute("/api/nft/sweep/buy", prep, buyer.testParty, buyer.tok).ok(t)
-		if d := m.nft(nfts[2]); d.Owner != buyer.id {
+		m.walletExecute("/api/nft/sweep/buy", prep, buyer.Party, buyer.tok).ok(t)
+		if d := m.nft(nfts[2]); d.Owner != buyer.ID {
 			t.Errorf("the sweep bought %+v", d.nftView)
 		}
 		// The seller can list the NFT whose listing expired again.
@@ -343,17 +343,17 @@ func TestNFTRead_DetailCarriesTraitsListingAndTheHundredLatestEventsNewestFirst(
 		// minted + 104 transfers + listed: 106 events.
 		for i := range 104 {
 			from, to := owners[i%2], owners[(i+1)%2]
-			cur = m.pe(from, "/api/nft/transfer", map[string]string{"contractId": cur, "receiver": to.id}).ok(t).str(t, "contractId")
+			cur = m.pe(from, "/api/nft/transfer", map[string]string{"contractId": cur, "receiver": to.ID}).ok(t).str(t, "contractId")
 		}
 		cid := m.list(alice, cur, "7.25")
 		d := m.nft(first)
-		if d.ContractID != cur || d.Owner != alice.id || d.Serial != 1 || d.Name != "Item 1" {
+		if d.ContractID != cur || d.Owner != alice.ID || d.Serial != 1 || d.Name != "Item 1" {
 			t.Fatalf("detail %+v", d.nftView)
 		}
 		if !slices.Equal(d.Traits, []store.Trait{{Type: "Color", Value: "Red"}, {Type: "Hat", Value: "Cap"}}) {
 			t.Errorf("traits %+v", d.Traits)
 		}
-		if d.Listing == nil || d.Listing.CID != cid || d.Listing.Seller != alice.id || d.Listing.Price.String() != "7.25" || d.Listing.Currency != store.CC {
+		if d.Listing == nil || d.Listing.CID != cid || d.Listing.Seller != alice.ID || d.Listing.Price.String() != "7.25" || d.Listing.Currency != store.CC {
 			t.Errorf("listing %+v", d.Listing)
 		}
 		if len(d.History) != 100 {
@@ -367,8 +367,8 @@ func TestNFTRead_DetailCarriesTraitsListingAndTheHundredLatestEventsNewestFirst(
 			i := 104 - k // the transfer's index
 			from, to := owners[i%2], owners[(i+1)%2]
 			h := d.History[k]
-			if h.Kind != store.EventTransferred || h.From == nil || *h.From != from.id || h.To == nil || *h.To != to.id {
-				t.Fatalf("event %d: %+v, want transfer %d from %s", k, h, i, from.id)
+			if h.Kind != store.EventTransferred || h.From == nil || *h.From != from.ID || h.To == nil || *h.To != to.ID {
+				t.Fatalf("event %d: %+v, want transfer %d from %s", k, h, i, from.ID)
 			}
 			if h.At > d.History[k-1].At {
 				t.Fatalf("event %d at %d is later than the newer event %d", k, h.At, k-1)
@@ -408,11 +408,11 @@ func TestNFTRead_CollectionStatsEqualARecomputationAndSortTheCollections(t *test
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		m := newMarket(t, b, collectionOpts{supply: 6, price: "0"})
 		m.clock.Advance(time.Second)
-		birdsCol := m.addCollection(t, "birds", m.creator.id, collectionOpts{supply: 6, price: "0"})
+		birdsCol := m.addCollection(t, "birds", m.creator.ID, collectionOpts{supply: 6, price: "0"})
 		m.clock.Advance(time.Second)
-		catsCol := m.addCollection(t, "cats", m.creator.id, collectionOpts{supply: 6, price: "0"})
+		catsCol := m.addCollection(t, "cats", m.creator.ID, collectionOpts{supply: 6, price: "0"})
 		m.clock.Advance(time.Second)
-		m.addCollection(t, "dogs", m.creator.id, collectionOpts{supply: 6, price: "0", noPhase: true})
+		m.addCollection(t, "dogs", m.creator.ID, collectionOpts{supply: 6, price: "0", noPhase: true})
 		alice, bob, carol := m.funded("alice"), m.funded("bob"), m.funded("carol")
 		volume := map[string]store.Amount{"apes": store.Zero, "birds": store.Zero, "cats": store.Zero, "dogs": store.Zero}
 		sell := func(slug string, seller, buyer *walletUser, nft, price string) {
@@ -502,7 +502,7 @@ func TestNFTMint_AcceptsTheCollectionsSlugAsWellAsItsID(t *testing.T) {
 		if err := json.Unmarshal(bySlug.body, &out); err != nil || len(out.ContractIDs) != 1 {
 			t.Fatalf("mint by slug %s", bySlug.body)
 		}
-		if d := m.nft(out.ContractIDs[0]); d.Serial != 2 || d.CollectionID != m.col.ID || d.Owner != u.id {
+		if d := m.nft(out.ContractIDs[0]); d.Serial != 2 || d.CollectionID != m.col.ID || d.Owner != u.ID {
 			t.Errorf("minted by slug %+v after %v", d.nftView, byID)
 		}
 		if got := amountOf(m.walletBalance(u), store.CC); got != "998" {
@@ -514,8 +514,8 @@ func TestNFTMint_AcceptsTheCollectionsSlugAsWellAsItsID(t *testing.T) {
 func TestNFTRead_CollectionsByFloorOrderAnExpiredFloorByTheLiveOne(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		m := newMarket(t, b, collectionOpts{supply: 4, price: "0"})
-		birds := m.addCollection(t, "birds", m.creator.id, collectionOpts{supply: 4, price: "0"})
-		cats := m.addCollection(t, "cats", m.creator.id, collectionOpts{supply: 4, price: "0"})
+		birds := m.addCollection(t, "birds", m.creator.ID, collectionOpts{supply: 4, price: "0"})
+		cats := m.addCollection(t, "cats", m.creator.ID, collectionOpts{supply: 4, price: "0"})
 		u := m.funded("seller")
 		apes := m.mintOf(u, m.col.ID, 2)
 		m.listUntil(u, apes[0], "1", m.clock.Now().Add(time.Minute)) // apes' floor until it expires

@@ -67,18 +67,18 @@ func TestNFTSweep_NamedListingsSettleEveryShareInOneTransaction(t *testing.T) {
 		prices := []string{"10.000039", "3.5", "7.123457"}
 		cids := []string{m.list(m.alice, an[0], prices[0]), m.list(m.alice, an[1], prices[1]), m.list(m.bob, bn[0], prices[2])}
 		m.list(m.bob, bn[1], "1") // not named: stays listed
-		parties := []string{m.alice.id, m.bob.id, m.carol.id, m.creator.id, m.op}
+		parties := []string{m.alice.ID, m.bob.ID, m.carol.ID, m.creator.ID, m.op}
 		before := map[string]decimal.Decimal{}
 		for _, p := range parties {
 			before[p] = m.usdcx(p)
 		}
 		prep := m.do("POST", "/api/nft/sweep/buy/prepare", map[string]any{"collectionId": m.col.ID, "cids": cids, "maxTotal": "20.623496"}, bearer(m.carol.tok)).ok(t)
-		first := m.walletExecute("/api/nft/sweep/buy", prep, m.carol.testParty, m.carol.tok).ok(t)
+		first := m.walletExecute("/api/nft/sweep/buy", prep, m.carol.Party, m.carol.tok).ok(t)
 		var r sweepReceipt
 		decodeAs(t, first, &r)
 		// Executing it again answers the first receipt and applies nothing twice.
 		state := m.marketState(t, parties...)
-		if again := m.walletExecute("/api/nft/sweep/buy", prep, m.carol.testParty, m.carol.tok).ok(t); string(again.body) != string(first.body) {
+		if again := m.walletExecute("/api/nft/sweep/buy", prep, m.carol.Party, m.carol.tok).ok(t); string(again.body) != string(first.body) {
 			t.Errorf("replayed sweep answered %s, first %s", again.body, first.body)
 		}
 		if after := m.marketState(t, parties...); after != state {
@@ -92,9 +92,9 @@ func TestNFTSweep_NamedListingsSettleEveryShareInOneTransaction(t *testing.T) {
 		for i, p := range prices {
 			fee, royalty := share(p, 250), share(p, 500)
 			total, fees, royalties = total.Add(decimal.RequireFromString(p)), fees.Add(fee), royalties.Add(royalty)
-			seller := m.alice.id
+			seller := m.alice.ID
 			if i == 2 {
-				seller = m.bob.id
+				seller = m.bob.ID
 			}
 			sellers[seller] = sellers[seller].Add(decimal.RequireFromString(p).Sub(fee).Sub(royalty))
 			it := r.Items[i]
@@ -106,12 +106,12 @@ func TestNFTSweep_NamedListingsSettleEveryShareInOneTransaction(t *testing.T) {
 		st := r.Settlement
 		if !st.Price.Decimal().Equal(total) || !st.Fee.Amount.Decimal().Equal(fees) || !st.Royalty.Amount.Decimal().Equal(royalties) ||
 			!st.Fee.Amount.Add(st.Royalty.Amount).Add(st.Seller.Amount).Equal(st.Price) || st.Seller.Party != nil ||
-			*st.Fee.Party != m.op || *st.Royalty.Party != m.creator.id {
+			*st.Fee.Party != m.op || *st.Royalty.Party != m.creator.ID {
 			t.Errorf("sweep settlement %+v; want price %s, fees %s, royalties %s, seller null (two sellers)", st, total, fees, royalties)
 		}
 		want := map[string]decimal.Decimal{
-			m.carol.id: before[m.carol.id].Sub(total), m.alice.id: before[m.alice.id].Add(sellers[m.alice.id]),
-			m.bob.id: before[m.bob.id].Add(sellers[m.bob.id]), m.creator.id: before[m.creator.id].Add(royalties), m.op: before[m.op].Add(fees),
+			m.carol.ID: before[m.carol.ID].Sub(total), m.alice.ID: before[m.alice.ID].Add(sellers[m.alice.ID]),
+			m.bob.ID: before[m.bob.ID].Add(sellers[m.bob.ID]), m.creator.ID: before[m.creator.ID].Add(royalties), m.op: before[m.op].Add(fees),
 		}
 		for _, p := range parties {
 			if got := m.usdcx(p); !got.Equal(want[p]) {
@@ -120,10 +120,10 @@ func TestNFTSweep_NamedListingsSettleEveryShareInOneTransaction(t *testing.T) {
 		}
 		for i, nft := range []string{an[0], an[1], bn[0]} {
 			d := m.nft(nft)
-			if d.Owner != m.carol.id || d.Listing != nil || d.ContractID != r.ContractIDs[i] {
+			if d.Owner != m.carol.ID || d.Listing != nil || d.ContractID != r.ContractIDs[i] {
 				t.Errorf("swept NFT %d: %+v", i, d.nftView)
 			}
-			if d.History[0].Kind != store.EventSold || *d.History[0].To != m.carol.id || d.History[0].Price.String() != prices[i] {
+			if d.History[0].Kind != store.EventSold || *d.History[0].To != m.carol.ID || d.History[0].Price.String() != prices[i] {
 				t.Errorf("swept NFT %d history %+v", i, d.History[0])
 			}
 		}
@@ -157,7 +157,7 @@ func TestNFTSweep_CountBuysTheCheapestOthersListingsNotExpiredOnes(t *testing.T)
 		if !slices.Equal(bought, []int{2, 5, 1}) || r.Settlement.Price.String() != "11" {
 			t.Errorf("swept serials %v for %s, want [2 5 1] for 11", bought, r.Settlement.Price)
 		}
-		if d := m.nft(an[2]); d.Owner != m.alice.id {
+		if d := m.nft(an[2]); d.Owner != m.alice.ID {
 			t.Errorf("the expired listing was swept: %+v", d.nftView)
 		}
 		if d := m.nft(cn[0]); d.Listing == nil {
@@ -170,7 +170,7 @@ func TestNFTSweep_IsAllOrNothingWhenAListingGoesBetweenPrepareAndExecute(t *test
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		m := newSweepMarket(t, b)
 		dave := m.funded("dave")
-		parties := []string{m.alice.id, m.bob.id, m.carol.id, dave.id, m.creator.id}
+		parties := []string{m.alice.ID, m.bob.ID, m.carol.ID, dave.ID, m.creator.ID}
 		cases := []struct {
 			name string
 			gone func(nft, cid string) // makes the second listing go
@@ -179,7 +179,7 @@ func TestNFTSweep_IsAllOrNothingWhenAListingGoesBetweenPrepareAndExecute(t *test
 			{"sold", func(nft, cid string) { m.buy(dave, cid) }},
 			{"expired", func(nft, cid string) { m.clock.Advance(2 * time.Minute) }},
 			{"transferred", func(nft, cid string) {
-				m.pe(m.bob, "/api/nft/transfer", map[string]string{"contractId": nft, "receiver": dave.id}).ok(t)
+				m.pe(m.bob, "/api/nft/transfer", map[string]string{"contractId": nft, "receiver": dave.ID}).ok(t)
 			}},
 			{"burned", func(nft, cid string) { m.pe(m.bob, "/api/nft/burn", map[string]string{"contractId": nft}).ok(t) }},
 		}
@@ -199,14 +199,14 @@ func TestNFTSweep_IsAllOrNothingWhenAListingGoesBetweenPrepareAndExecute(t *test
 			c.gone(bn, cidB)
 			for i, prep := range preps {
 				before := m.marketState(t, parties...)
-				r := m.walletExecute("/api/nft/sweep/buy", prep, m.carol.testParty, m.carol.tok)
+				r := m.walletExecute("/api/nft/sweep/buy", prep, m.carol.Party, m.carol.tok)
 				t.Run(c.name, func(t *testing.T) { r.wantProblem(t, 409, store.CodeStale) })
 				if after := m.marketState(t, parties...); after != before {
 					t.Errorf("%s (sweep %d): the refused sweep changed the market:\nbefore\n%s\nafter\n%s", c.name, i, before, after)
 				}
 			}
 			// What is left is still for sale, and buyable on its own.
-			if d := m.nft(a); d.Listing == nil || d.Listing.CID != cidA || d.Owner != m.alice.id {
+			if d := m.nft(a); d.Listing == nil || d.Listing.CID != cidA || d.Owner != m.alice.ID {
 				t.Fatalf("%s: alice's listing after the refused sweep %+v", c.name, d.nftView)
 			}
 			m.pe(m.alice, "/api/nft/list/"+cidA+"/cancel", map[string]any{}).ok(t)

@@ -38,7 +38,7 @@ func newMarket(t *testing.T, b storetest.Backend, o collectionOpts) *market {
 	t.Helper()
 	a := newTestAPI(t, b)
 	m := &market{testAPI: a, creator: a.walletUser("creator")}
-	m.col = m.addCollection(t, "apes", m.creator.id, o)
+	m.col = m.addCollection(t, "apes", m.creator.ID, o)
 	return m
 }
 
@@ -85,7 +85,7 @@ func (m *market) funded(hint string) *walletUser {
 
 func (m *market) preapprove(u *walletUser, kind string) {
 	m.t.Helper()
-	m.prepareExecute("/api/wallet/"+kind+"-preapproval", map[string]string{}, u.testParty, bearer(u.tok))
+	m.prepareExecute("/api/wallet/"+kind+"-preapproval", map[string]string{}, u.Party, bearer(u.tok))
 }
 
 // pe runs base/prepare with body as u and executes it; it returns the execute response.
@@ -99,7 +99,7 @@ func (m *market) pe(u *walletUser, base string, body any) *testResponse {
 	if strings.HasSuffix(base, "/cancel") && strings.HasPrefix(base, "/api/nft/list/") {
 		exec = "/api/nft/list/cancel"
 	}
-	return m.walletExecute(exec, prep, u.testParty, u.tok)
+	return m.walletExecute(exec, prep, u.Party, u.tok)
 }
 
 func lastSegment(p string) string { return p[strings.LastIndex(p, "/")+1:] }
@@ -173,8 +173,8 @@ func TestNFT_MintListBuySettlesEveryShareAtomically(t *testing.T) {
 		// 250 bps fee and 500 bps royalty of 100.000003, each rounded down to 6 decimals.
 		st := got.Settlement
 		if st.Price.String() != "100.000003" || st.Fee.Amount.String() != "2.5" || *st.Fee.Party != op ||
-			st.Royalty.Amount.String() != "5" || *st.Royalty.Party != m.creator.id ||
-			st.Seller.Amount.String() != "92.500003" || *st.Seller.Party != seller.id {
+			st.Royalty.Amount.String() != "5" || *st.Royalty.Party != m.creator.ID ||
+			st.Seller.Amount.String() != "92.500003" || *st.Seller.Party != seller.ID {
 			t.Fatalf("settlement %s", res.body)
 		}
 		if amountOf(m.walletBalance(buyer), store.USDCx) != "899.999997" {
@@ -187,7 +187,7 @@ func TestNFT_MintListBuySettlesEveryShareAtomically(t *testing.T) {
 			t.Errorf("creator balance %v", m.walletBalance(m.creator))
 		}
 		d := m.nft(got.ContractID)
-		if d.Owner != buyer.id || d.Listing != nil || d.ContractID != got.ContractID {
+		if d.Owner != buyer.ID || d.Listing != nil || d.ContractID != got.ContractID {
 			t.Fatalf("bought NFT: %+v", d)
 		}
 		kinds := []string{}
@@ -235,7 +235,7 @@ func TestNFT_HundredConcurrentBuysOfOneListingCommitOnce(t *testing.T) {
 				var p preparedView
 				json.Unmarshal(prep.body, &p)
 				raw := mustB64(p.PreparedTransactionHash)
-				exec := m.postAuthed(u, "/api/nft/buy/atomic/execute", map[string]string{"preparedTransactionHash": p.PreparedTransactionHash, "signature": u.sign(raw)})
+				exec := m.postAuthed(u, "/api/nft/buy/atomic/execute", map[string]string{"preparedTransactionHash": p.PreparedTransactionHash, "signature": u.SignBase64(raw)})
 				statuses[i], codes[i] = exec.status, problemCode(exec.body)
 			})
 		}
@@ -263,7 +263,7 @@ func TestNFT_HundredConcurrentBuysOfOneListingCommitOnce(t *testing.T) {
 				want = "40"
 			}
 			if got := amountOf(m.walletBalance(u), store.CC); got != want {
-				t.Errorf("buyer %s has %s CC, want %s", u.id, got, want)
+				t.Errorf("buyer %s has %s CC, want %s", u.ID, got, want)
 			}
 		}
 		// seller: 1000 tapped + 10 - 0.25 fee - 1 royalty; creator 1 royalty; operator 0.25.
@@ -278,8 +278,8 @@ func TestNFT_HundredConcurrentBuysOfOneListingCommitOnce(t *testing.T) {
 			t.Errorf("operator balances %+v %v, want 0.25 CC", bs, err)
 		}
 		detail := m.nft(nft)
-		if detail.Owner != winner.id {
-			t.Errorf("the NFT belongs to %s, the buyer that committed is %s", detail.Owner, winner.id)
+		if detail.Owner != winner.ID {
+			t.Errorf("the NFT belongs to %s, the buyer that committed is %s", detail.Owner, winner.ID)
 		}
 		supply, err := m.store.Supply(context.Background())
 		if err != nil || supply[store.CC].String() != fmt.Sprint(1000+buyers*50) {

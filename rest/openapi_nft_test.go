@@ -51,7 +51,7 @@ func (f *nftDocFlow) execute(status int, path string, prep *testResponse, signer
 	f.t.Helper()
 	hash := prep.ok(f.t).str(f.t, "preparedTransactionHash")
 	raw, _ := base64.StdEncoding.DecodeString(hash)
-	r := f.do("POST", path, map[string]string{"preparedTransactionHash": hash, "signature": signer.sign(raw)}, bearer(tok))
+	r := f.do("POST", path, map[string]string{"preparedTransactionHash": hash, "signature": signer.SignBase64(raw)}, bearer(tok))
 	return f.want(status, "POST", path, r)
 }
 
@@ -116,9 +116,9 @@ func TestOpenAPI_RealNFTResponsesMatchTheDocument(t *testing.T) {
 		dave := m.walletUser("dave") // no money, no preapproval
 		col := m.col.ID
 		cidPath := func(cid string) string { return strings.Replace(cancelPrep, "{cid}", cid, 1) }
-		free := m.addCollection(t, "free", m.creator.id, collectionOpts{supply: 3, price: "0"})
-		closed := m.addCollection(t, "closed", m.creator.id, collectionOpts{noPhase: true})
-		vip := m.addCollection(t, "vip", m.creator.id, collectionOpts{allow: []string{bob.id}})
+		free := m.addCollection(t, "free", m.creator.ID, collectionOpts{supply: 3, price: "0"})
+		closed := m.addCollection(t, "closed", m.creator.ID, collectionOpts{noPhase: true})
+		vip := m.addCollection(t, "vip", m.creator.ID, collectionOpts{allow: []string{bob.ID}})
 
 		// Mint: one, a replay, a batch, a free mint, and the refusals.
 		p1 := f.prepare(200, mintPrep, mintPrep, map[string]any{"collectionId": col}, alice)
@@ -189,7 +189,7 @@ func TestOpenAPI_RealNFTResponsesMatchTheDocument(t *testing.T) {
 			"?minPrice=3&maxPrice=10": 3,
 			"?trait=Fur:Gold":         2,
 			"?trait=Fur:Gold&trait=Fur:Red&trait=Eyes:Laser": 2,
-			"?owner=" + url.QueryEscape(bob.id):              1,
+			"?owner=" + url.QueryEscape(bob.ID):              1,
 		} {
 			r := f.get(200, nfts, at+q)
 			if got := len(r.obj(t)["items"].([]any)); got != n {
@@ -222,7 +222,7 @@ func TestOpenAPI_RealNFTResponsesMatchTheDocument(t *testing.T) {
 		f.prepare(409, buyPrep, buyPrep, map[string]string{"cid": batch[0]}, alice) // own listing
 		f.prepare(404, buyPrep, buyPrep, map[string]string{"cid": "00" + strings.Repeat("1", 64)}, bob)
 		f.prepare(400, buyPrep, buyPrep, map[string]string{}, bob)
-		f.prepare(403, buyPrep, buyPrep, map[string]string{"cid": batch[0], "owner": alice.id}, bob)
+		f.prepare(403, buyPrep, buyPrep, map[string]string{"cid": batch[0], "owner": alice.ID}, bob)
 		f.prepare(409, buyPrep, buyPrep, map[string]string{"cid": batch[0]}, dave) // insufficient_funds
 
 		// Sweep: by count, by cids, and the refusals.
@@ -257,20 +257,20 @@ func TestOpenAPI_RealNFTResponsesMatchTheDocument(t *testing.T) {
 		f.run(cancelsPrep, cancelsPrep, cancelsExec, map[string]any{"cids": bobListings[:1]}, bob)
 
 		// Transfer: one that withdraws the NFT's listing, and the refusals.
-		moved := f.run(movePrep, movePrep, moveExec, map[string]any{"contractId": bobBought, "receiver": carol.id}, bob).str(t, "contractId")
-		if d := m.nft(moved); d.Owner != carol.id || d.Listing != nil {
+		moved := f.run(movePrep, movePrep, moveExec, map[string]any{"contractId": bobBought, "receiver": carol.ID}, bob).str(t, "contractId")
+		if d := m.nft(moved); d.Owner != carol.ID || d.Listing != nil {
 			t.Errorf("the transferred NFT: %+v", d)
 		}
-		f.prepare(409, movePrep, movePrep, map[string]any{"contractId": bobBought, "receiver": carol.id}, bob) // no longer live
-		f.prepare(409, movePrep, movePrep, map[string]any{"contractId": bobNFT, "receiver": dave.id}, bob)     // preapproval_required
+		f.prepare(409, movePrep, movePrep, map[string]any{"contractId": bobBought, "receiver": carol.ID}, bob) // no longer live
+		f.prepare(409, movePrep, movePrep, map[string]any{"contractId": bobNFT, "receiver": dave.ID}, bob)     // preapproval_required
 		f.prepare(404, movePrep, movePrep, map[string]any{"contractId": bobNFT, "receiver": ghostParty}, bob)
-		f.prepare(404, movePrep, movePrep, map[string]any{"contractId": "00" + strings.Repeat("4", 64), "receiver": carol.id}, bob)
-		f.prepare(403, movePrep, movePrep, map[string]any{"contractId": bobNFT, "receiver": carol.id}, alice)
-		f.prepare(403, movePrep, movePrep, map[string]any{"contractId": bobNFT, "receiver": carol.id, "owner": alice.id}, bob)
-		f.prepare(400, movePrep, movePrep, map[string]any{"contractId": bobNFT, "receiver": bob.id}, bob)
+		f.prepare(404, movePrep, movePrep, map[string]any{"contractId": "00" + strings.Repeat("4", 64), "receiver": carol.ID}, bob)
+		f.prepare(403, movePrep, movePrep, map[string]any{"contractId": bobNFT, "receiver": carol.ID}, alice)
+		f.prepare(403, movePrep, movePrep, map[string]any{"contractId": bobNFT, "receiver": carol.ID, "owner": alice.ID}, bob)
+		f.prepare(400, movePrep, movePrep, map[string]any{"contractId": bobNFT, "receiver": bob.ID}, bob)
 		f.prepare(400, movePrep, movePrep, map[string]any{"contractId": bobNFT}, bob)
-		t1 := f.prepare(200, movePrep, movePrep, map[string]any{"contractId": bobNFT, "receiver": carol.id}, bob)
-		t2 := f.prepare(200, movePrep, movePrep, map[string]any{"contractId": bobNFT, "receiver": alice.id}, bob)
+		t1 := f.prepare(200, movePrep, movePrep, map[string]any{"contractId": bobNFT, "receiver": carol.ID}, bob)
+		t2 := f.prepare(200, movePrep, movePrep, map[string]any{"contractId": bobNFT, "receiver": alice.ID}, bob)
 		f.execute(200, moveExec, t1, bob, bob.tok)
 		f.execute(409, moveExec, t2, bob, bob.tok).wantProblem(t, http.StatusConflict, store.CodeStale)
 

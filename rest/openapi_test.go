@@ -3,8 +3,6 @@ package rest
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -570,8 +568,8 @@ func TestOpenAPI_RealResponsesMatchTheDocument(t *testing.T) {
 		c.check("GET", "/.well-known/jwks.json", a.do("GET", "/.well-known/jwks.json", nil))
 
 		// Onboarding: prepare (then 429 over the prepare limit of 1), execute, a replay, errors.
-		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-		onboard := map[string]string{"publicKey": base64.StdEncoding.EncodeToString(pub), "hint": "alice"}
+		alice := storetest.NewParty("alice")
+		onboard := map[string]string{"publicKey": alice.PublicBase64(), "hint": "alice"}
 		prep := a.do("POST", "/api/parties/onboard/prepare", onboard)
 		c.check("POST", "/api/parties/onboard/prepare", prep)
 		prep.ok(t)
@@ -582,33 +580,32 @@ func TestOpenAPI_RealResponsesMatchTheDocument(t *testing.T) {
 		hash, _ := base64.StdEncoding.DecodeString(hash64)
 		other := make([]byte, 32)
 		c.check("POST", "/api/parties/onboard/execute", a.do("POST", "/api/parties/onboard/execute", map[string]string{
-			"preparedTransactionHash": base64.StdEncoding.EncodeToString(other), "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, other))}))
+			"preparedTransactionHash": base64.StdEncoding.EncodeToString(other), "signature": alice.SignBase64(other)}))
 		c.check("POST", "/api/parties/onboard/execute", a.do("POST", "/api/parties/onboard/execute", map[string]string{
-			"preparedTransactionHash": hash64, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, []byte("not the hash")))}))
+			"preparedTransactionHash": hash64, "signature": alice.SignBase64([]byte("not the hash"))}))
 		for range 2 { // the replay answers the first receipt
-			res := a.do("POST", "/api/parties/onboard/execute", map[string]string{"preparedTransactionHash": hash64, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, hash))})
+			res := a.do("POST", "/api/parties/onboard/execute", map[string]string{"preparedTransactionHash": hash64, "signature": alice.SignBase64(hash)})
 			c.check("POST", "/api/parties/onboard/execute", res)
 			res.ok(t)
 		}
-		alice := &testParty{id: signing.PartyIDFor("alice", pub), priv: priv}
 
 		// Sign-in.
 		c.check("POST", "/api/auth/nonce", a.do("POST", "/api/auth/nonce", map[string]string{"partyId": "nobody"}))
 		c.check("POST", "/api/auth/nonce", a.do("POST", "/api/auth/nonce", map[string]string{"partyId": "bob::1220" + strings.Repeat("0", 64)}))
-		nonce := a.do("POST", "/api/auth/nonce", map[string]string{"partyId": alice.id})
+		nonce := a.do("POST", "/api/auth/nonce", map[string]string{"partyId": alice.ID})
 		c.check("POST", "/api/auth/nonce", nonce)
 		msg, n := nonce.str(t, "message"), nonce.str(t, "nonce")
 		if _, err := signing.ParseChallenge(msg); err != nil {
 			t.Errorf("the challenge does not have the documented layout: %v", err)
 		}
-		verify := a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.id, "nonce": n, "signature": alice.sign([]byte(msg))})
+		verify := a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.ID, "nonce": n, "signature": alice.SignBase64([]byte(msg))})
 		c.check("POST", "/api/auth/verify", verify)
 		tok := verify.ok(t).str(t, "token")
 		cookie := verify.sessionCookie()
 		if cookie == nil {
 			t.Fatal("verify set no session cookie")
 		}
-		c.check("POST", "/api/auth/verify", a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.id, "nonce": n, "signature": alice.sign([]byte(msg))}))
+		c.check("POST", "/api/auth/verify", a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.ID, "nonce": n, "signature": alice.SignBase64([]byte(msg))}))
 
 		// Authenticated reads: a 200, a 429 over the read limit of 2, then the next window.
 		c.check("GET", "/api/auth/me", a.do("GET", "/api/auth/me", nil, bearer(tok)))
@@ -648,7 +645,7 @@ func TestOpenAPI_RealResponsesMatchTheDocument(t *testing.T) {
 		late64 := late.ok(t).str(t, "preparedTransactionHash")
 		lateHash, _ := base64.StdEncoding.DecodeString(late64)
 		a.clock.Advance(10 * time.Minute)
-		gone := a.do("POST", "/api/parties/onboard/execute", map[string]string{"preparedTransactionHash": late64, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, lateHash))})
+		gone := a.do("POST", "/api/parties/onboard/execute", map[string]string{"preparedTransactionHash": late64, "signature": alice.SignBase64(lateHash)})
 		c.check("POST", "/api/parties/onboard/execute", gone)
 		gone.wantProblem(t, http.StatusGone, store.CodePreparedExpired)
 	})
@@ -806,16 +803,16 @@ func TestOpenAPI_RealWalletResponsesMatchTheDocument(t *testing.T) {
 			t.Helper()
 			hash := prep.ok(t).str(t, "preparedTransactionHash")
 			raw, _ := base64.StdEncoding.DecodeString(hash)
-			r := a.do("POST", path, map[string]string{"preparedTransactionHash": hash, "signature": signer.sign(raw)}, bearer(tok))
+			r := a.do("POST", path, map[string]string{"preparedTransactionHash": hash, "signature": signer.SignBase64(raw)}, bearer(tok))
 			c.check("POST", path, r)
 			return r
 		}
 
 		// Every read: the party's own (200), another party's (403), without a token (401).
 		for _, tmpl := range []string{balance, utxoCount, preapprovals, rewards, history} {
-			c.check("GET", tmpl, a.do("GET", at(tmpl, alice.id), nil, bearer(alice.tok)).ok(t))
-			c.check("GET", tmpl, a.do("GET", at(tmpl, bob.id), nil, bearer(alice.tok)))
-			c.check("GET", tmpl, a.do("GET", at(tmpl, alice.id), nil))
+			c.check("GET", tmpl, a.do("GET", at(tmpl, alice.ID), nil, bearer(alice.tok)).ok(t))
+			c.check("GET", tmpl, a.do("GET", at(tmpl, bob.ID), nil, bearer(alice.tok)))
+			c.check("GET", tmpl, a.do("GET", at(tmpl, alice.ID), nil))
 		}
 
 		// The dev tap: credits, a replay, bad amounts.
@@ -835,7 +832,7 @@ func TestOpenAPI_RealWalletResponsesMatchTheDocument(t *testing.T) {
 
 		// A transfer that consolidates, prepared twice over the same holdings: the first
 		// execute commits (and replays), the second is stale.
-		send := map[string]string{"receiver": bob.id, "amount": "2.5"}
+		send := map[string]string{"receiver": bob.ID, "amount": "2.5"}
 		p1 := a.do("POST", sendPrep, send, bearer(alice.tok))
 		c.checkPrepared("POST", sendPrep, p1)
 		p2 := a.do("POST", sendPrep, send, bearer(alice.tok))
@@ -848,16 +845,16 @@ func TestOpenAPI_RealWalletResponsesMatchTheDocument(t *testing.T) {
 		}
 		raw, _ := base64.StdEncoding.DecodeString(p1.str(t, "preparedTransaction"))
 		if err := json.Unmarshal(raw, &effects); err != nil || len(effects.Effects.Inputs) != 3 || len(effects.Effects.Outputs) != 2 ||
-			effects.Effects.Outputs[0]["owner"] != bob.id || effects.Effects.Outputs[1]["owner"] != alice.id {
+			effects.Effects.Outputs[0]["owner"] != bob.ID || effects.Effects.Outputs[1]["owner"] != alice.ID {
 			t.Errorf("a transfer of 2.5 from holdings of 10, 0.5 and 0.25 should spend all three and pay bob then the change: %s", raw)
 		}
 		hash1 := p1.str(t, "preparedTransactionHash")
 		sig1, _ := base64.StdEncoding.DecodeString(hash1)
-		c.check("POST", sendExec, a.do("POST", sendExec, map[string]string{"preparedTransactionHash": hash1, "signature": carol.sign(sig1)}, bearer(alice.tok)))
-		c.check("POST", sendExec, a.do("POST", sendExec, map[string]string{"preparedTransactionHash": hash1, "signature": alice.sign(sig1)}, bearer(bob.tok)))
+		c.check("POST", sendExec, a.do("POST", sendExec, map[string]string{"preparedTransactionHash": hash1, "signature": carol.SignBase64(sig1)}, bearer(alice.tok)))
+		c.check("POST", sendExec, a.do("POST", sendExec, map[string]string{"preparedTransactionHash": hash1, "signature": alice.SignBase64(sig1)}, bearer(bob.tok)))
 		tapHash := a.do("POST", tapPrep, map[string]string{"instrument": "CC", "amount": "1"}, bearer(alice.tok)).ok(t).str(t, "preparedTransactionHash")
 		tapRaw, _ := base64.StdEncoding.DecodeString(tapHash)
-		c.check("POST", sendExec, a.do("POST", sendExec, map[string]string{"preparedTransactionHash": tapHash, "signature": alice.sign(tapRaw)}, bearer(alice.tok)))
+		c.check("POST", sendExec, a.do("POST", sendExec, map[string]string{"preparedTransactionHash": tapHash, "signature": alice.SignBase64(tapRaw)}, bearer(alice.tok)))
 		for range 2 {
 			exec(sendExec, p1, alice, alice.tok).ok(t)
 		}
@@ -868,12 +865,12 @@ func TestOpenAPI_RealWalletResponsesMatchTheDocument(t *testing.T) {
 			body   any
 			status int
 		}{
-			{map[string]string{"receiver": bob.id, "amount": "0"}, http.StatusBadRequest},
-			{map[string]string{"receiver": bob.id, "amount": "1.00000000001"}, http.StatusBadRequest},
+			{map[string]string{"receiver": bob.ID, "amount": "0"}, http.StatusBadRequest},
+			{map[string]string{"receiver": bob.ID, "amount": "1.00000000001"}, http.StatusBadRequest},
 			{`{"receiver": "bob", "amount": 1}`, http.StatusBadRequest},
 			{map[string]string{"receiver": ghostParty, "amount": "1"}, http.StatusNotFound},
-			{map[string]string{"sender": bob.id, "receiver": carol.id, "amount": "1"}, http.StatusForbidden},
-			{map[string]string{"receiver": bob.id, "amount": "1000"}, http.StatusConflict},
+			{map[string]string{"sender": bob.ID, "receiver": carol.ID, "amount": "1"}, http.StatusForbidden},
+			{map[string]string{"receiver": bob.ID, "amount": "1000"}, http.StatusConflict},
 			{`{"receiver": "` + strings.Repeat("b", maxBody) + `"}`, http.StatusRequestEntityTooLarge},
 		} {
 			r := a.do("POST", sendPrep, tc.body, bearer(alice.tok))
@@ -883,28 +880,28 @@ func TestOpenAPI_RealWalletResponsesMatchTheDocument(t *testing.T) {
 			}
 		}
 		c.check("POST", sendPrep, a.do("POST", sendPrep, "<x/>", bearer(alice.tok), withHeader("Content-Type", "text/xml")))
-		cookie := a.signIn(alice.testParty).sessionCookie()
+		cookie := a.signIn(alice.Party).sessionCookie()
 		c.check("POST", sendPrep, a.do("POST", sendPrep, send, withCookie(cookie), withHeader("Origin", "https://evil.example")))
 
 		// A second rewarded transfer, so the history has two pages of one.
 		a.clock.Advance(time.Second)
-		a.walletSend(alice, bob.id, "1")
+		a.walletSend(alice, bob.ID, "1")
 		for _, tmpl := range []string{balance, utxoCount, rewards} {
-			c.check("GET", tmpl, a.do("GET", at(tmpl, alice.id), nil, bearer(alice.tok)).ok(t))
+			c.check("GET", tmpl, a.do("GET", at(tmpl, alice.ID), nil, bearer(alice.tok)).ok(t))
 		}
-		first := a.do("GET", at(history, alice.id)+"?limit=1", nil, bearer(alice.tok))
+		first := a.do("GET", at(history, alice.ID)+"?limit=1", nil, bearer(alice.tok))
 		c.check("GET", history, first)
 		next, ok := first.ok(t).obj(t)["cursor"].(string)
 		if !ok {
 			t.Fatalf("two rewards in pages of one: the first page has no cursor: %s", first.body)
 		}
-		last := a.do("GET", at(history, alice.id)+"?limit=1&cursor="+url.QueryEscape(next), nil, bearer(alice.tok))
+		last := a.do("GET", at(history, alice.ID)+"?limit=1&cursor="+url.QueryEscape(next), nil, bearer(alice.tok))
 		c.check("GET", history, last)
 		if last.ok(t).obj(t)["cursor"] != nil {
 			t.Errorf("the last page has a cursor: %s", last.body)
 		}
 		for _, q := range []string{"?limit=0", "?cursor=bogus"} {
-			c.check("GET", history, a.do("GET", at(history, alice.id)+q, nil, bearer(alice.tok)))
+			c.check("GET", history, a.do("GET", at(history, alice.ID)+q, nil, bearer(alice.tok)))
 		}
 
 		// Preapprovals: both kinds, a replacement, a renewal that makes the replacement stale.
@@ -935,10 +932,10 @@ func TestOpenAPI_RealWalletResponsesMatchTheDocument(t *testing.T) {
 		}
 		c.check("POST", renewPrep, a.do("POST", renewPrep, map[string]string{"kind": "nft"}, bearer(carol.tok)))
 		c.check("POST", renewPrep, a.do("POST", renewPrep, `{"kind": "NFT"}`, bearer(bob.tok)))
-		c.check("GET", preapprovals, a.do("GET", at(preapprovals, bob.id), nil, bearer(bob.tok)).ok(t))
+		c.check("GET", preapprovals, a.do("GET", at(preapprovals, bob.ID), nil, bearer(bob.tok)).ok(t))
 
 		// 410 once a prepared transfer's lifetime is over.
-		late := a.do("POST", sendPrep, map[string]string{"receiver": carol.id, "amount": "1"}, bearer(alice.tok))
+		late := a.do("POST", sendPrep, map[string]string{"receiver": carol.ID, "amount": "1"}, bearer(alice.tok))
 		c.checkPrepared("POST", sendPrep, late)
 		a.clock.Advance(10 * time.Minute)
 		exec(sendExec, late, alice, alice.tok).wantProblem(t, http.StatusGone, store.CodePreparedExpired)
@@ -947,7 +944,7 @@ func TestOpenAPI_RealWalletResponsesMatchTheDocument(t *testing.T) {
 		limited := newTestAPI(t, b, withRates(1, 1))
 		dave := limited.walletUser("dave")
 		for range 2 {
-			c.check("GET", balance, limited.do("GET", at(balance, dave.id), nil, bearer(dave.tok)))
+			c.check("GET", balance, limited.do("GET", at(balance, dave.ID), nil, bearer(dave.tok)))
 			c.check("POST", tapPrep, limited.do("POST", tapPrep, map[string]string{"instrument": "CC", "amount": "1"}, bearer(dave.tok)))
 		}
 

@@ -41,7 +41,7 @@ func TestReadLimit_NoClientWrittenHeaderBuysANewBudget(t *testing.T) {
 		for range 2 {
 			a.do("GET", "/api/auth/me", nil)
 		}
-		k := newTestKey(t)
+		k := newTestKey()
 		for range 2 {
 			a.do("POST", "/api/parties/onboard/prepare", k.onboardBody("alice")).ok(t)
 		}

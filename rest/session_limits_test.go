@@ -192,7 +192,7 @@ func TestVerify_ForgedNonceFloodIsLimitedAndWritesNothing(t *testing.T) {
 		sig := base64.StdEncoding.EncodeToString(make([]byte, ed25519.SignatureSize))
 		limited := 0
 		for i := range 400 {
-			r := a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.id, "nonce": randomNonce(t), "signature": sig}, flood)
+			r := a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.ID, "nonce": randomNonce(t), "signature": sig}, flood)
 			if i < DefaultRateSignIn {
 				r.wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
 				wantRateHeaders(t, r.header, DefaultRateSignIn, DefaultRateSignIn-1-i, 60)
@@ -209,7 +209,7 @@ func TestVerify_ForgedNonceFloodIsLimitedAndWritesNothing(t *testing.T) {
 			t.Fatalf("the forged verifies wrote %d spent-nonce rows, want 0", n)
 		}
 		// A malformed signature with a forged nonce writes nothing either.
-		r := a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.id, "nonce": randomNonce(t), "signature": "not base64!"})
+		r := a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.ID, "nonce": randomNonce(t), "signature": "not base64!"})
 		r.wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
 		if n := countRows(t, db, "spent_nonces"); n != 0 {
 			t.Fatalf("%d spent-nonce rows after a forged nonce with a malformed signature, want 0", n)
@@ -229,15 +229,15 @@ func TestVerify_ExpiredNonceWritesNothingAndALiveOneIsSpentOnce(t *testing.T) {
 
 		msg, nonce := a.challenge(alice)
 		a.clock.Advance(siChallengeTTL)
-		siVerify(a, alice.id, nonce, alice.sign([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
-		siVerify(a, alice.id, nonce, "not base64!").wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
+		siVerify(a, alice.ID, nonce, alice.SignBase64([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
+		siVerify(a, alice.ID, nonce, "not base64!").wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
 		if n := countRows(t, db, "spent_nonces"); n != 0 {
 			t.Fatalf("an expired nonce wrote %d spent-nonce rows, want 0", n)
 		}
 
 		msg, nonce = a.challenge(alice)
-		siVerify(a, alice.id, nonce, "not base64!").wantProblem(t, http.StatusBadRequest, store.CodeInvalidRequest)
-		siVerify(a, alice.id, nonce, alice.sign([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
+		siVerify(a, alice.ID, nonce, "not base64!").wantProblem(t, http.StatusBadRequest, store.CodeInvalidRequest)
+		siVerify(a, alice.ID, nonce, alice.SignBase64([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
 		if n := countRows(t, db, "spent_nonces"); n != 1 {
 			t.Fatalf("%d spent-nonce rows after a live nonce was used, want 1", n)
 		}
@@ -252,7 +252,7 @@ func TestVerify_ConcurrentVerifiesOfOneNonceSignInOnce(t *testing.T) {
 		db := rawDB(t, a.store)
 		for round := range 3 {
 			msg, nonce := a.challenge(alice)
-			sig := alice.sign([]byte(msg))
+			sig := alice.SignBase64([]byte(msg))
 			const n = 8
 			statuses := make([]int, n)
 			var wg sync.WaitGroup
@@ -260,7 +260,7 @@ func TestVerify_ConcurrentVerifiesOfOneNonceSignInOnce(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					statuses[i] = siVerifyRaw(a, alice.id, nonce, sig)
+					statuses[i] = siVerifyRaw(a, alice.ID, nonce, sig)
 				}()
 			}
 			wg.Wait()
@@ -309,7 +309,7 @@ func TestExecuteLimit_TheNPlusFirstExecuteOfAMinuteIs429(t *testing.T) {
 			prep := a.do("POST", "/api/wallet/tap/prepare", map[string]string{"instrument": "CC", "amount": "1"}, from, bearer(tok)).ok(t)
 			hash := prep.str(t, "preparedTransactionHash")
 			raw, _ := base64.StdEncoding.DecodeString(hash)
-			return a.do("POST", "/api/wallet/tap/execute", map[string]string{"preparedTransactionHash": hash, "signature": alice.sign(raw)}, from, bearer(tok))
+			return a.do("POST", "/api/wallet/tap/execute", map[string]string{"preparedTransactionHash": hash, "signature": alice.SignBase64(raw)}, from, bearer(tok))
 		}
 		for i := range n {
 			wantRateHeaders(t, tap(limited).ok(t).header, n, n-1-i, 60)
@@ -332,18 +332,18 @@ func TestExecuteLimit_TheNPlusFirstExecuteOfAMinuteIs429(t *testing.T) {
 func TestSignInLimit_OnboardingCountsUnderSignIn(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b, withSignInExecuteRates(4, 0))
-		k := newTestKey(t)
+		k := newTestKey()
 		prep := a.do("POST", "/api/parties/onboard/prepare", k.onboardBody("alice")).ok(t)
 		wantRateHeaders(t, prep.header, 4, 3, 60)
 		hash := prep.str(t, "preparedTransactionHash")
 		exec := a.executeOnboarding(hash, k.signHash(t, hash)).ok(t)
 		wantRateHeaders(t, exec.header, 4, 2, 60)
-		alice := &testParty{id: exec.str(t, "partyId"), priv: k.priv}
+		alice := &storetest.Party{ID: exec.str(t, "partyId"), Key: k.Key}
 		msg, nonce := a.challenge(alice)
-		v := siVerify(a, alice.id, nonce, alice.sign([]byte(msg))).ok(t)
+		v := siVerify(a, alice.ID, nonce, alice.SignBase64([]byte(msg))).ok(t)
 		wantRateHeaders(t, v.header, 4, 0, 60)
-		wantRateLimited(t, a.do("POST", "/api/auth/nonce", map[string]string{"partyId": alice.id}), 60)
-		wantRateLimited(t, a.do("POST", "/api/parties/onboard/prepare", newTestKey(t).onboardBody("bob")), 60)
+		wantRateLimited(t, a.do("POST", "/api/auth/nonce", map[string]string{"partyId": alice.ID}), 60)
+		wantRateLimited(t, a.do("POST", "/api/parties/onboard/prepare", newTestKey().onboardBody("bob")), 60)
 		// Reads and the signed-in party's own calls are not sign-in.
 		a.do("GET", "/api/auth/me", nil, bearer(v.str(t, "token"))).ok(t)
 	})
@@ -365,37 +365,37 @@ func TestLimits_HonestWalletsBehindOneAddressStayUnderTheDefaults(t *testing.T) 
 			}
 			return r
 		}
-		tapBurst := func(p *testParty, tok string, n int) {
+		tapBurst := func(p *storetest.Party, tok string, n int) {
 			for range n {
 				prep := check(a.do("POST", "/api/wallet/tap/prepare", map[string]string{"instrument": "CC", "amount": "1"}, bearer(tok)))
 				hash := prep.str(t, "preparedTransactionHash")
 				raw, _ := base64.StdEncoding.DecodeString(hash)
-				check(a.do("POST", "/api/wallet/tap/execute", map[string]string{"preparedTransactionHash": hash, "signature": p.sign(raw)}, bearer(tok)))
+				check(a.do("POST", "/api/wallet/tap/execute", map[string]string{"preparedTransactionHash": hash, "signature": p.SignBase64(raw)}, bearer(tok)))
 			}
 		}
 		type wallet struct {
-			p   *testParty
+			p   *storetest.Party
 			tok string
 		}
 		var wallets []wallet
 		for i := range 10 {
-			k := newTestKey(t)
+			k := newTestKey()
 			prep := check(a.do("POST", "/api/parties/onboard/prepare", k.onboardBody("w"+strconv.Itoa(i))))
 			hash := prep.str(t, "preparedTransactionHash")
-			p := &testParty{id: check(a.executeOnboarding(hash, k.signHash(t, hash))).str(t, "partyId"), priv: k.priv}
+			p := &storetest.Party{ID: check(a.executeOnboarding(hash, k.signHash(t, hash))).str(t, "partyId"), Key: k.Key}
 			msg, nonce := a.challenge(p)
-			v := check(siVerify(a, p.id, nonce, p.sign([]byte(msg))))
+			v := check(siVerify(a, p.ID, nonce, p.SignBase64([]byte(msg))))
 			wallets = append(wallets, wallet{p, v.str(t, "token")})
 			a.clock.Advance(time.Second)
 		}
 		for _, w := range wallets {
 			tapBurst(w.p, w.tok, 10)
-			check(a.do("GET", "/api/wallet/balance/"+w.p.id, nil, bearer(w.tok)))
+			check(a.do("GET", "/api/wallet/balance/"+w.p.ID, nil, bearer(w.tok)))
 		}
 		a.clock.Advance(time.Minute)
 		first := wallets[0]
 		msg, nonce := a.challenge(first.p)
-		tab := check(siVerify(a, first.p.id, nonce, first.p.sign([]byte(msg)))).str(t, "token")
+		tab := check(siVerify(a, first.p.ID, nonce, first.p.SignBase64([]byte(msg)))).str(t, "token")
 		tapBurst(first.p, tab, 50)
 	})
 }

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"marketd/store"
-	"marketd/store/signing"
 	"marketd/store/storetest"
 )
 
@@ -37,11 +36,11 @@ func TestVerify_ReplayedNonceIs401(t *testing.T) {
 		a := newTestAPI(t, b)
 		alice := a.onboard("alice")
 		msg, nonce := a.challenge(alice)
-		sig := alice.sign([]byte(msg))
+		sig := alice.SignBase64([]byte(msg))
 
-		siVerify(a, alice.id, nonce, sig).ok(t)
-		siVerify(a, alice.id, nonce, sig).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
-		siVerify(a, alice.id, nonce, sig).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
+		siVerify(a, alice.ID, nonce, sig).ok(t)
+		siVerify(a, alice.ID, nonce, sig).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
+		siVerify(a, alice.ID, nonce, sig).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
 	})
 }
 
@@ -53,12 +52,12 @@ func TestVerify_ExpiredChallengeIs401AtItsExpirationTime(t *testing.T) {
 		// At exactly the Expiration Time the challenge is dead.
 		msg, nonce := a.challenge(alice)
 		a.clock.Advance(siChallengeTTL)
-		siVerify(a, alice.id, nonce, alice.sign([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
+		siVerify(a, alice.ID, nonce, alice.SignBase64([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
 
 		// One nanosecond before it, a fresh one still signs in.
 		msg, nonce = a.challenge(alice)
 		a.clock.Advance(siChallengeTTL - time.Nanosecond)
-		siVerify(a, alice.id, nonce, alice.sign([]byte(msg))).ok(t)
+		siVerify(a, alice.ID, nonce, alice.SignBase64([]byte(msg))).ok(t)
 
 		// The lifetime runs from the Issued At the text states, even when the challenge was
 		// requested part-way through a second: the service refuses at the Expiration Time it wrote.
@@ -70,7 +69,7 @@ func TestVerify_ExpiredChallengeIs401AtItsExpirationTime(t *testing.T) {
 			t.Fatalf("Expiration Time %q: %v", exp, err)
 		}
 		a.clock.Set(at)
-		siVerify(a, alice.id, nonce, alice.sign([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
+		siVerify(a, alice.ID, nonce, alice.SignBase64([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
 	})
 }
 
@@ -81,9 +80,9 @@ func TestVerify_NonceOfAnotherPartyIs401AndConsumed(t *testing.T) {
 		msg, nonce := a.challenge(alice)
 
 		// Bob answers Alice's challenge, signing it himself.
-		siVerify(a, bob.id, nonce, bob.sign([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
+		siVerify(a, bob.ID, nonce, bob.SignBase64([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
 		// That attempt spent the nonce: Alice can no longer use it.
-		siVerify(a, alice.id, nonce, alice.sign([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
+		siVerify(a, alice.ID, nonce, alice.SignBase64([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
 		// Alice herself is not locked out.
 		a.signIn(alice)
 	})
@@ -93,24 +92,23 @@ func TestVerify_SignatureByAnotherKeyIs401AndConsumesNonce(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)
 		alice := a.onboard("alice")
-		_, stranger, _ := ed25519.GenerateKey(rand.Reader)
+		stranger := storetest.NewKey()
 		msg, nonce := a.challenge(alice)
 
-		forged := base64.StdEncoding.EncodeToString(ed25519.Sign(stranger, []byte(msg)))
-		siVerify(a, alice.id, nonce, forged).wantProblem(t, http.StatusUnauthorized, store.CodeInvalidSignature)
-		siVerify(a, alice.id, nonce, alice.sign([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
+		forged := stranger.SignBase64([]byte(msg))
+		siVerify(a, alice.ID, nonce, forged).wantProblem(t, http.StatusUnauthorized, store.CodeInvalidSignature)
+		siVerify(a, alice.ID, nonce, alice.SignBase64([]byte(msg))).wantProblem(t, http.StatusUnauthorized, store.CodeNonceInvalid)
 
 		// A signature over other bytes than the exact text is just as wrong.
 		msg, nonce = a.challenge(alice)
-		siVerify(a, alice.id, nonce, alice.sign([]byte(msg+"\n"))).wantProblem(t, http.StatusUnauthorized, store.CodeInvalidSignature)
+		siVerify(a, alice.ID, nonce, alice.SignBase64([]byte(msg+"\n"))).wantProblem(t, http.StatusUnauthorized, store.CodeInvalidSignature)
 	})
 }
 
 func TestNonce_UnknownPartyIs404AndMalformedIs400(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)
-		pub, _, _ := ed25519.GenerateKey(rand.Reader)
-		stranger := signing.PartyIDFor("stranger", pub)
+		stranger := storetest.NewParty("stranger").ID
 
 		a.do("POST", "/api/auth/nonce", map[string]string{"partyId": stranger}).
 			wantProblem(t, http.StatusNotFound, store.CodePartyNotFound)
@@ -133,7 +131,7 @@ func TestToken_TamperedIs401(t *testing.T) {
 
 		parts := strings.Split(tok, ".")
 		j := siDecodeJWT(t, tok)
-		j.claims["sub"] = bob.id
+		j.claims["sub"] = bob.ID
 		asBob := parts[0] + "." + siSegment(t, j.claims) + "." + parts[2]
 		cases := map[string]string{
 			"payload char flipped":   parts[0] + "." + siFlip(parts[1], len(parts[1])/2) + "." + parts[2],
@@ -280,15 +278,15 @@ func TestRotation_CookieOlderThan30mGetsNewTokenAndHeaders(t *testing.T) {
 		if got := siInt(t, me, "expiresAt"); got != wantExp {
 			t.Fatalf("/me expiresAt %d, want the new token's %d", got, wantExp)
 		}
-		if got := me.str(t, "partyId"); got != alice.id {
-			t.Fatalf("/me partyId %s, want %s", got, alice.id)
+		if got := me.str(t, "partyId"); got != alice.ID {
+			t.Fatalf("/me partyId %s, want %s", got, alice.ID)
 		}
 
 		nj, oj := siDecodeJWT(t, fresh.Value), siDecodeJWT(t, old.Value)
 		if siClaimInt(t, nj, "iat") != iat.Unix() || siClaimInt(t, nj, "exp") != wantExp {
 			t.Fatalf("new token iat/exp %v/%v, want %d/%d", nj.claims["iat"], nj.claims["exp"], iat.Unix(), wantExp)
 		}
-		if nj.claims["sid"] != oj.claims["sid"] || nj.claims["sub"] != alice.id || nj.claims["jti"] == oj.claims["jti"] {
+		if nj.claims["sid"] != oj.claims["sid"] || nj.claims["sub"] != alice.ID || nj.claims["jti"] == oj.claims["jti"] {
 			t.Fatalf("new token claims %v: want the same session and party with a new jti (old %v)", nj.claims, oj.claims)
 		}
 
@@ -425,8 +423,8 @@ func TestLogout_RefusesEveryTokenOfTheSession(t *testing.T) {
 				a.clock.Advance(siRotateGrace)
 				a.do("GET", "/api/auth/me", nil, bearer(cur.Value)).wantProblem(t, http.StatusUnauthorized, store.CodeTokenRevoked)
 
-				if got := a.do("GET", "/api/auth/me", nil, bearer(other)).ok(t).str(t, "partyId"); got != alice.id {
-					t.Fatalf("the other session's /me = %s, want %s", got, alice.id)
+				if got := a.do("GET", "/api/auth/me", nil, bearer(other)).ok(t).str(t, "partyId"); got != alice.ID {
+					t.Fatalf("the other session's /me = %s, want %s", got, alice.ID)
 				}
 			})
 		}
@@ -441,25 +439,25 @@ func TestAuth_QueryOrBodyNamingAnotherPartyIs403(t *testing.T) {
 		tok, cookie := v.str(t, "token"), v.sessionCookie()
 
 		for _, path := range []string{
-			"/api/auth/me?taker=" + bob.id,
-			"/api/auth/me?lp=" + bob.id,
-			"/api/auth/me?taker=" + alice.id + "&taker=" + bob.id,
-			"/api/auth/me?lp=" + alice.id + "&taker=" + bob.id,
-			"/api/auth/sessions?taker=" + bob.id,
-			"/api/auth/sessions?lp=" + bob.id,
+			"/api/auth/me?taker=" + bob.ID,
+			"/api/auth/me?lp=" + bob.ID,
+			"/api/auth/me?taker=" + alice.ID + "&taker=" + bob.ID,
+			"/api/auth/me?lp=" + alice.ID + "&taker=" + bob.ID,
+			"/api/auth/sessions?taker=" + bob.ID,
+			"/api/auth/sessions?lp=" + bob.ID,
 		} {
 			a.do("GET", path, nil, bearer(tok)).wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
 		}
-		a.do("GET", "/api/auth/me?taker="+alice.id+"&lp="+alice.id, nil, bearer(tok)).ok(t)
+		a.do("GET", "/api/auth/me?taker="+alice.ID+"&lp="+alice.ID, nil, bearer(tok)).ok(t)
 
 		// Refused before any work: a due cookie is not rotated by a refused request.
 		a.clock.Advance(siRotateAfter + time.Second)
-		res := a.do("GET", "/api/auth/me?taker="+bob.id, nil, withCookie(cookie))
+		res := a.do("GET", "/api/auth/me?taker="+bob.ID, nil, withCookie(cookie))
 		res.wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
 		siWantNoRotation(t, res)
 
 		for _, field := range []string{"partyId", "sender", "owner", "taker", "lp"} {
-			a.do("POST", "/api/auth/logout", map[string]string{field: bob.id}, bearer(tok)).
+			a.do("POST", "/api/auth/logout", map[string]string{field: bob.ID}, bearer(tok)).
 				wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
 			a.do("GET", "/api/auth/me", nil, bearer(tok)).ok(t) // the logout did not happen
 		}
@@ -485,7 +483,7 @@ func TestAuth_PathNamingAnotherPartyIs403(t *testing.T) {
 		for _, tc := range []struct {
 			party string
 			want  store.Code
-		}{{bob.id, store.CodePartyMismatch}, {alice.id, ""}} {
+		}{{bob.ID, store.CodePartyMismatch}, {alice.ID, ""}} {
 			r := httptest.NewRequest("GET", "/api/holdings/"+tc.party, nil)
 			r.SetPathValue("partyId", tc.party)
 			err := checkNamedParties(r, auth)
@@ -588,8 +586,8 @@ func TestAuth_InvalidBearerDoesNotFallBackToCookie(t *testing.T) {
 		}
 
 		// A valid Bearer wins over a valid cookie of another party.
-		if got := a.do("GET", "/api/auth/me", nil, withCookie(c), bearer(a.token(bob))).ok(t).str(t, "partyId"); got != bob.id {
-			t.Fatalf("/me = %s, want the Bearer's party %s", got, bob.id)
+		if got := a.do("GET", "/api/auth/me", nil, withCookie(c), bearer(a.token(bob))).ok(t).str(t, "partyId"); got != bob.ID {
+			t.Fatalf("/me = %s, want the Bearer's party %s", got, bob.ID)
 		}
 	})
 }
@@ -632,7 +630,7 @@ func TestNonce_ChallengeTextIsTheDocumentedLayout(t *testing.T) {
 				issued := storetest.Epoch.Add(90 * time.Second)
 				want := []string{
 					"localhost:8080 wants you to sign in with your ledger party:",
-					alice.id,
+					alice.ID,
 					"",
 				}
 				if statement != "" {
@@ -666,7 +664,7 @@ func TestNonce_ChallengeTextIsTheDocumentedLayout(t *testing.T) {
 				if again == nonce {
 					t.Fatal("two challenges share a nonce")
 				}
-				siVerify(a, alice.id, nonce, alice.sign([]byte(msg))).ok(t)
+				siVerify(a, alice.ID, nonce, alice.SignBase64([]byte(msg))).ok(t)
 			})
 		}
 	})
@@ -712,8 +710,8 @@ func TestJWKS_ListsTheKeyThatVerifiesTokens(t *testing.T) {
 		switch {
 		case j.claims["iss"] != siPublicURL:
 			t.Fatalf("iss %v, want %s", j.claims["iss"], siPublicURL)
-		case j.claims["sub"] != alice.id:
-			t.Fatalf("sub %v, want %s", j.claims["sub"], alice.id)
+		case j.claims["sub"] != alice.ID:
+			t.Fatalf("sub %v, want %s", j.claims["sub"], alice.ID)
 		case iat != storetest.Epoch.Unix() || exp != iat+int64(siTokenTTL/time.Second):
 			t.Fatalf("iat %d exp %d, want %d and +4h", iat, exp, storetest.Epoch.Unix())
 		case exp != siInt(t, v, "expiresAt"):
@@ -747,8 +745,8 @@ func TestToken_SurvivesRestart(t *testing.T) {
 		stop()
 
 		second, _ := siOpenAPI(t, dsn, clock)
-		if got := second.do("GET", "/api/auth/me", nil, bearer(tok)).ok(t).str(t, "partyId"); got != alice.id {
-			t.Fatalf("after restart /me = %s, want %s", got, alice.id)
+		if got := second.do("GET", "/api/auth/me", nil, bearer(tok)).ok(t).str(t, "partyId"); got != alice.ID {
+			t.Fatalf("after restart /me = %s, want %s", got, alice.ID)
 		}
 		second.do("GET", "/api/auth/me", nil, bearer(revoked)).wantProblem(t, http.StatusUnauthorized, store.CodeTokenRevoked)
 		second.do("GET", "/api/auth/me", nil, bearer(fresh.Value)).ok(t)

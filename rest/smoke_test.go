@@ -13,8 +13,8 @@ func TestSignIn_EndToEnd(t *testing.T) {
 		alice := a.onboard("alice")
 		tok := a.token(alice)
 		me := a.do("GET", "/api/auth/me", nil, bearer(tok)).ok(t)
-		if got := me.str(t, "partyId"); got != alice.id {
-			t.Fatalf("me = %s, want %s", got, alice.id)
+		if got := me.str(t, "partyId"); got != alice.ID {
+			t.Fatalf("me = %s, want %s", got, alice.ID)
 		}
 		a.do("POST", "/api/auth/logout", nil, bearer(tok)).ok(t)
 		a.do("GET", "/api/auth/me", nil, bearer(tok)).wantProblem(t, http.StatusUnauthorized, "token_revoked")

@@ -2,7 +2,6 @@ package rest
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/base64"
 	"fmt"
 	"os"
@@ -27,7 +26,7 @@ type benchPool struct {
 }
 
 type benchTrader struct {
-	p   *benchParty
+	p   *storetest.Party
 	tok string
 }
 
@@ -82,7 +81,7 @@ func (m *benchPool) swap(b *testing.B, a *benchAPI, t benchTrader, sellBase bool
 		IntentStatus string `json:"intentStatus"`
 	}
 	start := time.Now()
-	a.call(b, "POST", "/api/swap/intent/submit", t.tok, map[string]string{"preparedTransactionHash": prep.Hash, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(t.p.priv, raw))}, &res)
+	a.call(b, "POST", "/api/swap/intent/submit", t.tok, map[string]string{"preparedTransactionHash": prep.Hash, "signature": t.p.SignBase64(raw)}, &res)
 	return res.IntentStatus, time.Since(start)
 }
 

@@ -43,7 +43,7 @@ func TestSwapPoolFeeds_ShowATakerOnlyToThatTaker(t *testing.T) {
 			}
 			mine[r["intentCid"].(string)] = u
 		}
-		cookie := m.signIn(alice.testParty).sessionCookie()
+		cookie := m.signIn(alice.Party).sessionCookie()
 		if cookie == nil {
 			t.Fatal("sign-in set no session cookie")
 		}
@@ -72,7 +72,7 @@ func TestSwapPoolFeeds_ShowATakerOnlyToThatTaker(t *testing.T) {
 					for cid, taker := range got {
 						want := ""
 						if c.viewer != nil && mine[cid] == c.viewer {
-							want = c.viewer.id
+							want = c.viewer.ID
 						}
 						if taker != want {
 							t.Errorf("%s %s: fill %s shows taker %q, want %q", c.who, feed, cid[:8], taker, want)
@@ -87,7 +87,7 @@ func TestSwapPoolFeeds_ShowATakerOnlyToThatTaker(t *testing.T) {
 		// The taker's own history still names it on every fill.
 		r := m.do("GET", "/api/swap/history", nil, bearer(alice.tok))
 		for cid, taker := range poolFeedTakers(t, r) {
-			if taker != alice.id {
+			if taker != alice.ID {
 				t.Errorf("alice's history: fill %s shows taker %q", cid[:8], taker)
 			}
 		}

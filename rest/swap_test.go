@@ -51,7 +51,7 @@ func (m *swapMarket) later(d time.Duration) int64 { return m.clock.Now().Add(d).
 // publish publishes an LP quote and returns its cid.
 func (m *swapMarket) publish(u *walletUser, side, price, size string) string {
 	m.t.Helper()
-	r := m.prepareExecute("/api/swap/lp-quote", map[string]any{"poolId": m.pool, "side": side, "price": price, "size": size, "expiresAt": m.later(time.Hour)}, u.testParty, bearer(u.tok))
+	r := m.prepareExecute("/api/swap/lp-quote", map[string]any{"poolId": m.pool, "side": side, "price": price, "size": size, "expiresAt": m.later(time.Hour)}, u.Party, bearer(u.tok))
 	return r["cid"].(string)
 }
 
@@ -61,7 +61,7 @@ func (m *swapMarket) submit(u *walletUser, sell, amount, minReceive string) map[
 	prep := m.do("POST", "/api/swap/prepare", map[string]any{"poolId": m.pool, "sell": sell, "amount": amount, "minReceive": minReceive, "deadline": m.later(time.Hour)}, bearer(u.tok)).ok(m.t)
 	hash := prep.str(m.t, "preparedTransactionHash")
 	raw, _ := base64.StdEncoding.DecodeString(hash)
-	return m.do("POST", "/api/swap/intent/submit", map[string]string{"preparedTransactionHash": hash, "signature": u.sign(raw)}, bearer(u.tok)).ok(m.t).obj(m.t)
+	return m.do("POST", "/api/swap/intent/submit", map[string]string{"preparedTransactionHash": hash, "signature": u.SignBase64(raw)}, bearer(u.tok)).ok(m.t).obj(m.t)
 }
 
 func TestOpenAPI_RealSwapResponsesMatchTheDocument(t *testing.T) {
@@ -75,7 +75,7 @@ func TestOpenAPI_RealSwapResponsesMatchTheDocument(t *testing.T) {
 			t.Helper()
 			hash := prep.ok(t).str(t, "preparedTransactionHash")
 			raw, _ := base64.StdEncoding.DecodeString(hash)
-			r := m.do("POST", path, map[string]string{"preparedTransactionHash": hash, "signature": u.sign(raw)}, bearer(u.tok))
+			r := m.do("POST", path, map[string]string{"preparedTransactionHash": hash, "signature": u.SignBase64(raw)}, bearer(u.tok))
 			c.check("POST", path, r)
 			return r
 		}
@@ -142,7 +142,7 @@ func TestOpenAPI_RealSwapResponsesMatchTheDocument(t *testing.T) {
 		c.check("POST", "/api/swap/intent/cancel/prepare", m.do("POST", "/api/swap/intent/cancel/prepare", map[string]string{"intentCid": pending["intentCid"].(string)}, bearer(taker.tok)))
 
 		// History, outcomes, aggregates and the fee claim.
-		c.check("GET", "/api/swap/history", m.do("GET", "/api/swap/history?taker="+url.QueryEscape(taker.id), nil, bearer(taker.tok)).ok(t))
+		c.check("GET", "/api/swap/history", m.do("GET", "/api/swap/history?taker="+url.QueryEscape(taker.ID), nil, bearer(taker.tok)).ok(t))
 		for _, tmpl := range []string{pool, pool + "/aggregates", pool + "/outcomes", pool + "/history"} {
 			c.check("GET", tmpl, m.do("GET", at(tmpl), nil).ok(t))
 		}
@@ -160,10 +160,10 @@ func TestOpenAPI_RealSwapResponsesMatchTheDocument(t *testing.T) {
 			{"GET", pool + "/aggregates", "/api/swap/pool/nope/aggregates"},
 			{"GET", pool + "/history", at(pool+"/history") + "?cursor=bogus"},
 			{"GET", pool + "/outcomes", at(pool+"/outcomes") + "?limit=0"},
-			{"GET", "/api/swap/history", "/api/swap/history?taker=" + url.QueryEscape(taker.id)},
+			{"GET", "/api/swap/history", "/api/swap/history?taker=" + url.QueryEscape(taker.ID)},
 			{"GET", "/api/swap/intent/status", "/api/swap/intent/status?intentCid=" + filled["intentCid"].(string)},
 			{"GET", "/api/swap/intent/active", "/api/swap/intent/active"},
-			{"GET", "/api/swap/lp-quote/active", "/api/swap/lp-quote/active?lp=" + url.QueryEscape(taker.id)},
+			{"GET", "/api/swap/lp-quote/active", "/api/swap/lp-quote/active?lp=" + url.QueryEscape(taker.ID)},
 		} {
 			tok := lp.tok
 			if tc.tmpl == "/api/swap/intent/active" {
@@ -243,8 +243,8 @@ func TestSwap_BadInputsGetTheirDocumentedProblemAndChangeNothing(t *testing.T) {
 			{"cancel of another party's intent", "POST", "/api/swap/intent/cancel/prepare", map[string]string{"intentCid": pending}, lp.tok, 403, store.CodePartyMismatch},
 			{"status of another party's intent", "GET", "/api/swap/intent/status?intentCid=" + pending, nil, lp.tok, 403, store.CodePartyMismatch},
 			{"cancel of another party's quote", "POST", "/api/swap/lp-quote/cancel/prepare", map[string]string{"cid": quote}, taker.tok, 403, store.CodePartyMismatch},
-			{"a quote acting as another LP", "POST", "/api/swap/lp-quote/prepare", lpQuote(map[string]any{"lp": lp.id}), taker.tok, 403, store.CodePartyMismatch},
-			{"another taker's open intents", "GET", "/api/swap/intent/active?taker=" + url.QueryEscape(taker.id), nil, lp.tok, 403, store.CodePartyMismatch},
+			{"a quote acting as another LP", "POST", "/api/swap/lp-quote/prepare", lpQuote(map[string]any{"lp": lp.ID}), taker.tok, 403, store.CodePartyMismatch},
+			{"another taker's open intents", "GET", "/api/swap/intent/active?taker=" + url.QueryEscape(taker.ID), nil, lp.tok, 403, store.CodePartyMismatch},
 			{"unknown intent", "POST", "/api/swap/intent/cancel/prepare", map[string]string{"intentCid": "00" + fmt.Sprintf("%064d", 0)}, taker.tok, 404, store.CodeNotFound},
 			{"no fees to claim", "POST", "/api/swap/lp-quote/claim-fees/prepare", map[string]string{"poolId": m.pool}, taker.tok, 409, store.CodeConflict},
 			{"quote without a token", "POST", "/api/swap/lp-quote/prepare", lpQuote(nil), "", 401, store.CodeUnauthenticated},

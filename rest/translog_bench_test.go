@@ -1,8 +1,6 @@
 package rest
 
 import (
-	"context"
-	"crypto/ed25519"
 	"testing"
 
 	"marketd/store"
@@ -17,16 +15,9 @@ import (
 func BenchmarkLogServing(b *testing.B) {
 	eachBackend(b, func(b *testing.B, be storetest.Backend) {
 		a := newBenchAPI(b, be)
-		ctx := context.Background()
 		p := a.onboard(b, "alice")
 		for range 300 {
-			prep, err := a.store.PrepareTap(ctx, p.id, store.CC, store.MustAmount("1"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := a.store.Execute(ctx, store.Execution{Kinds: []string{store.KindTap}, Hash: prep.Hash, Signature: ed25519.Sign(p.priv, prep.Hash)}); err != nil {
-				b.Fatal(err)
-			}
+			p.Tap(b, a.store, store.CC, "1")
 		}
 		for _, path := range []string{"/log/checkpoint", "/log/tile/0/000", "/log/tile/entries/000"} {
 			b.Run(path, func(b *testing.B) {

@@ -70,7 +70,7 @@ func TestLog_AClientVerifiesAReceiptEveryEntryAndConsistencyAcrossARestart(t *te
 		prep := a.do("POST", "/api/wallet/tap/prepare", map[string]string{"instrument": "CC", "amount": "10"}, bearer(tok)).ok(t)
 		hash := prep.str(t, "preparedTransactionHash")
 		raw, _ := base64.StdEncoding.DecodeString(hash)
-		receipt := a.do("POST", "/api/wallet/tap/execute", map[string]string{"preparedTransactionHash": hash, "signature": alice.sign(raw)}, bearer(tok)).ok(t).obj(t)
+		receipt := a.do("POST", "/api/wallet/tap/execute", map[string]string{"preparedTransactionHash": hash, "signature": alice.SignBase64(raw)}, bearer(tok)).ok(t).obj(t)
 		index, ok := receipt["logIndex"].(float64)
 		if !ok {
 			t.Fatalf("receipt without logIndex: %v", receipt)

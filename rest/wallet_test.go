@@ -19,7 +19,7 @@ import (
 
 // walletUser is an onboarded, signed-in party.
 type walletUser struct {
-	*testParty
+	*storetest.Party
 	tok string
 }
 
@@ -41,21 +41,21 @@ func decodeAs(t testing.TB, r *testResponse, v any) {
 // walletTap credits u through the dev-mode tap.
 func (a *testAPI) walletTap(u *walletUser, inst store.Instrument, amount string) map[string]any {
 	a.t.Helper()
-	return a.prepareExecute("/api/wallet/tap", map[string]string{"instrument": string(inst), "amount": amount}, u.testParty, bearer(u.tok))
+	return a.prepareExecute("/api/wallet/tap", map[string]string{"instrument": string(inst), "amount": amount}, u.Party, bearer(u.tok))
 }
 
 // walletSend sends amount CC from u to receiver and returns the receipt.
 func (a *testAPI) walletSend(u *walletUser, receiver, amount string) map[string]any {
 	a.t.Helper()
-	return a.prepareExecute("/api/wallet/cc-transfer", map[string]string{"receiver": receiver, "amount": amount}, u.testParty, bearer(u.tok))
+	return a.prepareExecute("/api/wallet/cc-transfer", map[string]string{"receiver": receiver, "amount": amount}, u.Party, bearer(u.tok))
 }
 
 // walletExecute signs the prepared transaction of a prepare response and executes it at base.
-func (a *testAPI) walletExecute(base string, prep *testResponse, signer *testParty, tok string) *testResponse {
+func (a *testAPI) walletExecute(base string, prep *testResponse, signer *storetest.Party, tok string) *testResponse {
 	a.t.Helper()
 	hash := prep.ok(a.t).str(a.t, "preparedTransactionHash")
 	raw, _ := base64.StdEncoding.DecodeString(hash)
-	return a.do("POST", base+"/execute", map[string]string{"preparedTransactionHash": hash, "signature": signer.sign(raw)}, bearer(tok))
+	return a.do("POST", base+"/execute", map[string]string{"preparedTransactionHash": hash, "signature": signer.SignBase64(raw)}, bearer(tok))
 }
 
 // balanceBody is GET /api/wallet/balance/{partyId}, amounts kept raw to check they are strings.
@@ -73,9 +73,9 @@ type balanceBody struct {
 func (a *testAPI) walletBalance(u *walletUser) map[string]string {
 	a.t.Helper()
 	var b balanceBody
-	decodeAs(a.t, a.do("GET", "/api/wallet/balance/"+u.id, nil, bearer(u.tok)), &b)
-	if b.PartyID != u.id {
-		a.t.Fatalf("balance of %s answers for %s", u.id, b.PartyID)
+	decodeAs(a.t, a.do("GET", "/api/wallet/balance/"+u.ID, nil, bearer(u.tok)), &b)
+	if b.PartyID != u.ID {
+		a.t.Fatalf("balance of %s answers for %s", u.ID, b.PartyID)
 	}
 	out := map[string]string{}
 	for _, x := range b.Balances {
@@ -97,9 +97,9 @@ func (a *testAPI) walletUTXOs(u *walletUser) map[string]int {
 		PartyID   string         `json:"partyId"`
 		UTXOCount map[string]int `json:"utxoCount"`
 	}
-	decodeAs(a.t, a.do("GET", "/api/wallet/utxo-count/"+u.id, nil, bearer(u.tok)), &b)
-	if b.PartyID != u.id {
-		a.t.Fatalf("utxo-count of %s answers for %s", u.id, b.PartyID)
+	decodeAs(a.t, a.do("GET", "/api/wallet/utxo-count/"+u.ID, nil, bearer(u.tok)), &b)
+	if b.PartyID != u.ID {
+		a.t.Fatalf("utxo-count of %s answers for %s", u.ID, b.PartyID)
 	}
 	return b.UTXOCount
 }
@@ -136,13 +136,13 @@ func TestWallet_ReadsNamingAnotherPartyAre403PartyMismatch(t *testing.T) {
 		for _, path := range []string{
 			"/api/wallet/balance/", "/api/wallet/utxo-count/", "/api/wallet/rewards/", "/api/wallet/preapprovals/",
 		} {
-			a.do("GET", path+bob.id, nil, bearer(alice.tok)).wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
+			a.do("GET", path+bob.ID, nil, bearer(alice.tok)).wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
 			a.do("GET", path+ghostParty, nil, bearer(alice.tok)).wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
-			a.do("GET", path+alice.id, nil, bearer(alice.tok)).ok(t)
-			a.do("GET", path+alice.id, nil).wantProblem(t, http.StatusUnauthorized, store.CodeUnauthenticated)
+			a.do("GET", path+alice.ID, nil, bearer(alice.tok)).ok(t)
+			a.do("GET", path+alice.ID, nil).wantProblem(t, http.StatusUnauthorized, store.CodeUnauthenticated)
 		}
-		a.do("GET", "/api/wallet/rewards/"+bob.id+"/history", nil, bearer(alice.tok)).wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
-		a.do("GET", "/api/wallet/rewards/"+alice.id+"/history", nil, bearer(alice.tok)).ok(t)
+		a.do("GET", "/api/wallet/rewards/"+bob.ID+"/history", nil, bearer(alice.tok)).wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
+		a.do("GET", "/api/wallet/rewards/"+alice.ID+"/history", nil, bearer(alice.tok)).ok(t)
 	})
 }
 
@@ -159,24 +159,24 @@ func TestWallet_CCTransferMovesTheMoneyAndTheReceiptListsCIDs(t *testing.T) {
 		alice, bob, carol := a.walletUser("alice"), a.walletUser("bob"), a.walletUser("carol")
 		a.walletTap(alice, store.CC, "10")
 
-		prep := a.do("POST", "/api/wallet/cc-transfer/prepare", map[string]string{"receiver": bob.id, "amount": "2.5"}, bearer(alice.tok))
+		prep := a.do("POST", "/api/wallet/cc-transfer/prepare", map[string]string{"receiver": bob.ID, "amount": "2.5"}, bearer(alice.tok))
 		var pr preparedView
 		decodeAs(t, prep, &pr)
-		if pr.HashingScheme != "sha256-v1" || pr.ActAs != alice.id || pr.ExpiresAt <= a.clock.Now().Unix() || len(pr.Summary) == 0 || pr.PreparedTransaction == "" {
+		if pr.HashingScheme != "sha256-v1" || pr.ActAs != alice.ID || pr.ExpiresAt <= a.clock.Now().Unix() || len(pr.Summary) == 0 || pr.PreparedTransaction == "" {
 			t.Fatalf("prepare answered %s", prep.body)
 		}
 
 		// Signed by another key, or executed with another party's token: refused, nothing moves.
 		raw, _ := base64.StdEncoding.DecodeString(pr.PreparedTransactionHash)
-		a.do("POST", "/api/wallet/cc-transfer/execute", map[string]string{"preparedTransactionHash": pr.PreparedTransactionHash, "signature": carol.sign(raw)}, bearer(alice.tok)).
+		a.do("POST", "/api/wallet/cc-transfer/execute", map[string]string{"preparedTransactionHash": pr.PreparedTransactionHash, "signature": carol.SignBase64(raw)}, bearer(alice.tok)).
 			wantProblem(t, http.StatusUnauthorized, store.CodeInvalidSignature)
-		a.do("POST", "/api/wallet/cc-transfer/execute", map[string]string{"preparedTransactionHash": pr.PreparedTransactionHash, "signature": alice.sign(raw)}, bearer(carol.tok)).
+		a.do("POST", "/api/wallet/cc-transfer/execute", map[string]string{"preparedTransactionHash": pr.PreparedTransactionHash, "signature": alice.SignBase64(raw)}, bearer(carol.tok)).
 			wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
 		if got := a.walletBalance(alice)["CC"]; got != "10/0/1" {
 			t.Fatalf("after refused executes alice has %s", got)
 		}
 
-		res := a.walletExecute("/api/wallet/cc-transfer", prep, alice.testParty, alice.tok)
+		res := a.walletExecute("/api/wallet/cc-transfer", prep, alice.Party, alice.tok)
 		var rc receiptBody
 		decodeAs(t, res, &rc)
 		if rc.Status != "committed" || rc.UpdateID == "" || len(rc.CIDs) != 2 {
@@ -196,7 +196,7 @@ func TestWallet_CCTransferMovesTheMoneyAndTheReceiptListsCIDs(t *testing.T) {
 		}
 
 		// Executing again answers the same receipt and moves nothing.
-		again := a.walletExecute("/api/wallet/cc-transfer", prep, alice.testParty, alice.tok).ok(t)
+		again := a.walletExecute("/api/wallet/cc-transfer", prep, alice.Party, alice.tok).ok(t)
 		if string(again.body) != string(res.body) {
 			t.Errorf("replay answered %s, want %s", again.body, res.body)
 		}
@@ -211,11 +211,11 @@ func TestWallet_SecondCCTransferOverSpentHoldingsIs409Stale(t *testing.T) {
 		a := newTestAPI(t, b)
 		alice, bob := a.walletUser("alice"), a.walletUser("bob")
 		a.walletTap(alice, store.CC, "10")
-		body := map[string]string{"receiver": bob.id, "amount": "6"}
+		body := map[string]string{"receiver": bob.ID, "amount": "6"}
 		p1 := a.do("POST", "/api/wallet/cc-transfer/prepare", body, bearer(alice.tok)).ok(t)
 		p2 := a.do("POST", "/api/wallet/cc-transfer/prepare", body, bearer(alice.tok)).ok(t)
-		a.walletExecute("/api/wallet/cc-transfer", p1, alice.testParty, alice.tok).ok(t)
-		a.walletExecute("/api/wallet/cc-transfer", p2, alice.testParty, alice.tok).wantProblem(t, http.StatusConflict, store.CodeStale)
+		a.walletExecute("/api/wallet/cc-transfer", p1, alice.Party, alice.tok).ok(t)
+		a.walletExecute("/api/wallet/cc-transfer", p2, alice.Party, alice.tok).wantProblem(t, http.StatusConflict, store.CodeStale)
 		if got := a.walletBalance(bob)["CC"]; got != "6/0/1" {
 			t.Errorf("bob has %s, want 6", got)
 		}
@@ -226,13 +226,13 @@ func TestWallet_CCTransferBeyondTheBalanceIs409InsufficientFunds(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)
 		alice, bob := a.walletUser("alice"), a.walletUser("bob")
-		a.do("POST", "/api/wallet/cc-transfer/prepare", map[string]string{"receiver": bob.id, "amount": "1"}, bearer(alice.tok)).
+		a.do("POST", "/api/wallet/cc-transfer/prepare", map[string]string{"receiver": bob.ID, "amount": "1"}, bearer(alice.tok)).
 			wantProblem(t, http.StatusConflict, store.CodeInsufficientFunds)
 		a.walletTap(alice, store.CC, "10")
 		a.walletTap(alice, store.USDCx, "100") // another instrument does not pay for CC
-		a.do("POST", "/api/wallet/cc-transfer/prepare", map[string]string{"receiver": bob.id, "amount": "10.0000000001"}, bearer(alice.tok)).
+		a.do("POST", "/api/wallet/cc-transfer/prepare", map[string]string{"receiver": bob.ID, "amount": "10.0000000001"}, bearer(alice.tok)).
 			wantProblem(t, http.StatusConflict, store.CodeInsufficientFunds)
-		a.walletSend(alice, bob.id, "10")
+		a.walletSend(alice, bob.ID, "10")
 	})
 }
 
@@ -244,13 +244,13 @@ func TestWallet_CCTransferWithABadAmountIs400(t *testing.T) {
 		for _, amount := range []string{
 			`5`, `5.5`, `"-1"`, `"0"`, `"0.0"`, `"0.00000000001"`, `"1e3"`, `"1."`, `".5"`, `" 1"`, `""`, `null`, `"1,5"`, `"+1"`,
 		} {
-			body := fmt.Sprintf(`{"receiver": %q, "amount": %s}`, bob.id, amount)
+			body := fmt.Sprintf(`{"receiver": %q, "amount": %s}`, bob.ID, amount)
 			a.do("POST", "/api/wallet/cc-transfer/prepare", body, bearer(alice.tok)).wantProblem(t, http.StatusBadRequest, store.CodeInvalidRequest)
 		}
 		for _, body := range []string{
-			fmt.Sprintf(`{"receiver": %q}`, bob.id),
+			fmt.Sprintf(`{"receiver": %q}`, bob.ID),
 			`{"amount": "1"}`,
-			fmt.Sprintf(`{"receiver": %q, "amount": "1", "fee": "0"}`, bob.id),
+			fmt.Sprintf(`{"receiver": %q, "amount": "1", "fee": "0"}`, bob.ID),
 			`{"receiver": "bob", "amount": "1"}`,
 		} {
 			a.do("POST", "/api/wallet/cc-transfer/prepare", body, bearer(alice.tok)).wantProblem(t, http.StatusBadRequest, store.CodeInvalidRequest)
@@ -277,12 +277,12 @@ func TestWallet_CCTransferNamingAnotherSenderIs403PartyMismatch(t *testing.T) {
 		alice, bob := a.walletUser("alice"), a.walletUser("bob")
 		a.walletTap(alice, store.CC, "10")
 		a.walletTap(bob, store.CC, "10")
-		a.do("POST", "/api/wallet/cc-transfer/prepare", map[string]string{"sender": bob.id, "receiver": alice.id, "amount": "1"}, bearer(alice.tok)).
+		a.do("POST", "/api/wallet/cc-transfer/prepare", map[string]string{"sender": bob.ID, "receiver": alice.ID, "amount": "1"}, bearer(alice.tok)).
 			wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
-		a.do("POST", "/api/wallet/cc-transfer/prepare", map[string]string{"sender": ghostParty, "receiver": bob.id, "amount": "1"}, bearer(alice.tok)).
+		a.do("POST", "/api/wallet/cc-transfer/prepare", map[string]string{"sender": ghostParty, "receiver": bob.ID, "amount": "1"}, bearer(alice.tok)).
 			wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
 		// Naming itself is allowed, and the money moves from the token's party.
-		a.prepareExecute("/api/wallet/cc-transfer", map[string]string{"sender": alice.id, "receiver": bob.id, "amount": "1"}, alice.testParty, bearer(alice.tok))
+		a.prepareExecute("/api/wallet/cc-transfer", map[string]string{"sender": alice.ID, "receiver": bob.ID, "amount": "1"}, alice.Party, bearer(alice.tok))
 		if got := a.walletBalance(alice)["CC"]; got != "9/0/1" {
 			t.Errorf("alice has %s, want 9", got)
 		}
@@ -310,7 +310,7 @@ func TestWallet_PreapprovalExecuteReturnsCIDAndExpiresAt(t *testing.T) {
 			base := "/api/wallet/" + kind + "-preapproval"
 			prep := a.do("POST", base+"/prepare", map[string]string{}, bearer(bob.tok))
 			var p preapprovalBody
-			decodeAs(t, a.walletExecute(base, prep, bob.testParty, bob.tok), &p)
+			decodeAs(t, a.walletExecute(base, prep, bob.Party, bob.tok), &p)
 			if p.Status != "committed" || p.UpdateID == "" || p.CID == "" || p.ExpiresAt != want || cids[p.CID] {
 				t.Fatalf("%s preapproval: %+v, want a new cid expiring at %d", kind, p, want)
 			}
@@ -323,7 +323,7 @@ func TestWallet_PreapprovalExecuteReturnsCIDAndExpiresAt(t *testing.T) {
 				Active bool   `json:"active"`
 			} `json:"preapprovals"`
 		}
-		decodeAs(t, a.do("GET", "/api/wallet/preapprovals/"+bob.id, nil, bearer(bob.tok)), &list)
+		decodeAs(t, a.do("GET", "/api/wallet/preapprovals/"+bob.ID, nil, bearer(bob.tok)), &list)
 		if len(list.Preapprovals) != 2 || !cids[list.Preapprovals[0].CID] || !cids[list.Preapprovals[1].CID] {
 			t.Errorf("bob's preapprovals: %+v", list)
 		}
@@ -342,7 +342,7 @@ func TestWallet_RenewMovesExpiresAtLater(t *testing.T) {
 
 		prep := a.do("POST", "/api/wallet/usdcx-preapproval/prepare", nil, bearer(bob.tok))
 		var first preapprovalBody
-		decodeAs(t, a.walletExecute("/api/wallet/usdcx-preapproval", prep, bob.testParty, bob.tok), &first)
+		decodeAs(t, a.walletExecute("/api/wallet/usdcx-preapproval", prep, bob.Party, bob.tok), &first)
 
 		a.clock.Advance(time.Hour) // within the token's lifetime
 		var renewed preapprovalBody
@@ -378,21 +378,21 @@ func TestWallet_SignedRenewalMovesExpiresAtOnlyWithTheSignature(t *testing.T) {
 		a.do("POST", base+"/prepare", map[string]string{"kind": "usdcx"}).wantProblem(t, http.StatusUnauthorized, store.CodeUnauthenticated)
 
 		var first preapprovalBody
-		decodeAs(t, a.walletExecute("/api/wallet/usdcx-preapproval", a.do("POST", "/api/wallet/usdcx-preapproval/prepare", nil, bearer(bob.tok)), bob.testParty, bob.tok), &first)
+		decodeAs(t, a.walletExecute("/api/wallet/usdcx-preapproval", a.do("POST", "/api/wallet/usdcx-preapproval/prepare", nil, bearer(bob.tok)), bob.Party, bob.tok), &first)
 		current := func() []preapprovalBody {
 			var list struct{ Preapprovals []preapprovalBody }
-			decodeAs(t, a.do("GET", "/api/wallet/preapprovals/"+bob.id, nil, bearer(bob.tok)), &list)
+			decodeAs(t, a.do("GET", "/api/wallet/preapprovals/"+bob.ID, nil, bearer(bob.tok)), &list)
 			return list.Preapprovals
 		}
 		a.clock.Advance(time.Hour)
 		prep := a.do("POST", base+"/prepare", map[string]string{"kind": "usdcx"}, bearer(bob.tok)).ok(t)
-		a.walletExecute(base, prep, carol.testParty, bob.tok).wantProblem(t, http.StatusUnauthorized, store.CodeInvalidSignature)
-		a.walletExecute(base, prep, bob.testParty, carol.tok).wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
+		a.walletExecute(base, prep, carol.Party, bob.tok).wantProblem(t, http.StatusUnauthorized, store.CodeInvalidSignature)
+		a.walletExecute(base, prep, bob.Party, carol.tok).wantProblem(t, http.StatusForbidden, store.CodePartyMismatch)
 		if got := current(); len(got) != 1 || got[0].CID != first.CID || got[0].ExpiresAt != first.ExpiresAt {
 			t.Fatalf("a renewal without bob's signature changed his preapprovals: %+v, was %+v", got, first)
 		}
 
-		signed := a.walletExecute(base, prep, bob.testParty, bob.tok).ok(t)
+		signed := a.walletExecute(base, prep, bob.Party, bob.tok).ok(t)
 		var renewed preapprovalBody
 		decodeAs(t, signed, &renewed)
 		if want := a.clock.Now().Add(a.store.Config().PreapprovalTTL).Unix(); renewed.Status != "committed" || renewed.UpdateID == "" ||
@@ -402,19 +402,19 @@ func TestWallet_SignedRenewalMovesExpiresAtOnlyWithTheSignature(t *testing.T) {
 		if got := current(); len(got) != 1 || got[0].CID != renewed.CID || got[0].ExpiresAt != renewed.ExpiresAt {
 			t.Fatalf("after the renewal bob's preapprovals are %+v, want %+v", got, renewed)
 		}
-		if replay := a.walletExecute(base, prep, bob.testParty, bob.tok).ok(t); !bytes.Equal(replay.body, signed.body) {
+		if replay := a.walletExecute(base, prep, bob.Party, bob.tok).ok(t); !bytes.Equal(replay.body, signed.body) {
 			t.Fatalf("replay answered %s, want the first receipt %s", replay.body, signed.body)
 		}
 
 		late := a.do("POST", base+"/prepare", map[string]string{"kind": "usdcx"}, bearer(bob.tok)).ok(t)
 		a.clock.Advance(a.store.Config().PreparedTTL)
-		a.walletExecute(base, late, bob.testParty, bob.tok).wantProblem(t, http.StatusGone, store.CodePreparedExpired)
+		a.walletExecute(base, late, bob.Party, bob.tok).wantProblem(t, http.StatusGone, store.CodePreparedExpired)
 		if got := current(); len(got) != 1 || got[0].CID != renewed.CID || got[0].ExpiresAt != renewed.ExpiresAt {
 			t.Fatalf("an expired prepared renewal changed bob's preapprovals: %+v, was %+v", got, renewed)
 		}
 		// The renewal's execute takes renewals only.
 		tap := a.do("POST", "/api/wallet/tap/prepare", map[string]string{"instrument": "CC", "amount": "1"}, bearer(bob.tok))
-		a.walletExecute(base, tap, bob.testParty, bob.tok).wantProblem(t, http.StatusNotFound, store.CodePreparedNotFound)
+		a.walletExecute(base, tap, bob.Party, bob.tok).wantProblem(t, http.StatusNotFound, store.CodePreparedNotFound)
 	})
 }
 
@@ -423,7 +423,7 @@ func TestWallet_TapCreditsInDevModeAndIs404Otherwise(t *testing.T) {
 		dev := newTestAPI(t, b)
 		alice := dev.walletUser("alice")
 		var rc receiptBody
-		res := dev.walletExecute("/api/wallet/tap", dev.do("POST", "/api/wallet/tap/prepare", map[string]string{"instrument": "USDCx", "amount": "5"}, bearer(alice.tok)), alice.testParty, alice.tok)
+		res := dev.walletExecute("/api/wallet/tap", dev.do("POST", "/api/wallet/tap/prepare", map[string]string{"instrument": "USDCx", "amount": "5"}, bearer(alice.tok)), alice.Party, alice.tok)
 		decodeAs(t, res, &rc)
 		if rc.Status != "committed" || len(rc.CIDs) != 1 {
 			t.Fatalf("tap receipt %s", res.body)
@@ -462,7 +462,7 @@ func TestWallet_RewardsHistoryIsNewestFirstWithPagination(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)
 		alice, bob := a.walletUser("alice"), a.walletUser("bob")
-		history := "/api/wallet/rewards/" + alice.id + "/history"
+		history := "/api/wallet/rewards/" + alice.ID + "/history"
 
 		var empty rewardPage
 		decodeAs(t, a.do("GET", history, nil, bearer(alice.tok)), &empty)
@@ -476,13 +476,13 @@ func TestWallet_RewardsHistoryIsNewestFirstWithPagination(t *testing.T) {
 		var wantIDs []string
 		for k, amount := range []string{"1", "2.5", "3", "0.0000000999", "4.0000000009", "5"} {
 			a.clock.Advance(time.Second)
-			rc := a.walletSend(alice, bob.id, amount)
+			rc := a.walletSend(alice, bob.ID, amount)
 			if k == 3 {
 				continue
 			}
 			wantIDs = append(wantIDs, rc["updateId"].(string))
 		}
-		a.walletSend(alice, alice.id, "10")
+		a.walletSend(alice, alice.ID, "10")
 		wantAmounts := []string{"0.005", "0.004", "0.003", "0.0025", "0.001"}
 		slices.Reverse(wantIDs)
 
@@ -491,12 +491,12 @@ func TestWallet_RewardsHistoryIsNewestFirstWithPagination(t *testing.T) {
 			Balance    string `json:"balance"`
 			Instrument string `json:"instrument"`
 		}
-		decodeAs(t, a.do("GET", "/api/wallet/rewards/"+alice.id, nil, bearer(alice.tok)), &bal)
-		if bal.PartyID != alice.id || bal.Balance != "0.0155" || bal.Instrument != "CC" {
+		decodeAs(t, a.do("GET", "/api/wallet/rewards/"+alice.ID, nil, bearer(alice.tok)), &bal)
+		if bal.PartyID != alice.ID || bal.Balance != "0.0155" || bal.Instrument != "CC" {
 			t.Errorf("rewards %+v, want 0.0155 CC", bal)
 		}
 		var bobBal struct{ Balance string }
-		decodeAs(t, a.do("GET", "/api/wallet/rewards/"+bob.id, nil, bearer(bob.tok)), &bobBal)
+		decodeAs(t, a.do("GET", "/api/wallet/rewards/"+bob.ID, nil, bearer(bob.tok)), &bobBal)
 		if bobBal.Balance != "0" {
 			t.Errorf("bob, who only received, has %s in rewards", bobBal.Balance)
 		}

@@ -2,8 +2,6 @@ package store_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"strings"
 	"testing"
 	"time"
@@ -118,24 +116,8 @@ func TestAdminSessionStore_KeepsDataUntilExpiry(t *testing.T) {
 // signedIn onboards a party with hint on s and signs it in; it returns the party and token.
 func signedIn(t *testing.T, s *store.Store, hint string) (string, string) {
 	t.Helper()
-	ctx := context.Background()
-	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	prep, err := s.PrepareOnboarding(ctx, pub, hint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Execute(ctx, store.Execution{Kinds: []string{store.KindOnboard}, Hash: prep.Hash, Signature: ed25519.Sign(priv, prep.Hash)}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := s.IssueChallenge(ctx, prep.PartyID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := s.SignIn(ctx, store.SignIn{PartyID: prep.PartyID, Nonce: c.Nonce, Signature: ed25519.Sign(priv, []byte(c.Text()))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return prep.PartyID, tok.Token
+	p := storetest.Onboard(t, s, hint)
+	return p.ID, p.SignIn(t, s).Token
 }
 
 func TestSearchSessions_MatchesAPartyIdPrefixExactly(t *testing.T) {

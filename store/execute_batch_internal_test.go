@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"sync"
 	"sync/atomic"
@@ -54,7 +53,7 @@ func (d *mintDrop) prepare(t *testing.T, p *keyedParty) *executeRequest {
 	if err := d.s.db.NewSelect().Model(row).Where("hash = ?", prep.Hash).Scan(ctx); err != nil {
 		t.Fatal(err)
 	}
-	x := Execution{Kinds: []string{KindNFTMint}, Hash: prep.Hash, Signature: ed25519.Sign(p.priv, prep.Hash), Caller: p.id}
+	x := Execution{Kinds: []string{KindNFTMint}, Hash: prep.Hash, Signature: p.Sign(prep.Hash), Caller: p.id}
 	return &executeRequest{x: x, p: row, done: make(chan executeResult, 1)}
 }
 
@@ -310,7 +309,7 @@ func TestExecuteBatch_ARefusedBuyIsRolledBackToItsSavepointAndTheOthersCommit(t 
 			if err != nil {
 				t.Fatal(err)
 			}
-			x := Execution{Kinds: []string{KindNFTBuy}, Hash: prep.Hash, Signature: ed25519.Sign(buyer.priv, prep.Hash), Caller: buyer.id}
+			x := Execution{Kinds: []string{KindNFTBuy}, Hash: prep.Hash, Signature: buyer.Sign(prep.Hash), Caller: buyer.id}
 			row := new(PreparedTx)
 			if err := s.db.NewSelect().Model(row).Where("hash = ?", prep.Hash).Scan(ctx); err != nil {
 				t.Fatal(err)

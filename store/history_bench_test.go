@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"crypto/ed25519"
 	"database/sql"
 	"fmt"
 	"testing"
@@ -23,20 +22,20 @@ func BenchmarkHistoryPages(b *testing.B) {
 			ctx := context.Background()
 			clock := storetest.NewClock(storetest.Epoch)
 			s := be.Open(b, storetest.Config(clock))
-			alice, bob := onboardParty(b, s, "alice"), onboardParty(b, s, "bob")
-			tap(b, s, alice, store.CC, "1000000")
-			col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "hist", Name: "hist", Creator: alice.id, Currency: store.CC, Supply: 10})
+			alice, bob := storetest.Onboard(b, s, "alice"), storetest.Onboard(b, s, "bob")
+			alice.Tap(b, s, store.CC, "1000000")
+			col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "hist", Name: "hist", Creator: alice.ID, Currency: store.CC, Supply: 10})
 			if err != nil {
 				b.Fatal(err)
 			}
 			if _, err := s.AddPhase(ctx, store.PhaseSpec{Collection: col.ID, Name: "open", Price: "0", Start: clock.Now().Add(-time.Hour), End: clock.Now().Add(time.Hour), PerPartyLimit: 10}); err != nil {
 				b.Fatal(err)
 			}
-			runAs := func(p *ledgerParty, kind string, prep *store.Prepared, err error) store.Receipt {
+			runAs := func(p *storetest.Party, kind string, prep *store.Prepared, err error) store.Receipt {
 				if err != nil {
 					b.Fatal(err)
 				}
-				r, err := s.Execute(ctx, store.Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(p.priv, prep.Hash), Caller: p.id})
+				r, err := s.Execute(ctx, p.Execution(kind, prep))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -51,29 +50,29 @@ func BenchmarkHistoryPages(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			tap(b, s, bob, store.USDCx, "1000000")
-			prep, err := s.PrepareLPQuote(ctx, bob.id, store.LPQuoteTerms{PoolID: pool.PoolID, Side: store.SideBid, Price: "2.5", Size: "100000", ExpiresAt: clock.Now().Add(24 * time.Hour).Unix()})
+			bob.Tap(b, s, store.USDCx, "1000000")
+			prep, err := s.PrepareLPQuote(ctx, bob.ID, store.LPQuoteTerms{PoolID: pool.PoolID, Side: store.SideBid, Price: "2.5", Size: "100000", ExpiresAt: clock.Now().Add(24 * time.Hour).Unix()})
 			runAs(bob, store.KindLPQuote, prep, err)
-			prep, err = s.PrepareMint(ctx, alice.id, col.ID, 1)
+			prep, err = s.PrepareMint(ctx, alice.ID, col.ID, 1)
 			run(store.KindNFTMint, prep, err)
 			ref := store.NFTRef{CollectionID: col.ID, Serial: 1}
 			grow := func(cycles int) { // each cycle: a listing, its cancel, a rewarded transfer and a swap
 				for range cycles {
-					page, err := s.NFTs(ctx, col.ID, store.NFTFilter{Owner: alice.id}, store.SortSerial, store.PageRequest{})
+					page, err := s.NFTs(ctx, col.ID, store.NFTFilter{Owner: alice.ID}, store.SortSerial, store.PageRequest{})
 					if err != nil || len(page.Items) == 0 {
 						b.Fatalf("alice's NFT: %v", err)
 					}
-					prep, err := s.PrepareList(ctx, alice.id, []store.ListingTerms{{ContractID: page.Items[0].ContractID, Price: "5"}})
+					prep, err := s.PrepareList(ctx, alice.ID, []store.ListingTerms{{ContractID: page.Items[0].ContractID, Price: "5"}})
 					run(store.KindNFTList, prep, err)
-					l, err := s.Listings(ctx, store.ListingFilter{Seller: alice.id, State: "active"}, store.PageRequest{Limit: 1})
+					l, err := s.Listings(ctx, store.ListingFilter{Seller: alice.ID, State: "active"}, store.PageRequest{Limit: 1})
 					if err != nil || len(l.Items) == 0 {
 						b.Fatalf("alice's listing: %v", err)
 					}
-					prep, err = s.PrepareCancel(ctx, alice.id, []string{l.Items[0].CID})
+					prep, err = s.PrepareCancel(ctx, alice.ID, []string{l.Items[0].CID})
 					run(store.KindNFTCancel, prep, err)
-					prep, err = s.PrepareCCTransfer(ctx, alice.id, bob.id, store.MustAmount("1"))
+					prep, err = s.PrepareCCTransfer(ctx, alice.ID, bob.ID, store.MustAmount("1"))
 					run(store.KindCCTransfer, prep, err)
-					prep, err = s.PrepareSwap(ctx, alice.id, store.SwapTerms{PoolID: pool.PoolID, Sell: "CC", Amount: "1", MinReceive: "2", Deadline: clock.Now().Add(time.Hour).Unix()})
+					prep, err = s.PrepareSwap(ctx, alice.ID, store.SwapTerms{PoolID: pool.PoolID, Sell: "CC", Amount: "1", MinReceive: "2", Deadline: clock.Now().Add(time.Hour).Unix()})
 					run(store.KindSwapIntent, prep, err)
 				}
 			}
@@ -83,11 +82,11 @@ func BenchmarkHistoryPages(b *testing.B) {
 			}{
 				{"nft-history", func(r store.PageRequest) (string, error) { p, err := s.NFTHistory(ctx, ref, r); return p.Cursor, err }},
 				{"seller-listings", func(r store.PageRequest) (string, error) {
-					p, err := s.Listings(ctx, store.ListingFilter{Seller: alice.id}, r)
+					p, err := s.Listings(ctx, store.ListingFilter{Seller: alice.ID}, r)
 					return p.Cursor, err
 				}},
 				{"rewards", func(r store.PageRequest) (string, error) {
-					p, err := s.RewardHistory(ctx, alice.id, r)
+					p, err := s.RewardHistory(ctx, alice.ID, r)
 					return p.Cursor, err
 				}},
 				{"pool-outcomes", func(r store.PageRequest) (string, error) {
@@ -95,7 +94,7 @@ func BenchmarkHistoryPages(b *testing.B) {
 					return p.Cursor, err
 				}},
 				{"taker-history", func(r store.PageRequest) (string, error) {
-					p, err := s.SwapHistory(ctx, store.SwapHistoryFilter{Taker: alice.id}, r)
+					p, err := s.SwapHistory(ctx, store.SwapHistoryFilter{Taker: alice.ID}, r)
 					return p.Cursor, err
 				}},
 			}

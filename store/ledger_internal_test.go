@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"marketd/store/internal/testdb"
+	"marketd/store/storetest/partykey"
 )
 
 // These tests drive the ledger below the prepare/execute API, with hand-built transactions.
@@ -39,27 +38,29 @@ func eachLedgerStore(t *testing.T, fn func(t *testing.T, s *Store, clock *ledger
 	})
 }
 
-// keyedParty is an onboarded party and its key.
+// keyedParty is an onboarded party and its key. The key is storetest's (its partykey
+// package, which these tests can import); the onboarding is spelled out here because storetest
+// itself imports this package.
 type keyedParty struct {
-	id   string
-	priv ed25519.PrivateKey
+	id string
+	partykey.Key
 }
 
 func onboardKeyed(t *testing.T, s *Store, hint string) *keyedParty {
 	t.Helper()
-	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	prep, err := s.PrepareOnboarding(context.Background(), pub, hint)
+	k := partykey.New()
+	prep, err := s.PrepareOnboarding(context.Background(), k.Public(), hint)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &keyedParty{id: prep.PartyID, priv: priv}
+	p := &keyedParty{id: prep.PartyID, Key: k}
 	p.execute(t, s, KindOnboard, prep)
 	return p
 }
 
 func (p *keyedParty) execute(t *testing.T, s *Store, kind string, prep *Prepared) Receipt {
 	t.Helper()
-	r, err := s.Execute(context.Background(), Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(p.priv, prep.Hash), Caller: p.id})
+	r, err := s.Execute(context.Background(), Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: p.Sign(prep.Hash), Caller: p.id})
 	if err != nil {
 		t.Fatalf("execute %s: %v", kind, err)
 	}

@@ -3,7 +3,6 @@ package store_test
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -171,14 +170,14 @@ func overlap(a, b []string) bool {
 	return false
 }
 
-func executeWith(s *store.Store, kind string, prep *store.Prepared, caller string, signer ed25519.PrivateKey) (store.Receipt, error) {
-	return s.Execute(context.Background(), store.Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(signer, prep.Hash), Caller: caller})
+func executeWith(s *store.Store, kind string, prep *store.Prepared, caller string, signer storetest.Key) (store.Receipt, error) {
+	return s.Execute(context.Background(), store.Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: signer.Sign(prep.Hash), Caller: caller})
 }
 
 // committed is one execute that answered 200, and what the test expects it did.
 type committed struct {
 	kind    string
-	actAs   *ledgerParty
+	actAs   *storetest.Party
 	prep    *store.Prepared
 	receipt store.Receipt
 	parsed  receipt
@@ -195,7 +194,7 @@ type ledgerWorld struct {
 	s       *store.Store
 	raw     *sql.DB
 	clock   *storetest.Clock
-	parties []*ledgerParty
+	parties []*storetest.Party
 	spend   []sync.RWMutex // a transfer holds its sender's RLock; a stale pair holds its Lock
 
 	mu      sync.Mutex
@@ -207,7 +206,7 @@ func newLedgerWorld(t *testing.T, b storetest.Backend, n int) *ledgerWorld {
 	s, clock, raw := openLedger(t, b)
 	w := &ledgerWorld{t: t, s: s, raw: raw, clock: clock, spend: make([]sync.RWMutex, n), stats: map[string]int{}}
 	for i := range n {
-		w.parties = append(w.parties, onboardParty(t, s, fmt.Sprintf("p%d", i)))
+		w.parties = append(w.parties, storetest.Onboard(t, s, fmt.Sprintf("p%d", i)))
 	}
 	return w
 }
@@ -233,7 +232,7 @@ func (w *ledgerWorld) other(rng *rand.Rand, i int) int {
 	return j
 }
 
-func (w *ledgerWorld) ccUnits(p *ledgerParty) int64 {
+func (w *ledgerWorld) ccUnits(p *storetest.Party) int64 {
 	return amountUnits(w.t, balanceOf(w.t, w.s, p, store.CC).Amount, store.CC)
 }
 
@@ -241,12 +240,12 @@ func (w *ledgerWorld) ccUnits(p *ledgerParty) int64 {
 func (w *ledgerWorld) tap(rng *rand.Rand, i int, inst store.Instrument) {
 	p := w.parties[i]
 	u := randomUnits(rng, 1000*pow10(decimalsOf(inst)), inst)
-	prep, err := w.s.PrepareTap(context.Background(), p.id, inst, mustParse(w.t, unitsString(u, inst), inst))
+	prep, err := w.s.PrepareTap(context.Background(), p.ID, inst, mustParse(w.t, unitsString(u, inst), inst))
 	if err != nil {
 		w.t.Errorf("tap prepare: %v", err)
 		return
 	}
-	r, err := p.execute(w.s, store.KindTap, prep)
+	r, err := p.Execute(w.s, store.KindTap, prep)
 	if err != nil {
 		w.t.Errorf("tap execute: %v", err)
 		return
@@ -266,7 +265,7 @@ func pow10(n int) int64 {
 // prepareTransfer prepares u units of CC from party i to party j. It answers nil when the
 // wallet cannot pay, which a concurrent spend can cause.
 func (w *ledgerWorld) prepareTransfer(i, j int, u int64) *store.Prepared {
-	prep, err := w.s.PrepareCCTransfer(context.Background(), w.parties[i].id, w.parties[j].id, mustParse(w.t, unitsString(u, store.CC), store.CC))
+	prep, err := w.s.PrepareCCTransfer(context.Background(), w.parties[i].ID, w.parties[j].ID, mustParse(w.t, unitsString(u, store.CC), store.CC))
 	switch code := store.ErrorCode(err); {
 	case err == nil:
 		return prep
@@ -275,7 +274,7 @@ func (w *ledgerWorld) prepareTransfer(i, j int, u int64) *store.Prepared {
 	case code == store.CodeConflict:
 		w.count("transfer conflict (too many inputs)")
 	default:
-		w.t.Errorf("transfer prepare %s -> %s of %s: %v", w.parties[i].id, w.parties[j].id, unitsString(u, store.CC), err)
+		w.t.Errorf("transfer prepare %s -> %s of %s: %v", w.parties[i].ID, w.parties[j].ID, unitsString(u, store.CC), err)
 	}
 	return nil
 }
@@ -284,16 +283,16 @@ func (w *ledgerWorld) prepareTransfer(i, j int, u int64) *store.Prepared {
 // when other transfers spend the same wallet. It reports whether the transfer committed.
 func (w *ledgerWorld) executeTransfer(prep *store.Prepared, i, j int, u int64, staleOK bool) (bool, error) {
 	p := w.parties[i]
-	r, err := p.execute(w.s, store.KindCCTransfer, prep)
+	r, err := p.Execute(w.s, store.KindCCTransfer, prep)
 	switch {
 	case err == nil:
-		w.record(committed{kind: store.KindCCTransfer, actAs: p, prep: prep, receipt: r, inst: store.CC, units: u, receiver: w.parties[j].id})
+		w.record(committed{kind: store.KindCCTransfer, actAs: p, prep: prep, receipt: r, inst: store.CC, units: u, receiver: w.parties[j].ID})
 		w.count("transfer committed")
 		return true, nil
 	case staleOK && store.ErrorCode(err) == store.CodeStale:
 		w.count("transfer stale")
 	default:
-		w.t.Errorf("transfer execute %s -> %s of %s: %v", p.id, w.parties[j].id, unitsString(u, store.CC), err)
+		w.t.Errorf("transfer execute %s -> %s of %s: %v", p.ID, w.parties[j].ID, unitsString(u, store.CC), err)
 	}
 	return false, err
 }
@@ -323,7 +322,7 @@ func (w *ledgerWorld) transfer(rng *rand.Rand, i int) {
 
 // tooLarge asks to send more than has ever been minted: insufficient_funds at prepare.
 func (w *ledgerWorld) tooLarge(rng *rand.Rand, i int) {
-	_, err := w.s.PrepareCCTransfer(context.Background(), w.parties[i].id, w.parties[w.other(rng, i)].id, mustParse(w.t, "1000000000", store.CC))
+	_, err := w.s.PrepareCCTransfer(context.Background(), w.parties[i].ID, w.parties[w.other(rng, i)].ID, mustParse(w.t, "1000000000", store.CC))
 	if store.ErrorCode(err) != store.CodeInsufficientFunds {
 		w.t.Errorf("transfer of more than the supply: %v, want insufficient_funds", err)
 	}
@@ -373,7 +372,7 @@ func (w *ledgerWorld) replay(rng *rand.Rand) {
 	}
 	c := w.commits[rng.IntN(len(w.commits))]
 	w.mu.Unlock()
-	r, err := c.actAs.execute(w.s, c.kind, c.prep)
+	r, err := c.actAs.Execute(w.s, c.kind, c.prep)
 	if err != nil || !bytes.Equal(r, c.receipt) {
 		w.t.Errorf("replay of %s: %s, %v; want the first receipt %s", c.kind, r, err, c.receipt)
 	}
@@ -403,10 +402,10 @@ func (w *ledgerWorld) badExecutes(rng *rand.Rand, i int) {
 		return
 	}
 	p, q := w.parties[i], w.parties[w.other(rng, i)]
-	if _, err := executeWith(w.s, store.KindCCTransfer, prep, p.id, q.priv); store.ErrorCode(err) != store.CodeInvalidSignature {
+	if _, err := executeWith(w.s, store.KindCCTransfer, prep, p.ID, q.Key); store.ErrorCode(err) != store.CodeInvalidSignature {
 		w.t.Errorf("execute signed by another party: %v, want invalid_signature", err)
 	}
-	if _, err := executeWith(w.s, store.KindCCTransfer, prep, q.id, p.priv); store.ErrorCode(err) != store.CodePartyMismatch {
+	if _, err := executeWith(w.s, store.KindCCTransfer, prep, q.ID, p.Key); store.ErrorCode(err) != store.CodePartyMismatch {
 		w.t.Errorf("execute by another caller: %v, want party_mismatch", err)
 	}
 	w.count("bad executes")
@@ -427,12 +426,12 @@ func (w *ledgerWorld) doubleExecute(rng *rand.Rand, i int) {
 	var errs [2]error
 	var wg sync.WaitGroup
 	for k := range 2 {
-		wg.Go(func() { rs[k], errs[k] = p.execute(w.s, store.KindCCTransfer, prep) })
+		wg.Go(func() { rs[k], errs[k] = p.Execute(w.s, store.KindCCTransfer, prep) })
 	}
 	wg.Wait()
 	switch {
 	case errs[0] == nil && errs[1] == nil && bytes.Equal(rs[0], rs[1]):
-		w.record(committed{kind: store.KindCCTransfer, actAs: p, prep: prep, receipt: rs[0], inst: store.CC, units: u, receiver: w.parties[j].id})
+		w.record(committed{kind: store.KindCCTransfer, actAs: p, prep: prep, receipt: rs[0], inst: store.CC, units: u, receiver: w.parties[j].ID})
 		w.count("double execute committed once")
 	case store.ErrorCode(errs[0]) == store.CodeStale && store.ErrorCode(errs[1]) == store.CodeStale:
 		w.count("double execute stale")
@@ -461,18 +460,18 @@ func (w *ledgerWorld) snapshot() ledgerSnapshot {
 		snap.Supply[inst] = a.String()
 	}
 	for _, p := range w.parties {
-		bs, err := w.s.Balances(ctx, p.id)
+		bs, err := w.s.Balances(ctx, p.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, b := range bs {
-			snap.Balances[p.id+"/"+string(b.Instrument)] = fmt.Sprintf("%s in %d, locked %s", b.Amount, b.Holdings, b.Locked)
+			snap.Balances[p.ID+"/"+string(b.Instrument)] = fmt.Sprintf("%s in %d, locked %s", b.Amount, b.Holdings, b.Locked)
 		}
-		r, err := w.s.RewardBalance(ctx, p.id)
+		r, err := w.s.RewardBalance(ctx, p.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		snap.Rewards[p.id] = r.String()
+		snap.Rewards[p.ID] = r.String()
 	}
 	for name, q := range map[string]string{
 		"updates":          "SELECT COUNT(*) FROM updates",
@@ -582,23 +581,23 @@ func (w *ledgerWorld) failuresChangeNothing(rng *rand.Rand) {
 	p, q := w.parties[i], w.parties[(i+1)%len(w.parties)]
 	bal := w.ccUnits(p)
 	if bal < 4 {
-		t.Fatalf("party %s has only %d units", p.id, bal)
+		t.Fatalf("party %s has only %d units", p.ID, bal)
 	}
 
 	w.unchanged("transfer of more than the balance", store.CodeInsufficientFunds, func() error {
-		_, err := s.PrepareCCTransfer(ctx, p.id, q.id, mustParse(t, unitsString(bal+1, store.CC), store.CC))
+		_, err := s.PrepareCCTransfer(ctx, p.ID, q.ID, mustParse(t, unitsString(bal+1, store.CC), store.CC))
 		return err
 	})
 	w.unchanged("transfer to a party not onboarded", store.CodePartyNotFound, func() error {
-		_, err := s.PrepareCCTransfer(ctx, p.id, "ghost::1220"+strings.Repeat("ab", 32), mustParse(t, "1", store.CC))
+		_, err := s.PrepareCCTransfer(ctx, p.ID, "ghost::1220"+strings.Repeat("ab", 32), mustParse(t, "1", store.CC))
 		return err
 	})
 	w.unchanged("transfer to a malformed party id", store.CodeInvalidRequest, func() error {
-		_, err := s.PrepareCCTransfer(ctx, p.id, "nobody", mustParse(t, "1", store.CC))
+		_, err := s.PrepareCCTransfer(ctx, p.ID, "nobody", mustParse(t, "1", store.CC))
 		return err
 	})
 	w.unchanged("tap of more than a tap credits", store.CodeInvalidRequest, func() error {
-		_, err := s.PrepareTap(ctx, p.id, store.CC, mustParse(t, "1000000.0000000001", store.CC))
+		_, err := s.PrepareTap(ctx, p.ID, store.CC, mustParse(t, "1000000.0000000001", store.CC))
 		return err
 	})
 
@@ -612,7 +611,7 @@ func (w *ledgerWorld) failuresChangeNothing(rng *rand.Rand) {
 		t.Fatalf("first of two transfers: %v", err)
 	}
 	w.unchanged("second transfer over spent holdings", store.CodeStale, func() error {
-		_, err := p.execute(s, store.KindCCTransfer, second)
+		_, err := p.Execute(s, store.KindCCTransfer, second)
 		return err
 	})
 
@@ -625,28 +624,28 @@ func (w *ledgerWorld) failuresChangeNothing(rng *rand.Rand) {
 		t.Fatal("no pending transfer")
 	}
 	w.unchanged("execute signed by another party", store.CodeInvalidSignature, func() error {
-		_, err := executeWith(s, store.KindCCTransfer, pending, r.id, p.priv)
+		_, err := executeWith(s, store.KindCCTransfer, pending, r.ID, p.Key)
 		return err
 	})
 	w.unchanged("execute by a caller other than actAs", store.CodePartyMismatch, func() error {
-		_, err := executeWith(s, store.KindCCTransfer, pending, p.id, r.priv)
+		_, err := executeWith(s, store.KindCCTransfer, pending, p.ID, r.Key)
 		return err
 	})
 	w.unchanged("execute of a transfer at the tap's endpoint", store.CodePreparedNotFound, func() error {
-		_, err := r.execute(s, store.KindTap, pending)
+		_, err := r.Execute(s, store.KindTap, pending)
 		return err
 	})
 	w.unchanged("execute of a hash never prepared", store.CodePreparedNotFound, func() error {
-		_, err := r.execute(s, store.KindCCTransfer, &store.Prepared{Hash: bytes.Repeat([]byte{7}, 32)})
+		_, err := r.Execute(s, store.KindCCTransfer, &store.Prepared{Hash: bytes.Repeat([]byte{7}, 32)})
 		return err
 	})
 	w.unchanged("execute of a short hash", store.CodeInvalidRequest, func() error {
-		_, err := r.execute(s, store.KindCCTransfer, &store.Prepared{Hash: []byte{1, 2, 3}})
+		_, err := r.Execute(s, store.KindCCTransfer, &store.Prepared{Hash: []byte{1, 2, 3}})
 		return err
 	})
 	for _, c := range w.commits[len(w.commits)-3:] {
 		w.changesNothing("replay of a committed "+c.kind, func() {
-			if got, err := c.actAs.execute(s, c.kind, c.prep); err != nil || !bytes.Equal(got, c.receipt) {
+			if got, err := c.actAs.Execute(s, c.kind, c.prep); err != nil || !bytes.Equal(got, c.receipt) {
 				t.Errorf("replay answered %s, %v; want the first receipt %s", got, err, c.receipt)
 			}
 		})
@@ -659,7 +658,7 @@ func (w *ledgerWorld) failuresChangeNothing(rng *rand.Rand) {
 	late := w.prepareTransfer(i, j, 1)
 	w.clock.Advance(s.Config().PreparedTTL)
 	w.unchanged("execute after the prepared transaction expired", store.CodePreparedExpired, func() error {
-		_, err := p.execute(s, store.KindCCTransfer, late)
+		_, err := p.Execute(s, store.KindCCTransfer, late)
 		return err
 	})
 
@@ -717,8 +716,8 @@ func (w *ledgerWorld) verify() {
 			t.Errorf("a 200 from execute is not in the update log: %s: %v", id, err)
 			continue
 		}
-		if u.Kind != c.kind || u.ActAs != c.actAs.id {
-			t.Errorf("update %s is %s by %s, want %s by %s", id, u.Kind, u.ActAs, c.kind, c.actAs.id)
+		if u.Kind != c.kind || u.ActAs != c.actAs.ID {
+			t.Errorf("update %s is %s by %s, want %s by %s", id, u.Kind, u.ActAs, c.kind, c.actAs.ID)
 		}
 		var inputs, outputs []*store.Holding
 		var createdCIDs []string
@@ -774,7 +773,7 @@ func (w *ledgerWorld) verify() {
 		}
 		switch c.kind {
 		case store.KindTap:
-			if len(inputs) != 0 || len(outputs) != 1 || outputs[0].Owner != c.actAs.id || sumOf(outputs, "") != c.units {
+			if len(inputs) != 0 || len(outputs) != 1 || outputs[0].Owner != c.actAs.ID || sumOf(outputs, "") != c.units {
 				t.Errorf("tap %s of %s %s: consumed %d, created %+v", id, unitsString(c.units, c.inst), c.inst, len(inputs), outputs)
 			}
 			minted[c.inst] += c.units
@@ -787,12 +786,12 @@ func (w *ledgerWorld) verify() {
 				t.Errorf("transfer %s spends %d units in %d holdings, creates %d", id, in, len(inputs), out)
 			}
 			for _, h := range inputs {
-				if h.Owner != c.actAs.id {
-					t.Errorf("transfer %s by %s spent %s's holding %s", id, c.actAs.id, h.Owner, h.CID)
+				if h.Owner != c.actAs.ID {
+					t.Errorf("transfer %s by %s spent %s's holding %s", id, c.actAs.ID, h.Owner, h.CID)
 				}
 			}
 			want := rewardUnits(c.units)
-			if c.receiver == c.actAs.id {
+			if c.receiver == c.actAs.ID {
 				want = 0
 			} else if got := sumOf(outputs, c.receiver); got != c.units {
 				t.Errorf("transfer %s credits the receiver %d units, want %d", id, got, c.units)
@@ -803,8 +802,8 @@ func (w *ledgerWorld) verify() {
 			case want > 0 && (u.Reward == nil || amountUnits(t, *u.Reward, store.CC) != want):
 				t.Errorf("transfer %s of %s earned %v, want %s", id, unitsString(c.units, store.CC), u.Reward, unitsString(want, store.CC))
 			case want > 0:
-				rewards[c.actAs.id] += want
-				rewarded[c.actAs.id] = append(rewarded[c.actAs.id], id)
+				rewards[c.actAs.ID] += want
+				rewarded[c.actAs.ID] = append(rewarded[c.actAs.ID], id)
 			}
 		}
 	}
@@ -836,12 +835,12 @@ func (w *ledgerWorld) verify() {
 		for _, p := range w.parties {
 			b := balanceOf(t, s, p, inst)
 			got := [2]int64{amountUnits(t, b.Amount, inst), int64(b.Holdings)}
-			if got != held[key{p.id, inst}] {
-				t.Errorf("%s holds %s %s in %d holdings; the receipts leave it %s in %d", p.id, b.Amount, inst, b.Holdings,
-					unitsString(held[key{p.id, inst}][0], inst), held[key{p.id, inst}][1])
+			if got != held[key{p.ID, inst}] {
+				t.Errorf("%s holds %s %s in %d holdings; the receipts leave it %s in %d", p.ID, b.Amount, inst, b.Holdings,
+					unitsString(held[key{p.ID, inst}][0], inst), held[key{p.ID, inst}][1])
 			}
 			if !b.Locked.IsZero() {
-				t.Errorf("%s has %s %s locked", p.id, b.Locked, inst)
+				t.Errorf("%s has %s %s locked", p.ID, b.Locked, inst)
 			}
 			sum += got[0]
 		}
@@ -864,17 +863,17 @@ func (w *ledgerWorld) verify() {
 
 	// Rewards: 10 bps of each transfer to another party, and the history lists those updates.
 	for _, p := range w.parties {
-		got, err := s.RewardBalance(ctx, p.id)
+		got, err := s.RewardBalance(ctx, p.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if amountUnits(t, got, store.CC) != rewards[p.id] {
-			t.Errorf("%s has %s in rewards, want %s", p.id, got, unitsString(rewards[p.id], store.CC))
+		if amountUnits(t, got, store.CC) != rewards[p.ID] {
+			t.Errorf("%s has %s in rewards, want %s", p.ID, got, unitsString(rewards[p.ID], store.CC))
 		}
 		var history []store.RewardEntry
 		req := store.PageRequest{Limit: 7}
 		for {
-			page, err := s.RewardHistory(ctx, p.id, req)
+			page, err := s.RewardHistory(ctx, p.ID, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -888,17 +887,17 @@ func (w *ledgerWorld) verify() {
 		for k, e := range history {
 			listed = append(listed, e.UpdateID)
 			if k > 0 && e.Offset >= history[k-1].Offset {
-				t.Errorf("%s reward history is not newest first at %d: offset %d after %d", p.id, k, e.Offset, history[k-1].Offset)
+				t.Errorf("%s reward history is not newest first at %d: offset %d after %d", p.ID, k, e.Offset, history[k-1].Offset)
 			}
 			if e.Kind != store.KindCCTransfer {
-				t.Errorf("%s reward history lists a %s", p.id, e.Kind)
+				t.Errorf("%s reward history lists a %s", p.ID, e.Kind)
 			}
 		}
-		want := slices.Clone(rewarded[p.id])
+		want := slices.Clone(rewarded[p.ID])
 		slices.Sort(want)
 		slices.Sort(listed)
 		if !slices.Equal(listed, want) {
-			t.Errorf("%s reward history lists %d updates %v, want %d %v", p.id, len(listed), listed, len(want), want)
+			t.Errorf("%s reward history lists %d updates %v, want %d %v", p.ID, len(listed), listed, len(want), want)
 		}
 	}
 }
@@ -907,13 +906,13 @@ func TestTransfer_ConsolidationReducesUTXOCount(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
 		s := b.Open(t, storetest.Config(new(storetest.Clock)))
-		alice, bob := onboardParty(t, s, "alice"), onboardParty(t, s, "bob")
+		alice, bob := storetest.Onboard(t, s, "alice"), storetest.Onboard(t, s, "bob")
 		const taps, maxInputs, handful = 60, 32, 3
 		for range taps {
-			tap(t, s, alice, store.CC, "0.5")
+			alice.Tap(t, s, store.CC, "0.5")
 		}
 		count := func() int {
-			n, err := s.UTXOCount(ctx, alice.id)
+			n, err := s.UTXOCount(ctx, alice.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -928,11 +927,11 @@ func TestTransfer_ConsolidationReducesUTXOCount(t *testing.T) {
 			if sent == 10 {
 				t.Fatalf("after %d transfers alice still has %d holdings", sent, before)
 			}
-			prep, err := s.PrepareCCTransfer(ctx, alice.id, bob.id, store.MustAmount("1"))
+			prep, err := s.PrepareCCTransfer(ctx, alice.ID, bob.ID, store.MustAmount("1"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := alice.execute(s, store.KindCCTransfer, prep)
+			r, err := alice.Execute(s, store.KindCCTransfer, prep)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -973,14 +972,14 @@ func TestTransfer_ConcurrentExecutesOverMixedHoldingsCommitExactlyTheAffordable(
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
 		s := b.Open(t, storetest.Config(new(storetest.Clock)))
-		alice, bob := onboardParty(t, s, "alice"), onboardParty(t, s, "bob")
+		alice, bob := storetest.Onboard(t, s, "alice"), storetest.Onboard(t, s, "bob")
 		// 3 x 40 + 8 x 9.25 + 25 x 0.3 = 201.5 CC: 26 transfers of 7.5 CC, 6.5 CC left over.
 		for _, h := range []struct {
 			n      int
 			amount string
 		}{{3, "40"}, {8, "9.25"}, {25, "0.3"}} {
 			for range h.n {
-				tap(t, s, alice, store.CC, h.amount)
+				alice.Tap(t, s, store.CC, h.amount)
 			}
 		}
 		const workers, affordable = 50, 26
@@ -991,7 +990,7 @@ func TestTransfer_ConcurrentExecutesOverMixedHoldingsCommitExactlyTheAffordable(
 		// holding a committed one spent.
 		preps := make([]*store.Prepared, workers)
 		for i := range preps {
-			p, err := s.PrepareCCTransfer(ctx, alice.id, bob.id, amount)
+			p, err := s.PrepareCCTransfer(ctx, alice.ID, bob.ID, amount)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1000,7 +999,7 @@ func TestTransfer_ConcurrentExecutesOverMixedHoldingsCommitExactlyTheAffordable(
 		errs := make([]error, workers)
 		var wg sync.WaitGroup
 		for i, p := range preps {
-			wg.Go(func() { _, errs[i] = alice.execute(s, store.KindCCTransfer, p) })
+			wg.Go(func() { _, errs[i] = alice.Execute(s, store.KindCCTransfer, p) })
 		}
 		wg.Wait()
 		spent := map[string]int{}
@@ -1038,7 +1037,7 @@ func TestTransfer_ConcurrentExecutesOverMixedHoldingsCommitExactlyTheAffordable(
 						t.Errorf("no outcome after %d attempts", attempt)
 						return
 					}
-					p, err := s.PrepareCCTransfer(ctx, alice.id, bob.id, amount)
+					p, err := s.PrepareCCTransfer(ctx, alice.ID, bob.ID, amount)
 					if store.ErrorCode(err) == store.CodeInsufficientFunds {
 						return
 					}
@@ -1046,7 +1045,7 @@ func TestTransfer_ConcurrentExecutesOverMixedHoldingsCommitExactlyTheAffordable(
 						t.Errorf("prepare: %v", err)
 						return
 					}
-					_, err = alice.execute(s, store.KindCCTransfer, p)
+					_, err = alice.Execute(s, store.KindCCTransfer, p)
 					if err == nil {
 						mu.Lock()
 						committed++

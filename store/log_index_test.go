@@ -40,9 +40,9 @@ func TestLogIndex_EveryViewOfAnNFTsEventsShowsTheUpdatesLogEntry(t *testing.T) {
 		ctx := context.Background()
 		clock := storetest.NewClock(storetest.Epoch)
 		s := b.Open(t, storetest.Config(clock))
-		creator, seller, buyer := onboardParty(t, s, "creator"), onboardParty(t, s, "seller"), onboardParty(t, s, "buyer")
-		tap(t, s, buyer, store.CC, "50")
-		col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "apes", Name: "Apes", Creator: creator.id, Currency: store.CC, Supply: 1})
+		creator, seller, buyer := storetest.Onboard(t, s, "creator"), storetest.Onboard(t, s, "seller"), storetest.Onboard(t, s, "buyer")
+		buyer.Tap(t, s, store.CC, "50")
+		col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "apes", Name: "Apes", Creator: creator.ID, Currency: store.CC, Supply: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,26 +51,26 @@ func TestLogIndex_EveryViewOfAnNFTsEventsShowsTheUpdatesLogEntry(t *testing.T) {
 			t.Fatal(err)
 		}
 		logged := receipts{}
-		exec := func(p *ledgerParty, kind string, prep *store.Prepared, err error) map[string]any {
+		exec := func(p *storetest.Party, kind string, prep *store.Prepared, err error) map[string]any {
 			t.Helper()
 			if err != nil {
 				t.Fatalf("%s prepare: %v", kind, err)
 			}
-			r, err := p.execute(s, kind, prep)
+			r, err := p.Execute(s, kind, prep)
 			if err != nil {
 				t.Fatalf("%s execute: %v", kind, err)
 			}
 			return logged.add(t, r)
 		}
-		prep, err := s.PrepareMint(ctx, seller.id, col.ID, 1)
+		prep, err := s.PrepareMint(ctx, seller.ID, col.ID, 1)
 		contractID := exec(seller, store.KindNFTMint, prep, err)["contractIds"].([]any)[0].(string)
-		prep, err = s.PrepareList(ctx, seller.id, []store.ListingTerms{{ContractID: contractID, Price: "5"}})
+		prep, err = s.PrepareList(ctx, seller.ID, []store.ListingTerms{{ContractID: contractID, Price: "5"}})
 		exec(seller, store.KindNFTList, prep, err)
 		listed, err := s.NFTByContract(ctx, contractID)
 		if err != nil || listed.Listing == nil {
 			t.Fatalf("the listed NFT: %+v, %v", listed, err)
 		}
-		prep, err = s.PrepareBuy(ctx, buyer.id, listed.Listing.CID)
+		prep, err = s.PrepareBuy(ctx, buyer.ID, listed.Listing.CID)
 		exec(buyer, store.KindNFTBuy, prep, err)
 		indexes := storetest.LogIndexes(t, s)
 
@@ -118,11 +118,11 @@ func TestLogIndex_EveryViewOfAFillShowsItsUpdatesLogEntry(t *testing.T) {
 		lp, taker := w.party("lp", "", "100"), w.party("taker", "20", "")
 		w.quote(lp, store.SideBid, "2.4", "10")
 		logged := receipts{}
-		prep, err := w.s.PrepareSwap(ctx, taker.id, store.SwapTerms{PoolID: w.pool.PoolID, Sell: "CC", Amount: "2", MinReceive: "4.5", Deadline: w.in(time.Hour)})
+		prep, err := w.s.PrepareSwap(ctx, taker.ID, store.SwapTerms{PoolID: w.pool.PoolID, Sell: "CC", Amount: "2", MinReceive: "4.5", Deadline: w.in(time.Hour)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := taker.execute(w.s, store.KindSwapIntent, prep)
+		r, err := taker.Execute(w.s, store.KindSwapIntent, prep)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,7 +144,7 @@ func TestLogIndex_EveryViewOfAFillShowsItsUpdatesLogEntry(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkAll("the pool's history", pool.Items)
-		mine, err := w.s.SwapHistory(ctx, store.SwapHistoryFilter{Taker: taker.id, Viewer: taker.id}, store.PageRequest{Limit: 10})
+		mine, err := w.s.SwapHistory(ctx, store.SwapHistoryFilter{Taker: taker.ID, Viewer: taker.ID}, store.PageRequest{Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,20 +165,20 @@ func TestLogIndex_ARewardShowsItsUpdatesLogEntry(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
 		s, _, _ := openLedger(t, b)
-		alice, bob := onboardParty(t, s, "alice"), onboardParty(t, s, "bob")
-		tap(t, s, alice, store.CC, "50")
-		prep, err := s.PrepareCCTransfer(ctx, alice.id, bob.id, store.MustAmount("20"))
+		alice, bob := storetest.Onboard(t, s, "alice"), storetest.Onboard(t, s, "bob")
+		alice.Tap(t, s, store.CC, "50")
+		prep, err := s.PrepareCCTransfer(ctx, alice.ID, bob.ID, store.MustAmount("20"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := alice.execute(s, store.KindCCTransfer, prep)
+		r, err := alice.Execute(s, store.KindCCTransfer, prep)
 		if err != nil {
 			t.Fatal(err)
 		}
 		logged := receipts{}
 		logged.add(t, r)
 		indexes := storetest.LogIndexes(t, s)
-		page, err := s.RewardHistory(ctx, alice.id, store.PageRequest{Limit: 10})
+		page, err := s.RewardHistory(ctx, alice.ID, store.PageRequest{Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/ed25519"
 	"strings"
 	"sync"
 	"testing"
@@ -66,9 +65,9 @@ func TestPrepareMint_ReadsTheCollectionAndTheMintersPhaseInOneStatement(t *testi
 		if err != nil {
 			t.Fatal(err)
 		}
-		x := Execution{Kinds: []string{KindNFTMint}, Hash: prep.Hash, Signature: ed25519.Sign(m.priv, prep.Hash), Caller: m.id}
+		x := Execution{Kinds: []string{KindNFTMint}, Hash: prep.Hash, Signature: m.Sign(prep.Hash), Caller: m.id}
 		forged := x
-		forged.Signature = ed25519.Sign(d.creator.priv, prep.Hash)
+		forged.Signature = d.creator.Sign(prep.Hash)
 		if _, err := s.Execute(ctx, forged); ErrorCode(err) != CodeInvalidSignature {
 			t.Fatalf("an execute signed by another key: %v, want invalid signature", err)
 		}

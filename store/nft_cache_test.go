@@ -16,7 +16,7 @@ type cachedMarket struct {
 	s      *store.Store
 	clock  *storetest.Clock
 	col    *store.Collection
-	seller *ledgerParty
+	seller *storetest.Party
 	nfts   []string // contract ids
 }
 
@@ -27,8 +27,8 @@ func openCachedMarket(t *testing.T, b storetest.Backend) *cachedMarket {
 	cfg := storetest.Config(clock)
 	cfg.PageCacheTTL = time.Hour
 	s := b.Open(t, cfg)
-	creator, seller := onboardParty(t, s, "creator"), onboardParty(t, s, "seller")
-	col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "apes", Name: "Apes", Creator: creator.id, Currency: store.CC, Supply: 2})
+	creator, seller := storetest.Onboard(t, s, "creator"), storetest.Onboard(t, s, "seller")
+	col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "apes", Name: "Apes", Creator: creator.ID, Currency: store.CC, Supply: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func openCachedMarket(t *testing.T, b storetest.Backend) *cachedMarket {
 	var minted struct {
 		ContractIDs []string `json:"contractIds"`
 	}
-	prep, err := s.PrepareMint(ctx, seller.id, col.ID, 2)
+	prep, err := s.PrepareMint(ctx, seller.ID, col.ID, 2)
 	if err := json.Unmarshal(m.exec(t, s, store.KindNFTMint, prep, err), &minted); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func (m *cachedMarket) exec(t *testing.T, s *store.Store, kind string, prep *sto
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := m.seller.execute(s, kind, prep)
+	r, err := m.seller.Execute(s, kind, prep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func (m *cachedMarket) exec(t *testing.T, s *store.Store, kind string, prep *sto
 // list lists the first NFT at price, until expires when not nil, and returns the listing's cid.
 func (m *cachedMarket) list(t *testing.T, s *store.Store, price string, expires *time.Time) string {
 	t.Helper()
-	prep, err := s.PrepareList(context.Background(), m.seller.id, []store.ListingTerms{{ContractID: m.nfts[0], Price: price, ExpiresAt: expires}})
+	prep, err := s.PrepareList(context.Background(), m.seller.ID, []store.ListingTerms{{ContractID: m.nfts[0], Price: price, ExpiresAt: expires}})
 	var listed struct {
 		CIDs []string `json:"cids"`
 	}
@@ -144,7 +144,7 @@ func TestNFTPages_AWriteShowsInTheNextRead(t *testing.T) {
 		cid := m.list(t, m.s, "3", nil)
 		m.wantPrices(t, m.s, "after the listing", `["3"]`, `["3","-"]`)
 		m.wantFloor(t, m.s, "after the listing", "3")
-		prep, err := m.s.PrepareCancel(context.Background(), m.seller.id, []string{cid})
+		prep, err := m.s.PrepareCancel(context.Background(), m.seller.ID, []string{cid})
 		m.exec(t, m.s, store.KindNFTCancel, prep, err)
 		m.wantPrices(t, m.s, "after the cancel", `[]`, `["-","-"]`)
 		m.wantFloor(t, m.s, "after the cancel", "-")

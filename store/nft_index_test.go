@@ -39,7 +39,7 @@ func (w *nftWorld) randomNFTFilter(rng *rand.Rand, col *store.Collection) store.
 		f.MaxPrice = price()
 	}
 	if rng.IntN(4) == 0 {
-		f.Owner = w.traders[rng.IntN(len(w.traders))].id
+		f.Owner = w.traders[rng.IntN(len(w.traders))].ID
 	}
 	return f
 }

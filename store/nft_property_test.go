@@ -23,8 +23,8 @@ type nftWorld struct {
 	s       *store.Store
 	raw     *sql.DB
 	clock   *storetest.Clock
-	creator *ledgerParty
-	traders []*ledgerParty
+	creator *storetest.Party
+	traders []*storetest.Party
 	cols    []*store.Collection
 	price   map[string]decimal.Decimal // each collection's mint price
 	royalty map[string]int64
@@ -68,12 +68,12 @@ func newNFTWorld(t *testing.T, b storetest.Backend, traders int) *nftWorld {
 		t.Fatal(err)
 	}
 	w.op = op
-	w.creator = onboardParty(t, s, "creator")
+	w.creator = storetest.Onboard(t, s, "creator")
 	w.preapprove(w.creator, store.PreapprovalUSDCx)
 	for i := range traders {
-		p := onboardParty(t, s, fmt.Sprintf("trader%d", i))
-		tap(t, s, p, store.CC, nftTraderFunds)
-		tap(t, s, p, store.USDCx, nftTraderFunds)
+		p := storetest.Onboard(t, s, fmt.Sprintf("trader%d", i))
+		p.Tap(t, s, store.CC, nftTraderFunds)
+		p.Tap(t, s, store.USDCx, nftTraderFunds)
 		w.preapprove(p, store.PreapprovalNFT)
 		w.preapprove(p, store.PreapprovalUSDCx)
 		w.traders = append(w.traders, p)
@@ -85,7 +85,7 @@ func newNFTWorld(t *testing.T, b storetest.Backend, traders int) *nftWorld {
 		royalty int
 		price   string
 	}{{"cc-apes", store.CC, 300, "0.5"}, {"usd-owls", store.USDCx, 700, "1.25"}} {
-		col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: c.slug, Name: c.slug, Creator: w.creator.id, Currency: c.cur, RoyaltyBps: c.royalty, Supply: 60,
+		col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: c.slug, Name: c.slug, Creator: w.creator.ID, Currency: c.cur, RoyaltyBps: c.royalty, Supply: 60,
 			Items: worldItems(c.slug, 60)})
 		if err != nil {
 			t.Fatal(err)
@@ -101,9 +101,9 @@ func newNFTWorld(t *testing.T, b storetest.Backend, traders int) *nftWorld {
 	return w
 }
 
-func (w *nftWorld) preapprove(p *ledgerParty, kind store.PreapprovalKind) {
+func (w *nftWorld) preapprove(p *storetest.Party, kind store.PreapprovalKind) {
 	w.t.Helper()
-	prep, err := w.s.PreparePreapproval(context.Background(), p.id, kind)
+	prep, err := w.s.PreparePreapproval(context.Background(), p.ID, kind)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func (w *nftWorld) preapprove(p *ledgerParty, kind store.PreapprovalKind) {
 	if kind == store.PreapprovalUSDCx {
 		k = store.KindUSDCxPreapproval
 	}
-	if _, err := p.execute(w.s, k, prep); err != nil {
+	if _, err := p.Execute(w.s, k, prep); err != nil {
 		w.t.Fatal(err)
 	}
 }
@@ -139,19 +139,19 @@ func refusedOK(err error) bool {
 }
 
 // run prepares and executes one write; a refusal a race explains is counted, any other fails.
-func (w *nftWorld) run(p *ledgerParty, what, kind string, prepare func() (*store.Prepared, error)) (*store.Prepared, store.Receipt) {
+func (w *nftWorld) run(p *storetest.Party, what, kind string, prepare func() (*store.Prepared, error)) (*store.Prepared, store.Receipt) {
 	prep, err := prepare()
 	if err != nil {
 		if !refusedOK(err) {
-			w.t.Errorf("%s prepare by %s: %v", what, p.id, err)
+			w.t.Errorf("%s prepare by %s: %v", what, p.ID, err)
 		}
 		w.count(what + " refused at prepare: " + string(store.ErrorCode(err)))
 		return nil, nil
 	}
-	r, err := p.execute(w.s, kind, prep)
+	r, err := p.Execute(w.s, kind, prep)
 	if err != nil {
 		if !refusedOK(err) {
-			w.t.Errorf("%s execute by %s: %v", what, p.id, err)
+			w.t.Errorf("%s execute by %s: %v", what, p.ID, err)
 		}
 		w.count(what + " refused at execute: " + string(store.ErrorCode(err)))
 		return nil, nil
@@ -161,8 +161,8 @@ func (w *nftWorld) run(p *ledgerParty, what, kind string, prepare func() (*store
 }
 
 // own lists p's NFTs of a collection: unlisted or listed.
-func (w *nftWorld) own(p *ledgerParty, col *store.Collection, listed bool) []store.NFTView {
-	page, err := w.s.NFTs(context.Background(), col.ID, store.NFTFilter{Owner: p.id}, store.SortSerial, store.PageRequest{Limit: store.MaxPageSize})
+func (w *nftWorld) own(p *storetest.Party, col *store.Collection, listed bool) []store.NFTView {
+	page, err := w.s.NFTs(context.Background(), col.ID, store.NFTFilter{Owner: p.ID}, store.SortSerial, store.PageRequest{Limit: store.MaxPageSize})
 	if err != nil {
 		w.t.Errorf("NFTs: %v", err)
 		return nil
@@ -177,7 +177,7 @@ func (w *nftWorld) own(p *ledgerParty, col *store.Collection, listed bool) []sto
 }
 
 // forSale lists the collection's listings others than p's.
-func (w *nftWorld) forSale(p *ledgerParty, col *store.Collection) []store.NFTView {
+func (w *nftWorld) forSale(p *storetest.Party, col *store.Collection) []store.NFTView {
 	page, err := w.s.NFTs(context.Background(), col.ID, store.NFTFilter{Listed: true}, store.SortPriceAsc, store.PageRequest{Limit: store.MaxPageSize})
 	if err != nil {
 		w.t.Errorf("NFTs: %v", err)
@@ -185,7 +185,7 @@ func (w *nftWorld) forSale(p *ledgerParty, col *store.Collection) []store.NFTVie
 	}
 	var out []store.NFTView
 	for _, n := range page.Items {
-		if n.Owner != p.id {
+		if n.Owner != p.ID {
 			out = append(out, n)
 		}
 	}
@@ -207,11 +207,11 @@ func (w *nftWorld) step(rng *rand.Rand, i int) {
 	switch rng.IntN(10) {
 	case 0, 1: // mint
 		q := 1 + rng.IntN(2)
-		if _, r := w.run(p, "mint", store.KindNFTMint, func() (*store.Prepared, error) { return w.s.PrepareMint(ctx, p.id, col.ID, q) }); r != nil {
+		if _, r := w.run(p, "mint", store.KindNFTMint, func() (*store.Prepared, error) { return w.s.PrepareMint(ctx, p.ID, col.ID, q) }); r != nil {
 			paid := w.price[col.ID].Mul(decimal.NewFromInt(int64(q)))
 			w.mu.Lock()
-			w.gain(p.id, col.Currency, paid.Neg())
-			w.gain(w.creator.id, col.Currency, paid)
+			w.gain(p.ID, col.Currency, paid.Neg())
+			w.gain(w.creator.ID, col.Currency, paid)
 			w.mu.Unlock()
 		}
 	case 2, 3: // list one or two
@@ -229,14 +229,14 @@ func (w *nftWorld) step(rng *rand.Rand, i int) {
 				terms[k].ExpiresAt = &until
 			}
 		}
-		w.run(p, "list", store.KindNFTList, func() (*store.Prepared, error) { return w.s.PrepareList(ctx, p.id, terms) })
+		w.run(p, "list", store.KindNFTList, func() (*store.Prepared, error) { return w.s.PrepareList(ctx, p.ID, terms) })
 	case 4: // cancel
 		if n, ok := pick(rng, w.own(p, col, true)); ok {
-			w.run(p, "cancel", store.KindNFTCancel, func() (*store.Prepared, error) { return w.s.PrepareCancel(ctx, p.id, []string{n.Listing.CID}) })
+			w.run(p, "cancel", store.KindNFTCancel, func() (*store.Prepared, error) { return w.s.PrepareCancel(ctx, p.ID, []string{n.Listing.CID}) })
 		}
 	case 5, 6: // buy
 		if n, ok := pick(rng, w.forSale(p, col)); ok {
-			prep, r := w.run(p, "buy", store.KindNFTBuy, func() (*store.Prepared, error) { return w.s.PrepareBuy(ctx, p.id, n.Listing.CID) })
+			prep, r := w.run(p, "buy", store.KindNFTBuy, func() (*store.Prepared, error) { return w.s.PrepareBuy(ctx, p.ID, n.Listing.CID) })
 			w.settled(p, col, prep, r)
 		}
 	case 7: // sweep, named or the cheapest
@@ -255,7 +255,7 @@ func (w *nftWorld) step(rng *rand.Rand, i int) {
 				req.CIDs = append(req.CIDs, n.Listing.CID)
 			}
 		}
-		prep, r := w.run(p, "sweep", store.KindNFTSweep, func() (*store.Prepared, error) { return w.s.PrepareSweep(ctx, p.id, req) })
+		prep, r := w.run(p, "sweep", store.KindNFTSweep, func() (*store.Prepared, error) { return w.s.PrepareSweep(ctx, p.ID, req) })
 		w.settled(p, col, prep, r)
 	case 8: // transfer, listed or not
 		if n, ok := pick(rng, append(w.own(p, col, false), w.own(p, col, true)...)); ok {
@@ -264,12 +264,12 @@ func (w *nftWorld) step(rng *rand.Rand, i int) {
 				j++
 			}
 			w.run(p, "transfer", store.KindNFTTransfer, func() (*store.Prepared, error) {
-				return w.s.PrepareTransfer(ctx, p.id, n.ContractID, w.traders[j].id)
+				return w.s.PrepareTransfer(ctx, p.ID, n.ContractID, w.traders[j].ID)
 			})
 		}
 	case 9: // burn, listed or not
 		if n, ok := pick(rng, append(w.own(p, col, false), w.own(p, col, true)...)); ok {
-			if _, r := w.run(p, "burn", store.KindNFTBurn, func() (*store.Prepared, error) { return w.s.PrepareBurn(ctx, p.id, n.ContractID) }); r != nil {
+			if _, r := w.run(p, "burn", store.KindNFTBurn, func() (*store.Prepared, error) { return w.s.PrepareBurn(ctx, p.ID, n.ContractID) }); r != nil {
 				w.mu.Lock()
 				w.burned[fmt.Sprintf("%s#%d", col.ID, n.Serial)] = true
 				w.mu.Unlock()
@@ -280,7 +280,7 @@ func (w *nftWorld) step(rng *rand.Rand, i int) {
 
 // settled records a committed buy or sweep: each purchase's shares, checked against the
 // settlement rule, and the listings it consumed.
-func (w *nftWorld) settled(buyer *ledgerParty, col *store.Collection, prep *store.Prepared, r store.Receipt) {
+func (w *nftWorld) settled(buyer *storetest.Party, col *store.Collection, prep *store.Prepared, r store.Receipt) {
 	if r == nil {
 		return
 	}
@@ -319,13 +319,13 @@ func (w *nftWorld) settled(buyer *ledgerParty, col *store.Collection, prep *stor
 		fee := price.Mul(decimal.New(int64(w.s.Config().MarketFeeBps), -4)).Truncate(decimals)
 		royalty := price.Mul(decimal.New(w.royalty[col.ID], -4)).Truncate(decimals)
 		if !it.Fee.Amount.Decimal().Equal(fee) || !it.Royalty.Amount.Decimal().Equal(royalty) || !it.Seller.Amount.Decimal().Equal(price.Sub(fee).Sub(royalty)) ||
-			*it.Fee.Party != w.op || *it.Royalty.Party != w.creator.id {
+			*it.Fee.Party != w.op || *it.Royalty.Party != w.creator.ID {
 			w.t.Errorf("settlement %+v of %s: want fee %s and royalty %s", it, price, fee, royalty)
 		}
-		w.gain(buyer.id, col.Currency, price.Neg())
+		w.gain(buyer.ID, col.Currency, price.Neg())
 		w.gain(*it.Seller.Party, col.Currency, it.Seller.Amount.Decimal())
 		w.gain(w.op, col.Currency, fee)
-		w.gain(w.creator.id, col.Currency, royalty)
+		w.gain(w.creator.ID, col.Currency, royalty)
 		w.volume[col.ID] = w.volume[col.ID].Add(price)
 		w.sold[env.Effects.Purchases[k].Listing]++
 		w.purchases++
@@ -411,9 +411,9 @@ func (w *nftWorld) verify() {
 			t.Errorf("%s supply %s, tapped %s", inst, supply[inst], tapped)
 		}
 	}
-	parties := []string{w.creator.id, w.op}
+	parties := []string{w.creator.ID, w.op}
 	for _, p := range w.traders {
-		parties = append(parties, p.id)
+		parties = append(parties, p.ID)
 	}
 	for _, p := range parties {
 		bs, err := w.s.Balances(ctx, p)
@@ -422,7 +422,7 @@ func (w *nftWorld) verify() {
 		}
 		for _, bal := range bs {
 			want := w.delta[p][bal.Instrument]
-			if p != w.creator.id && p != w.op {
+			if p != w.creator.ID && p != w.op {
 				want = want.Add(decimal.RequireFromString(nftTraderFunds))
 			}
 			if !bal.Amount.Decimal().Equal(want) {

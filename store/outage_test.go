@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"crypto/ed25519"
 	"testing"
 	"time"
 
@@ -27,13 +26,13 @@ func TestExecute_CommitCutIsOutcomeUnknownAndTheRetryAppliesOnce(t *testing.T) {
 				ctx := context.Background()
 				cfg := storetest.Config(storetest.NewClock(storetest.Epoch))
 				s, proxy := b.OpenProxied(t, cfg)
-				alice, bob := onboardParty(t, s, "alice"), onboardParty(t, s, "bob")
-				tap(t, s, alice, store.CC, "100")
-				prep, err := s.PrepareCCTransfer(ctx, alice.id, bob.id, store.MustAmount("30"))
+				alice, bob := storetest.Onboard(t, s, "alice"), storetest.Onboard(t, s, "bob")
+				alice.Tap(t, s, store.CC, "100")
+				prep, err := s.PrepareCCTransfer(ctx, alice.ID, bob.ID, store.MustAmount("30"))
 				if err != nil {
 					t.Fatal(err)
 				}
-				x := store.Execution{Kinds: []string{store.KindCCTransfer}, Hash: prep.Hash, Signature: ed25519.Sign(alice.priv, prep.Hash), Caller: alice.id}
+				x := alice.Execution(store.KindCCTransfer, prep)
 
 				proxy.CutCommits(c.cut)
 				_, err = s.Execute(ctx, x)
@@ -78,14 +77,14 @@ func TestStore_AnUnreachableDatabaseIsUnavailableAndRecovers(t *testing.T) {
 			ctx := context.Background()
 			cfg := storetest.Config(storetest.NewClock(storetest.Epoch))
 			s, proxy := b.OpenProxied(t, cfg)
-			alice := onboardParty(t, s, "alice")
+			alice := storetest.Onboard(t, s, "alice")
 			proxy.SetDown(true)
 			for _, call := range []struct {
 				name string
 				run  func() error
 			}{
-				{"a read", func() error { _, err := s.Balances(ctx, alice.id); return err }},
-				{"a prepare", func() error { _, err := s.PrepareTap(ctx, alice.id, store.CC, store.MustAmount("1")); return err }},
+				{"a read", func() error { _, err := s.Balances(ctx, alice.ID); return err }},
+				{"a prepare", func() error { _, err := s.PrepareTap(ctx, alice.ID, store.CC, store.MustAmount("1")); return err }},
 				{"a ping", func() error { return s.Ping(ctx) }},
 			} {
 				start := time.Now()
@@ -100,7 +99,7 @@ func TestStore_AnUnreachableDatabaseIsUnavailableAndRecovers(t *testing.T) {
 			proxy.SetDown(false)
 			deadline := time.Now().Add(5 * time.Second)
 			for {
-				_, err := s.Balances(ctx, alice.id)
+				_, err := s.Balances(ctx, alice.ID)
 				if err == nil {
 					break
 				}

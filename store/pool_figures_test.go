@@ -60,7 +60,7 @@ func TestPoolFigures_EqualARecomputationAfterEveryRoundOfConcurrentTrading(t *te
 			other = b.Reopen(t, w.s.Config())
 		}
 		const lps, takers, workers, rounds, steps = 3, 4, 4, 6, 8
-		var parties []*ledgerParty
+		var parties []*storetest.Party
 		for i := range lps + takers {
 			parties = append(parties, w.party(fmt.Sprintf("p%d", i), "3000", "8000"))
 		}
@@ -91,21 +91,21 @@ func TestPoolFigures_EqualARecomputationAfterEveryRoundOfConcurrentTrading(t *te
 							if rng.IntN(2) == 0 {
 								side, price = store.SideBid, fmt.Sprintf("2.%02d", 35+rng.IntN(20))
 							}
-							prep, err := w.s.PrepareLPQuote(ctx, lp.id, store.LPQuoteTerms{PoolID: w.pool.PoolID, Side: side, Price: price,
+							prep, err := w.s.PrepareLPQuote(ctx, lp.ID, store.LPQuoteTerms{PoolID: w.pool.PoolID, Side: side, Price: price,
 								Size: fmt.Sprintf("%d.%d", 1+rng.IntN(30), rng.IntN(10)), ExpiresAt: w.in(time.Duration(5+rng.IntN(40)) * time.Minute)})
 							if err == nil {
-								_, err = lp.execute(w.s, store.KindLPQuote, prep)
+								_, err = lp.Execute(w.s, store.KindLPQuote, prep)
 							}
 							do("quote", err)
 						case op < 5:
 							lp := parties[rng.IntN(lps)]
-							page, err := w.s.ActiveLPQuotes(ctx, lp.id, store.PageRequest{Limit: 100})
+							page, err := w.s.ActiveLPQuotes(ctx, lp.ID, store.PageRequest{Limit: 100})
 							if err != nil || len(page.Items) == 0 {
 								continue
 							}
-							prep, err := w.s.PrepareLPQuoteCancel(ctx, lp.id, page.Items[rng.IntN(len(page.Items))].QuoteID)
+							prep, err := w.s.PrepareLPQuoteCancel(ctx, lp.ID, page.Items[rng.IntN(len(page.Items))].QuoteID)
 							if err == nil {
-								_, err = lp.execute(w.s, store.KindLPQuoteCancel, prep)
+								_, err = lp.Execute(w.s, store.KindLPQuoteCancel, prep)
 							}
 							do("cancel quote", err)
 						case op < 9:
@@ -118,17 +118,17 @@ func TestPoolFigures_EqualARecomputationAfterEveryRoundOfConcurrentTrading(t *te
 							if rng.IntN(3) == 0 {
 								minimum = minimum.Mul(dec(t, "1.08")).Truncate(6) // waits
 							}
-							prep, err := w.s.PrepareSwap(ctx, tk.id, store.SwapTerms{PoolID: w.pool.PoolID, Sell: string(sell), Amount: amount.String(),
+							prep, err := w.s.PrepareSwap(ctx, tk.ID, store.SwapTerms{PoolID: w.pool.PoolID, Sell: string(sell), Amount: amount.String(),
 								MinReceive: minimum.String(), Deadline: w.in(time.Duration(5+rng.IntN(30)) * time.Minute)})
 							if err == nil {
-								_, err = tk.execute(w.s, store.KindSwapIntent, prep)
+								_, err = tk.Execute(w.s, store.KindSwapIntent, prep)
 							}
 							do("swap", err)
 						case op < 10:
 							lp := parties[rng.IntN(lps)]
-							prep, err := w.s.PrepareClaimFees(ctx, lp.id, w.pool.PoolID)
+							prep, err := w.s.PrepareClaimFees(ctx, lp.ID, w.pool.PoolID)
 							if err == nil {
-								_, err = lp.execute(w.s, store.KindLPClaimFees, prep)
+								_, err = lp.Execute(w.s, store.KindLPClaimFees, prep)
 							}
 							do("claim", err)
 						case op < 11:
@@ -197,7 +197,7 @@ func TestClaimFees_AfterManyFillsIsOneSmallTransactionAndPaysWhatItPrepared(t *t
 		sum := func() map[store.Instrument]decimal.Decimal {
 			out := map[store.Instrument]decimal.Decimal{store.CC: decimal.Zero, store.USDCx: decimal.Zero}
 			for r := (store.PageRequest{Limit: 100}); ; {
-				page, err := w.s.SwapHistory(ctx, store.SwapHistoryFilter{Taker: tk.id}, r)
+				page, err := w.s.SwapHistory(ctx, store.SwapHistoryFilter{Taker: tk.ID}, r)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -211,10 +211,10 @@ func TestClaimFees_AfterManyFillsIsOneSmallTransactionAndPaysWhatItPrepared(t *t
 			}
 		}
 		fees := sum()
-		if live := liveFeeContracts(t, raw, w.pool.PoolID); live[lp.id+"/CC"] != 1 || live[lp.id+"/USDCx"] != 1 {
+		if live := liveFeeContracts(t, raw, w.pool.PoolID); live[lp.ID+"/CC"] != 1 || live[lp.ID+"/USDCx"] != 1 {
 			t.Fatalf("after %d fills the LP has live fee contracts %v, want one per instrument", fills, live)
 		}
-		prep, err := w.s.PrepareClaimFees(ctx, lp.id, w.pool.PoolID)
+		prep, err := w.s.PrepareClaimFees(ctx, lp.ID, w.pool.PoolID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,14 +241,14 @@ func TestClaimFees_AfterManyFillsIsOneSmallTransactionAndPaysWhatItPrepared(t *t
 		if !a.AccruedFees[store.CC].Decimal().Equal(later[store.CC].Sub(fees[store.CC])) || !a.AccruedFees[store.USDCx].IsZero() {
 			t.Errorf("after the claim the pool accrues %v; the fill after the prepare retained %s CC", a.AccruedFees, later[store.CC].Sub(fees[store.CC]))
 		}
-		again, err := w.s.PrepareClaimFees(ctx, lp.id, w.pool.PoolID)
+		again, err := w.s.PrepareClaimFees(ctx, lp.ID, w.pool.PoolID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := lp.execute(w.s, store.KindLPClaimFees, again); err != nil {
+		if _, err := lp.Execute(w.s, store.KindLPClaimFees, again); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := w.s.PrepareClaimFees(ctx, lp.id, w.pool.PoolID); store.ErrorCode(err) != store.CodeConflict {
+		if _, err := w.s.PrepareClaimFees(ctx, lp.ID, w.pool.PoolID); store.ErrorCode(err) != store.CodeConflict {
 			t.Errorf("a claim with nothing accrued: %v, want conflict", err)
 		}
 	})
@@ -263,18 +263,18 @@ func TestClaimFees_TwoClaimsOfTheSameFeesPayOnce(t *testing.T) {
 		lp, tk := w.party("lp", "1000", "1000"), w.party("tk", "1000", "1000")
 		w.quote(lp, store.SideAsk, "2.6", "100")
 		w.swap(tk, "USDCx", "30", "0")
-		first, err := w.s.PrepareClaimFees(ctx, lp.id, w.pool.PoolID)
+		first, err := w.s.PrepareClaimFees(ctx, lp.ID, w.pool.PoolID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := w.s.PrepareClaimFees(ctx, lp.id, w.pool.PoolID)
+		second, err := w.s.PrepareClaimFees(ctx, lp.ID, w.pool.PoolID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := lp.execute(w.s, store.KindLPClaimFees, first); err != nil {
+		if _, err := lp.Execute(w.s, store.KindLPClaimFees, first); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := lp.execute(w.s, store.KindLPClaimFees, second); store.ErrorCode(err) != store.CodeStale {
+		if _, err := lp.Execute(w.s, store.KindLPClaimFees, second); store.ErrorCode(err) != store.CodeStale {
 			t.Fatalf("the second claim of the same fees: %v, want stale", err)
 		}
 	})

@@ -19,20 +19,20 @@ func TestPreapproval_RenewingAnExpiredOneIs404(t *testing.T) {
 		ctx := context.Background()
 		clock := storetest.NewClock(storetest.Epoch)
 		s := b.Open(t, storetest.Config(clock))
-		alice := onboardParty(t, s, "alice")
-		prep, err := s.PreparePreapproval(ctx, alice.id, store.PreapprovalUSDCx)
+		alice := storetest.Onboard(t, s, "alice")
+		prep, err := s.PreparePreapproval(ctx, alice.ID, store.PreapprovalUSDCx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := alice.execute(s, store.KindUSDCxPreapproval, prep); err != nil {
+		if _, err := alice.Execute(s, store.KindUSDCxPreapproval, prep); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(s.Config().PreapprovalTTL - time.Microsecond)
-		if _, err := s.RenewPreapproval(ctx, alice.id, store.PreapprovalUSDCx); err != nil {
+		if _, err := s.RenewPreapproval(ctx, alice.ID, store.PreapprovalUSDCx); err != nil {
 			t.Fatalf("renew just before expiry: %v", err)
 		}
 		clock.Advance(s.Config().PreapprovalTTL + time.Second)
-		if _, err := s.RenewPreapproval(ctx, alice.id, store.PreapprovalUSDCx); store.ErrorCode(err) != store.CodeNotFound {
+		if _, err := s.RenewPreapproval(ctx, alice.ID, store.PreapprovalUSDCx); store.ErrorCode(err) != store.CodeNotFound {
 			t.Fatalf("renew after expiry: %v, want not_found", err)
 		}
 	})
@@ -45,10 +45,10 @@ func TestPreapproval_TwoFirstOnesCommitOnlyOnce(t *testing.T) {
 		ctx := context.Background()
 		s := b.Open(t, storetest.Config(new(storetest.Clock)))
 		for _, concurrent := range []bool{false, true} {
-			p := onboardParty(t, s, "p")
+			p := storetest.Onboard(t, s, "p")
 			var preps []*store.Prepared
 			for range 4 {
-				prep, err := s.PreparePreapproval(ctx, p.id, store.PreapprovalNFT)
+				prep, err := s.PreparePreapproval(ctx, p.ID, store.PreapprovalNFT)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -57,7 +57,7 @@ func TestPreapproval_TwoFirstOnesCommitOnlyOnce(t *testing.T) {
 			errs := make([]error, len(preps))
 			var wg sync.WaitGroup
 			for i, prep := range preps {
-				run := func() { _, errs[i] = p.execute(s, store.KindNFTPreapproval, prep) }
+				run := func() { _, errs[i] = p.Execute(s, store.KindNFTPreapproval, prep) }
 				if concurrent {
 					wg.Go(run)
 				} else {
@@ -74,7 +74,7 @@ func TestPreapproval_TwoFirstOnesCommitOnlyOnce(t *testing.T) {
 					t.Fatalf("concurrent=%v: %v, want stale", concurrent, err)
 				}
 			}
-			ps, err := s.Preapprovals(ctx, p.id)
+			ps, err := s.Preapprovals(ctx, p.ID)
 			if committed != 1 || err != nil || len(ps) != 1 {
 				t.Fatalf("concurrent=%v: %d committed, %d preapprovals (%v); want 1 and 1", concurrent, committed, len(ps), err)
 			}
@@ -89,36 +89,36 @@ func TestPreapproval_RenewalIsSignedAndAppliedOnce(t *testing.T) {
 		ctx := context.Background()
 		clock := storetest.NewClock(storetest.Epoch)
 		s := b.Open(t, storetest.Config(clock))
-		alice, mallory := onboardParty(t, s, "alice"), onboardParty(t, s, "mallory")
-		if _, err := s.PrepareRenewal(ctx, alice.id, store.PreapprovalUSDCx); store.ErrorCode(err) != store.CodeNotFound {
+		alice, mallory := storetest.Onboard(t, s, "alice"), storetest.Onboard(t, s, "mallory")
+		if _, err := s.PrepareRenewal(ctx, alice.ID, store.PreapprovalUSDCx); store.ErrorCode(err) != store.CodeNotFound {
 			t.Fatalf("renewing a preapproval alice does not have: %v, want not_found", err)
 		}
-		prep, err := s.PreparePreapproval(ctx, alice.id, store.PreapprovalUSDCx)
+		prep, err := s.PreparePreapproval(ctx, alice.ID, store.PreapprovalUSDCx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := alice.execute(s, store.KindUSDCxPreapproval, prep); err != nil {
+		if _, err := alice.Execute(s, store.KindUSDCxPreapproval, prep); err != nil {
 			t.Fatal(err)
 		}
-		before, err := s.Preapprovals(ctx, alice.id)
+		before, err := s.Preapprovals(ctx, alice.ID)
 		if err != nil || len(before) != 1 {
 			t.Fatalf("alice's preapprovals: %+v, %v", before, err)
 		}
 		unchanged := func(what string) {
 			t.Helper()
-			after, err := s.Preapprovals(ctx, alice.id)
+			after, err := s.Preapprovals(ctx, alice.ID)
 			if err != nil || len(after) != 1 || after[0].CID != before[0].CID || !after[0].ExpiresAt.Equal(before[0].ExpiresAt.Time) {
 				t.Fatalf("%s changed alice's preapprovals: %+v (%v), was %+v", what, after, err, before)
 			}
 		}
 
 		clock.Advance(time.Hour)
-		renewal, err := s.PrepareRenewal(ctx, alice.id, store.PreapprovalUSDCx)
+		renewal, err := s.PrepareRenewal(ctx, alice.ID, store.PreapprovalUSDCx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		renew := store.Execution{Kinds: []string{store.KindPreapprovalRenew}, Hash: renewal.Hash, Caller: alice.id}
-		for _, sig := range [][]byte{nil, make([]byte, ed25519.SignatureSize), ed25519.Sign(mallory.priv, renewal.Hash)} {
+		renew := store.Execution{Kinds: []string{store.KindPreapprovalRenew}, Hash: renewal.Hash, Caller: alice.ID}
+		for _, sig := range [][]byte{nil, make([]byte, ed25519.SignatureSize), mallory.Sign(renewal.Hash)} {
 			forged := renew
 			forged.Signature = sig
 			if _, err := s.Execute(ctx, forged); store.ErrorCode(err) != store.CodeInvalidSignature {
@@ -127,7 +127,7 @@ func TestPreapproval_RenewalIsSignedAndAppliedOnce(t *testing.T) {
 			unchanged("a renewal without alice's signature")
 		}
 
-		receipt, err := alice.execute(s, store.KindPreapprovalRenew, renewal)
+		receipt, err := alice.Execute(s, store.KindPreapprovalRenew, renewal)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -139,22 +139,22 @@ func TestPreapproval_RenewalIsSignedAndAppliedOnce(t *testing.T) {
 		if got.CID == "" || got.CID == before[0].CID || got.ExpiresAt != want {
 			t.Fatalf("renewal receipt %s: want a new cid expiring at %d", receipt, want)
 		}
-		if ps, err := s.Preapprovals(ctx, alice.id); err != nil || len(ps) != 1 || ps[0].CID != got.CID || ps[0].ExpiresAt.Unix() != want {
+		if ps, err := s.Preapprovals(ctx, alice.ID); err != nil || len(ps) != 1 || ps[0].CID != got.CID || ps[0].ExpiresAt.Unix() != want {
 			t.Fatalf("after the renewal alice's preapprovals are %+v (%v), want only %+v", ps, err, got)
 		}
-		again, err := alice.execute(s, store.KindPreapprovalRenew, renewal)
+		again, err := alice.Execute(s, store.KindPreapprovalRenew, renewal)
 		if err != nil || !bytes.Equal(again, receipt) {
 			t.Fatalf("replay: %s, %v; want the first receipt %s", again, err, receipt)
 		}
 
 		// An expired prepared renewal is refused and changes nothing.
-		before, _ = s.Preapprovals(ctx, alice.id)
-		late, err := s.PrepareRenewal(ctx, alice.id, store.PreapprovalUSDCx)
+		before, _ = s.Preapprovals(ctx, alice.ID)
+		late, err := s.PrepareRenewal(ctx, alice.ID, store.PreapprovalUSDCx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(s.Config().PreparedTTL)
-		if _, err := alice.execute(s, store.KindPreapprovalRenew, late); store.ErrorCode(err) != store.CodePreparedExpired {
+		if _, err := alice.Execute(s, store.KindPreapprovalRenew, late); store.ErrorCode(err) != store.CodePreparedExpired {
 			t.Fatalf("an expired prepared renewal: %v, want prepared_expired", err)
 		}
 		unchanged("an expired prepared renewal")
@@ -168,37 +168,37 @@ func TestPreapproval_RenewalOfAPreapprovalGoneSincePrepareIsRefused(t *testing.T
 		ctx := context.Background()
 		clock := storetest.NewClock(storetest.Epoch)
 		s := b.Open(t, storetest.Config(clock))
-		alice := onboardParty(t, s, "alice")
-		prep, err := s.PreparePreapproval(ctx, alice.id, store.PreapprovalNFT)
+		alice := storetest.Onboard(t, s, "alice")
+		prep, err := s.PreparePreapproval(ctx, alice.ID, store.PreapprovalNFT)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := alice.execute(s, store.KindNFTPreapproval, prep); err != nil {
+		if _, err := alice.Execute(s, store.KindNFTPreapproval, prep); err != nil {
 			t.Fatal(err)
 		}
 		var renewals [2]*store.Prepared
 		for i := range renewals {
-			if renewals[i], err = s.PrepareRenewal(ctx, alice.id, store.PreapprovalNFT); err != nil {
+			if renewals[i], err = s.PrepareRenewal(ctx, alice.ID, store.PreapprovalNFT); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := alice.execute(s, store.KindPreapprovalRenew, renewals[0]); err != nil {
+		if _, err := alice.Execute(s, store.KindPreapprovalRenew, renewals[0]); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := alice.execute(s, store.KindPreapprovalRenew, renewals[1]); store.ErrorCode(err) != store.CodeStale {
+		if _, err := alice.Execute(s, store.KindPreapprovalRenew, renewals[1]); store.ErrorCode(err) != store.CodeStale {
 			t.Fatalf("a renewal of a preapproval renewed since: %v, want stale", err)
 		}
 
 		clock.Advance(s.Config().PreapprovalTTL - time.Second)
-		expiring, err := s.PrepareRenewal(ctx, alice.id, store.PreapprovalNFT)
+		expiring, err := s.PrepareRenewal(ctx, alice.ID, store.PreapprovalNFT)
 		if err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(2 * time.Second)
-		if _, err := alice.execute(s, store.KindPreapprovalRenew, expiring); store.ErrorCode(err) != store.CodeNotFound {
+		if _, err := alice.Execute(s, store.KindPreapprovalRenew, expiring); store.ErrorCode(err) != store.CodeNotFound {
 			t.Fatalf("a renewal of a preapproval that expired since prepare: %v, want not_found", err)
 		}
-		if ps, err := s.Preapprovals(ctx, alice.id); err != nil || len(ps) != 1 || ps[0].ActiveAt(clock.Now()) {
+		if ps, err := s.Preapprovals(ctx, alice.ID); err != nil || len(ps) != 1 || ps[0].ActiveAt(clock.Now()) {
 			t.Fatalf("alice's preapprovals: %+v (%v), want the one expired", ps, err)
 		}
 	})

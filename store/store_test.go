@@ -2,8 +2,6 @@ package store_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"testing"
 
 	"marketd/store"
@@ -73,21 +71,21 @@ func TestOnboard_SameKeyTwiceIsSameParty(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
 		s := b.Open(t, storetest.Config(new(storetest.Clock)))
-		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+		k := storetest.NewKey()
 		var ids []string
 		for _, hint := range []string{"alice", "alice2"} {
-			p, err := s.PrepareOnboarding(ctx, pub, hint)
+			p, err := s.PrepareOnboarding(ctx, k.Public(), hint)
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := s.Execute(ctx, store.Execution{Kinds: []string{store.KindOnboard}, Hash: p.Hash, Signature: ed25519.Sign(priv, p.Hash)})
+			r, err := s.Execute(ctx, store.Execution{Kinds: []string{store.KindOnboard}, Hash: p.Hash, Signature: k.Sign(p.Hash)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("receipt %s", r)
 			ids = append(ids, p.PartyID)
 		}
-		if ids[0] != ids[1] || ids[0] != signing.PartyIDFor("alice", pub) {
+		if ids[0] != ids[1] || ids[0] != signing.PartyIDFor("alice", k.Public()) {
 			t.Fatalf("party ids %v", ids)
 		}
 	})

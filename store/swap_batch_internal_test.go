@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"testing"
 	"time"
@@ -53,7 +52,7 @@ func TestSwapBatch_ARefusedSubmitIsAnsweredAloneAndTheOthersCommit(t *testing.T)
 			if err := s.db.NewSelect().Model(row).Where("hash = ?", prep.Hash).Scan(ctx); err != nil {
 				t.Fatal(err)
 			}
-			x := Execution{Kinds: []string{KindSwapIntent}, Hash: prep.Hash, Signature: ed25519.Sign(p.priv, prep.Hash), Caller: p.id}
+			x := Execution{Kinds: []string{KindSwapIntent}, Hash: prep.Hash, Signature: p.Sign(prep.Hash), Caller: p.id}
 			return &executeRequest{x: x, p: row, done: make(chan executeResult, 1)}
 		}
 		batch := []*executeRequest{submit(a, pa), submit(b, pb), submit(c, pc), submit(a, pa)}

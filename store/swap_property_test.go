@@ -65,7 +65,7 @@ func TestSwap_PropertyConcurrentQuotesAndIntentsConserveAndFillWithinTerms(t *te
 		ctx := context.Background()
 		seed := propertySeed(t)
 		const lps, takers, workers, steps = 3, 5, 6, 25
-		var parties []*ledgerParty
+		var parties []*storetest.Party
 		for i := range lps + takers {
 			parties = append(parties, w.party(fmt.Sprintf("p%d", i), "2000", "5000"))
 		}
@@ -89,10 +89,10 @@ func TestSwap_PropertyConcurrentQuotesAndIntentsConserveAndFillWithinTerms(t *te
 							side, price = store.SideBid, fmt.Sprintf("2.%02d", 35+rng.IntN(15))
 						}
 						life := time.Duration(10+rng.IntN(90)) * time.Minute
-						prep, err := w.s.PrepareLPQuote(ctx, lp.id, store.LPQuoteTerms{PoolID: w.pool.PoolID, Side: side, Price: price,
+						prep, err := w.s.PrepareLPQuote(ctx, lp.ID, store.LPQuoteTerms{PoolID: w.pool.PoolID, Side: side, Price: price,
 							Size: fmt.Sprintf("%d.%d", 1+rng.IntN(30), rng.IntN(10)), ExpiresAt: w.in(life)})
 						if err == nil {
-							_, err = lp.execute(w.s, store.KindLPQuote, prep)
+							_, err = lp.Execute(w.s, store.KindLPQuote, prep)
 						}
 						if err != nil && !swapTolerated(err) {
 							t.Errorf("publish: %v", err)
@@ -100,13 +100,13 @@ func TestSwap_PropertyConcurrentQuotesAndIntentsConserveAndFillWithinTerms(t *te
 						count("publish")
 					case op < 4: // an LP cancels one of its quotes
 						lp := parties[rng.IntN(lps)]
-						page, err := w.s.ActiveLPQuotes(ctx, lp.id, store.PageRequest{Limit: 100})
+						page, err := w.s.ActiveLPQuotes(ctx, lp.ID, store.PageRequest{Limit: 100})
 						if err != nil || len(page.Items) == 0 {
 							continue
 						}
-						prep, err := w.s.PrepareLPQuoteCancel(ctx, lp.id, page.Items[rng.IntN(len(page.Items))].QuoteID)
+						prep, err := w.s.PrepareLPQuoteCancel(ctx, lp.ID, page.Items[rng.IntN(len(page.Items))].QuoteID)
 						if err == nil {
-							_, err = lp.execute(w.s, store.KindLPQuoteCancel, prep)
+							_, err = lp.Execute(w.s, store.KindLPQuoteCancel, prep)
 						}
 						if err != nil && !swapTolerated(err) {
 							t.Errorf("cancel quote: %v", err)
@@ -122,10 +122,10 @@ func TestSwap_PropertyConcurrentQuotesAndIntentsConserveAndFillWithinTerms(t *te
 						if rng.IntN(3) == 0 {
 							minimum = minimum.Mul(dec(t, "1.05")).Truncate(6)
 						}
-						prep, err := w.s.PrepareSwap(ctx, tk.id, store.SwapTerms{PoolID: w.pool.PoolID, Sell: string(sell), Amount: amount.String(),
+						prep, err := w.s.PrepareSwap(ctx, tk.ID, store.SwapTerms{PoolID: w.pool.PoolID, Sell: string(sell), Amount: amount.String(),
 							MinReceive: minimum.String(), Deadline: w.in(time.Duration(5+rng.IntN(60)) * time.Minute)})
 						if err == nil {
-							_, err = tk.execute(w.s, store.KindSwapIntent, prep)
+							_, err = tk.Execute(w.s, store.KindSwapIntent, prep)
 						}
 						if err != nil && !swapTolerated(err) {
 							t.Errorf("swap: %v", err)
@@ -133,13 +133,13 @@ func TestSwap_PropertyConcurrentQuotesAndIntentsConserveAndFillWithinTerms(t *te
 						count("swap")
 					case op < 9: // a taker cancels a pending intent
 						tk := parties[lps+rng.IntN(takers)]
-						page, err := w.s.ActiveIntents(ctx, tk.id, store.PageRequest{Limit: 100})
+						page, err := w.s.ActiveIntents(ctx, tk.ID, store.PageRequest{Limit: 100})
 						if err != nil || len(page.Items) == 0 {
 							continue
 						}
-						prep, err := w.s.PrepareIntentCancel(ctx, tk.id, page.Items[0].IntentCID)
+						prep, err := w.s.PrepareIntentCancel(ctx, tk.ID, page.Items[0].IntentCID)
 						if err == nil {
-							_, err = tk.execute(w.s, store.KindIntentCancel, prep)
+							_, err = tk.Execute(w.s, store.KindIntentCancel, prep)
 						}
 						if err != nil && !swapTolerated(err) {
 							t.Errorf("cancel intent: %v", err)
@@ -215,13 +215,13 @@ func TestSwap_PropertyConcurrentQuotesAndIntentsConserveAndFillWithinTerms(t *te
 		filledIntents, waited := 0, 0
 		for _, tk := range parties[lps:] {
 			for r := (store.PageRequest{Limit: 100}); ; {
-				page, err := w.s.SwapHistory(ctx, store.SwapHistoryFilter{Taker: tk.id}, r)
+				page, err := w.s.SwapHistory(ctx, store.SwapHistoryFilter{Taker: tk.ID}, r)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for _, h := range page.Items {
 					filledIntents++
-					v, err := w.s.IntentStatus(ctx, tk.id, h.IntentCID)
+					v, err := w.s.IntentStatus(ctx, tk.ID, h.IntentCID)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -304,8 +304,8 @@ func TestSwap_TwoIntentsRacingForTheLastLiquidityOfAQuoteFillOnce(t *testing.T) 
 		for round := range 3 {
 			first := w.quote(lp, store.SideAsk, "2", "10")
 			preps := make([]*store.Prepared, 2)
-			for i, tk := range []*ledgerParty{a, c} {
-				p, err := w.s.PrepareSwap(ctx, tk.id, store.SwapTerms{PoolID: w.pool.PoolID, Sell: "USDCx", Amount: "20", MinReceive: "10", Deadline: w.in(time.Hour)})
+			for i, tk := range []*storetest.Party{a, c} {
+				p, err := w.s.PrepareSwap(ctx, tk.ID, store.SwapTerms{PoolID: w.pool.PoolID, Sell: "USDCx", Amount: "20", MinReceive: "10", Deadline: w.in(time.Hour)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -314,12 +314,12 @@ func TestSwap_TwoIntentsRacingForTheLastLiquidityOfAQuoteFillOnce(t *testing.T) 
 			var wg sync.WaitGroup
 			start := make(chan struct{})
 			results := make([]string, 2)
-			for i, tk := range []*ledgerParty{a, c} {
+			for i, tk := range []*storetest.Party{a, c} {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
 					<-start
-					r, err := tk.execute(w.s, store.KindSwapIntent, preps[i])
+					r, err := tk.Execute(w.s, store.KindSwapIntent, preps[i])
 					if err != nil {
 						t.Errorf("submit: %v", err)
 						return
@@ -379,9 +379,9 @@ func TestSwap_AggregatesEqualAnIndependentRecomputationFromTheUpdateLog(t *testi
 		w.swap(tk, "CC", "5", "0")
 		w.swap(tk, "USDCx", "30", "0")
 		w.swap(tk, "USDCx", "2.123457", "0")
-		prep, err := w.s.PrepareLPQuoteCancel(ctx, lp3.id, gone)
+		prep, err := w.s.PrepareLPQuoteCancel(ctx, lp3.ID, gone)
 		w.run(lp3, store.KindLPQuoteCancel, prep, err)
-		prep, err = w.s.PrepareClaimFees(ctx, lp2.id, w.pool.PoolID)
+		prep, err = w.s.PrepareClaimFees(ctx, lp2.ID, w.pool.PoolID)
 		w.run(lp2, store.KindLPClaimFees, prep, err)
 		w.swap(tk, "CC", "1.5", "0")
 

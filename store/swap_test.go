@@ -33,25 +33,25 @@ func newSwapWorld(t testing.TB, b storetest.Backend, feeBps int) *swapWorld {
 	return &swapWorld{t: t, s: s, clock: clock, pool: p}
 }
 
-func (w *swapWorld) party(hint, cc, usdcx string) *ledgerParty {
+func (w *swapWorld) party(hint, cc, usdcx string) *storetest.Party {
 	w.t.Helper()
-	p := onboardParty(w.t, w.s, hint)
+	p := storetest.Onboard(w.t, w.s, hint)
 	if cc != "" {
-		tap(w.t, w.s, p, store.CC, cc)
+		p.Tap(w.t, w.s, store.CC, cc)
 	}
 	if usdcx != "" {
-		tap(w.t, w.s, p, store.USDCx, usdcx)
+		p.Tap(w.t, w.s, store.USDCx, usdcx)
 	}
 	return p
 }
 
 // run executes a prepare's outcome signed by p and decodes the receipt.
-func (w *swapWorld) run(p *ledgerParty, kind string, prep *store.Prepared, err error) map[string]any {
+func (w *swapWorld) run(p *storetest.Party, kind string, prep *store.Prepared, err error) map[string]any {
 	w.t.Helper()
 	if err != nil {
 		w.t.Fatalf("%s prepare: %v", kind, err)
 	}
-	r, err := p.execute(w.s, kind, prep)
+	r, err := p.Execute(w.s, kind, prep)
 	if err != nil {
 		w.t.Fatalf("%s execute: %v", kind, err)
 	}
@@ -64,20 +64,20 @@ func (w *swapWorld) run(p *ledgerParty, kind string, prep *store.Prepared, err e
 
 func (w *swapWorld) in(d time.Duration) int64 { return w.clock.Now().Add(d).Unix() }
 
-func (w *swapWorld) quote(lp *ledgerParty, side, price, size string) string {
+func (w *swapWorld) quote(lp *storetest.Party, side, price, size string) string {
 	w.t.Helper()
-	prep, err := w.s.PrepareLPQuote(context.Background(), lp.id, store.LPQuoteTerms{PoolID: w.pool.PoolID, Side: side, Price: price, Size: size, ExpiresAt: w.in(time.Hour)})
+	prep, err := w.s.PrepareLPQuote(context.Background(), lp.ID, store.LPQuoteTerms{PoolID: w.pool.PoolID, Side: side, Price: price, Size: size, ExpiresAt: w.in(time.Hour)})
 	return w.run(lp, store.KindLPQuote, prep, err)["cid"].(string)
 }
 
-func (w *swapWorld) swap(taker *ledgerParty, sell, amount, minReceive string) (cid, status string) {
+func (w *swapWorld) swap(taker *storetest.Party, sell, amount, minReceive string) (cid, status string) {
 	w.t.Helper()
-	prep, err := w.s.PrepareSwap(context.Background(), taker.id, store.SwapTerms{PoolID: w.pool.PoolID, Sell: sell, Amount: amount, MinReceive: minReceive, Deadline: w.in(time.Hour)})
+	prep, err := w.s.PrepareSwap(context.Background(), taker.ID, store.SwapTerms{PoolID: w.pool.PoolID, Sell: sell, Amount: amount, MinReceive: minReceive, Deadline: w.in(time.Hour)})
 	r := w.run(taker, store.KindSwapIntent, prep, err)
 	return r["intentCid"].(string), r["intentStatus"].(string)
 }
 
-func (w *swapWorld) wantBalance(p *ledgerParty, inst store.Instrument, amount, locked string) {
+func (w *swapWorld) wantBalance(p *storetest.Party, inst store.Instrument, amount, locked string) {
 	w.t.Helper()
 	b := balanceOf(w.t, w.s, p, inst)
 	if !b.Amount.Equal(store.MustAmount(amount)) || !b.Locked.Equal(store.MustAmount(locked)) {
@@ -102,7 +102,7 @@ func TestSwap_FillsBestPriceFirstAcrossQuotesWithFeesToTheLPs(t *testing.T) {
 		if status != store.IntentFilled {
 			t.Fatalf("status %s, want filled", status)
 		}
-		v, err := w.s.IntentStatus(ctx, taker.id, cid)
+		v, err := w.s.IntentStatus(ctx, taker.ID, cid)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,13 +122,13 @@ func TestSwap_FillsBestPriceFirstAcrossQuotesWithFeesToTheLPs(t *testing.T) {
 		if a.AccruedFees[store.USDCx].String() != "0.0438" || a.LPCount != 1 {
 			t.Fatalf("aggregates %+v", a)
 		}
-		prep, err := w.s.PrepareClaimFees(ctx, lp2.id, w.pool.PoolID)
+		prep, err := w.s.PrepareClaimFees(ctx, lp2.ID, w.pool.PoolID)
 		r := w.run(lp2, store.KindLPClaimFees, prep, err)
 		if got := r["claimed"].(map[string]any)["USDCx"]; got != "0.0294" {
 			t.Fatalf("claimed %v", r)
 		}
 		w.wantBalance(lp2, store.USDCx, "990.2294", "0")
-		if _, err := w.s.PrepareClaimFees(ctx, lp2.id, w.pool.PoolID); store.ErrorCode(err) != store.CodeConflict {
+		if _, err := w.s.PrepareClaimFees(ctx, lp2.ID, w.pool.PoolID); store.ErrorCode(err) != store.CodeConflict {
 			t.Fatalf("second claim: %v, want conflict", err)
 		}
 
@@ -153,7 +153,7 @@ func TestSwap_WaitingIntentFillsWhenLiquidityArrivesAndExpiresOtherwise(t *testi
 			t.Fatalf("status %s, want pending", status)
 		}
 		w.wantBalance(taker, store.CC, "90", "10")
-		page, err := w.s.ActiveIntents(ctx, taker.id, store.PageRequest{})
+		page, err := w.s.ActiveIntents(ctx, taker.ID, store.PageRequest{})
 		if err != nil || len(page.Items) != 1 || page.Items[0].IntentCID != cid {
 			t.Fatalf("active %+v %v", page.Items, err)
 		}
@@ -161,7 +161,7 @@ func TestSwap_WaitingIntentFillsWhenLiquidityArrivesAndExpiresOtherwise(t *testi
 		w.quote(lp, store.SideBid, "1.9", "20")
 		w.wantBalance(taker, store.CC, "90", "10")
 		w.quote(lp, store.SideBid, "2.1", "9")
-		v, err := w.s.IntentStatus(ctx, taker.id, cid)
+		v, err := w.s.IntentStatus(ctx, taker.ID, cid)
 		if err != nil || v.Status != store.IntentFilled || v.Received.String() != "20.9" {
 			t.Fatalf("intent %+v %v", v, err)
 		}
@@ -177,7 +177,7 @@ func TestSwap_WaitingIntentFillsWhenLiquidityArrivesAndExpiresOtherwise(t *testi
 		if n, err := w.s.ExpireSwaps(ctx, 100); err != nil || n < 2 {
 			t.Fatalf("expired %d %v", n, err)
 		}
-		v, err = w.s.IntentStatus(ctx, taker.id, cid2)
+		v, err = w.s.IntentStatus(ctx, taker.ID, cid2)
 		if err != nil || v.Status != store.IntentExpired {
 			t.Fatalf("intent %+v %v", v, err)
 		}
@@ -217,23 +217,23 @@ func TestSwap_SubmitIsIdempotentAndRefusesAWrongSignerChangingNothing(t *testing
 		ctx := context.Background()
 		lp, taker, other := w.party("lp", "100", "100"), w.party("taker", "10", ""), w.party("other", "", "")
 		w.quote(lp, store.SideBid, "2", "50")
-		prep, err := w.s.PrepareSwap(ctx, taker.id, store.SwapTerms{PoolID: w.pool.PoolID, Sell: "CC", Amount: "4", MinReceive: "7", Deadline: w.in(time.Hour)})
+		prep, err := w.s.PrepareSwap(ctx, taker.ID, store.SwapTerms{PoolID: w.pool.PoolID, Sell: "CC", Amount: "4", MinReceive: "7", Deadline: w.in(time.Hour)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := other.execute(w.s, store.KindSwapIntent, prep); store.ErrorCode(err) != store.CodePartyMismatch {
+		if _, err := other.Execute(w.s, store.KindSwapIntent, prep); store.ErrorCode(err) != store.CodePartyMismatch {
 			t.Fatalf("another party's submit: %v, want party_mismatch", err)
 		}
-		forged, err := w.s.Execute(ctx, store.Execution{Kinds: []string{store.KindSwapIntent}, Hash: prep.Hash, Signature: make([]byte, 64), Caller: taker.id})
+		forged, err := w.s.Execute(ctx, store.Execution{Kinds: []string{store.KindSwapIntent}, Hash: prep.Hash, Signature: make([]byte, 64), Caller: taker.ID})
 		if store.ErrorCode(err) != store.CodeInvalidSignature || forged != nil {
 			t.Fatalf("a bad signature: %v, want invalid_signature", err)
 		}
 		w.wantBalance(taker, store.CC, "10", "0")
-		first, err := taker.execute(w.s, store.KindSwapIntent, prep)
+		first, err := taker.Execute(w.s, store.KindSwapIntent, prep)
 		if err != nil {
 			t.Fatal(err)
 		}
-		again, err := taker.execute(w.s, store.KindSwapIntent, prep)
+		again, err := taker.Execute(w.s, store.KindSwapIntent, prep)
 		if err != nil || string(again) != string(first) {
 			t.Fatalf("replay answered %s, %v; the first receipt was %s", again, err, first)
 		}

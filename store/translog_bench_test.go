@@ -27,9 +27,9 @@ func BenchmarkTransparencyLog_Taps(b *testing.B) {
 				if !logged {
 					s.SkipTransparencyLog()
 				}
-				parties := make([]*ledgerParty, 16)
+				parties := make([]*storetest.Party, 16)
 				for i := range parties {
-					parties[i] = onboardParty(b, s, fmt.Sprintf("p%d", i))
+					parties[i] = storetest.Onboard(b, s, fmt.Sprintf("p%d", i))
 				}
 				var next atomic.Int64
 				b.SetParallelism(8) // 16 goroutines on 2 cores
@@ -37,9 +37,9 @@ func BenchmarkTransparencyLog_Taps(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					p := parties[next.Add(1)%int64(len(parties))]
 					for pb.Next() {
-						prep, err := s.PrepareTap(context.Background(), p.id, store.CC, store.MustAmount("1"))
+						prep, err := s.PrepareTap(context.Background(), p.ID, store.CC, store.MustAmount("1"))
 						if err == nil {
-							_, err = p.execute(s, store.KindTap, prep)
+							_, err = p.Execute(s, store.KindTap, prep)
 						}
 						if err != nil {
 							b.Error(err)

@@ -3,7 +3,6 @@ package store_test
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -55,20 +54,20 @@ func TestTransparencyLog_EachUpdateIsOneEntryInOffsetOrderAndReceiptsPointToIt(t
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
 		s, _, _ := openLedger(t, b)
-		alice, bob := onboardParty(t, s, "alice"), onboardParty(t, s, "bob")
-		tap(t, s, alice, store.CC, "50")
+		alice, bob := storetest.Onboard(t, s, "alice"), storetest.Onboard(t, s, "bob")
+		alice.Tap(t, s, store.CC, "50")
 		before := storetest.CheckLog(t, s)
 
-		prep, err := s.PrepareCCTransfer(ctx, alice.id, bob.id, store.MustAmount("20"))
+		prep, err := s.PrepareCCTransfer(ctx, alice.ID, bob.ID, store.MustAmount("20"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		receipt, err := alice.execute(s, store.KindCCTransfer, prep)
+		receipt, err := alice.Execute(s, store.KindCCTransfer, prep)
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := logIndexOf(t, receipt)
-		again, err := alice.execute(s, store.KindCCTransfer, prep)
+		again, err := alice.Execute(s, store.KindCCTransfer, prep)
 		if err != nil || !bytes.Equal(again, receipt) {
 			t.Fatalf("a replay answered %s (%v), the execute %s", again, err, receipt)
 		}
@@ -77,18 +76,18 @@ func TestTransparencyLog_EachUpdateIsOneEntryInOffsetOrderAndReceiptsPointToIt(t
 			t.Fatal(err)
 		}
 		if e.CommittedBy != translog.CommittedByParty || !bytes.Equal(e.PreparedTransaction, prep.Transaction) ||
-			e.ActAs != alice.id || e.Kind != store.KindCCTransfer || !bytes.Equal(e.PublicKey, alice.priv.Public().(ed25519.PublicKey)) {
+			e.ActAs != alice.ID || e.Kind != store.KindCCTransfer || !bytes.Equal(e.PublicKey, alice.Public()) {
 			t.Fatalf("entry %d of the transfer: %+v", n, e)
 		}
 		// An update the service commits says so.
-		pre, err := s.PreparePreapproval(ctx, bob.id, store.PreapprovalUSDCx)
+		pre, err := s.PreparePreapproval(ctx, bob.ID, store.PreapprovalUSDCx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := bob.execute(s, store.KindUSDCxPreapproval, pre); err != nil {
+		if _, err := bob.Execute(s, store.KindUSDCxPreapproval, pre); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.RenewPreapproval(ctx, bob.id, store.PreapprovalUSDCx); err != nil {
+		if _, err := s.RenewPreapproval(ctx, bob.ID, store.PreapprovalUSDCx); err != nil {
 			t.Fatal(err)
 		}
 		after := storetest.CheckLog(t, s)
@@ -113,21 +112,21 @@ func TestTransparencyLog_EachUpdateIsOneEntryInOffsetOrderAndReceiptsPointToIt(t
 func TestTransparencyLog_ConcurrentExecutesKeepOneEntryPerUpdate(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		s, _, _ := openLedger(t, b)
-		parties := make([]*ledgerParty, 6)
+		parties := make([]*storetest.Party, 6)
 		for i := range parties {
-			parties[i] = onboardParty(t, s, fmt.Sprintf("p%d", i))
+			parties[i] = storetest.Onboard(t, s, fmt.Sprintf("p%d", i))
 		}
 		var wg sync.WaitGroup
 		indexes := make(chan int64, 60)
 		for _, p := range parties {
 			wg.Go(func() {
 				for range 10 {
-					prep, err := s.PrepareTap(context.Background(), p.id, store.CC, store.MustAmount("1"))
+					prep, err := s.PrepareTap(context.Background(), p.ID, store.CC, store.MustAmount("1"))
 					if err != nil {
 						t.Error(err)
 						return
 					}
-					r, err := p.execute(s, store.KindTap, prep)
+					r, err := p.Execute(s, store.KindTap, prep)
 					if err != nil {
 						t.Error(err)
 						return
@@ -153,7 +152,7 @@ func TestTransparencyLog_CheckpointIsSignedByTheLogKeyAndTilesBeyondTheTreeAreNo
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
 		s, _, _ := openLedger(t, b)
-		onboardParty(t, s, "alice")
+		storetest.Onboard(t, s, "alice")
 		vkey, err := s.LogVerifierKey(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -192,8 +191,8 @@ func TestTransparencyLog_CheckpointIsSignedByTheLogKeyAndTilesBeyondTheTreeAreNo
 func TestTransparencyLog_MigrateLogsTheUpdatesCommittedBeforeTheLogBegan(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		s, _, _ := openLedger(t, b)
-		alice := onboardParty(t, s, "alice")
-		tap(t, s, alice, store.CC, "5")
+		alice := storetest.Onboard(t, s, "alice")
+		alice.Tap(t, s, store.CC, "5")
 		// The store as it was before the log: updates, and an empty log.
 		driver, dsn := "pgx", s.Config().DB
 		empty := `'\x'::bytea`
@@ -218,7 +217,7 @@ func TestTransparencyLog_MigrateLogsTheUpdatesCommittedBeforeTheLogBegan(t *test
 		if err != nil || e.CommittedBy != translog.CommittedBeforeLog {
 			t.Fatalf("the first entry after the migration: %+v %v", e, err)
 		}
-		tap(t, s, alice, store.CC, "5")
+		alice.Tap(t, s, store.CC, "5")
 		if after := storetest.CheckLog(t, s); after.N != tree.N+1 {
 			t.Fatalf("the log went from %d to %d entries with one update", tree.N, after.N)
 		}

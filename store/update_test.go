@@ -17,21 +17,21 @@ func TestUpdateLog_FollowerByOffsetMissesNothing(t *testing.T) {
 		cfg := storetest.Config(new(storetest.Clock))
 		cfg.MaxConns = 8
 		s := b.Open(t, cfg)
-		parties := make([]*ledgerParty, 6)
+		parties := make([]*storetest.Party, 6)
 		for i := range parties {
-			parties[i] = onboardParty(t, s, "p")
+			parties[i] = storetest.Onboard(t, s, "p")
 		}
 		var committed sync.Map
 		var wg sync.WaitGroup
 		for _, p := range parties {
 			wg.Go(func() {
 				for range 25 {
-					prep, err := s.PrepareTap(ctx, p.id, store.CC, store.MustAmount("1"))
+					prep, err := s.PrepareTap(ctx, p.ID, store.CC, store.MustAmount("1"))
 					if err != nil {
 						t.Error(err)
 						return
 					}
-					r, err := p.execute(s, store.KindTap, prep)
+					r, err := p.Execute(s, store.KindTap, prep)
 					if err != nil {
 						t.Error(err)
 						return

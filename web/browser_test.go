@@ -160,9 +160,9 @@ func browserConsole(t *testing.T, browser context.Context, b storetest.Backend) 
 		alice := e.signInParty("alice")
 		bob := e.signInParty("bob")
 		sidOf := func(p party) string {
-			ss, err := e.store.SearchSessions(context.Background(), store.AdminSessionQuery{Party: p.id})
+			ss, err := e.store.SearchSessions(context.Background(), store.AdminSessionQuery{Party: p.ID})
 			if err != nil || len(ss) != 1 {
-				t.Fatalf("sessions of %s: %v %v", p.id, ss, err)
+				t.Fatalf("sessions of %s: %v %v", p.ID, ss, err)
 			}
 			return ss[0].SID
 		}
@@ -196,9 +196,9 @@ func browserConsole(t *testing.T, browser context.Context, b storetest.Backend) 
 				t.Fatal(err)
 			}
 			// The id shows shortened, on one line, whole on hover; the copy button needs JavaScript.
-			short := "alice::" + alice.id[7:13] + "…" + alice.id[len(alice.id)-4:]
-			if !strings.Contains(rowText, short) || strings.Contains(rowText, alice.id) || fullID != alice.id || !strings.Contains(rowText, "active") {
-				t.Fatalf("alice's row: %q, title %q; want %q shown and %q on hover", rowText, fullID, short, alice.id)
+			short := "alice::" + alice.ID[7:13] + "…" + alice.ID[len(alice.ID)-4:]
+			if !strings.Contains(rowText, short) || strings.Contains(rowText, alice.ID) || fullID != alice.ID || !strings.Contains(rowText, "active") {
+				t.Fatalf("alice's row: %q, title %q; want %q shown and %q on hover", rowText, fullID, short, alice.ID)
 			}
 			if len(copyButtons) != 0 {
 				t.Fatalf("with JavaScript off, %d copy buttons show", len(copyButtons))
@@ -225,7 +225,7 @@ func browserConsole(t *testing.T, browser context.Context, b storetest.Backend) 
 			}
 
 			// The party page joins sessions, balances, listings and updates.
-			err = chromedp.Run(ctx, chromedp.Navigate(e.url+"/admin/parties/"+alice.id), chromedp.WaitVisible(`#balances`, chromedp.ByID))
+			err = chromedp.Run(ctx, chromedp.Navigate(e.url+"/admin/parties/"+alice.ID), chromedp.WaitVisible(`#balances`, chromedp.ByID))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,8 +2,6 @@ package web_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -241,10 +239,10 @@ func TestRevoke_RefusesEveryTokenOfTheSessionAndIsAudited(t *testing.T) {
 		c := e.client()
 		c.mustLogin("ops")
 		p := c.get("/admin/sessions?party=alice")
-		if !strings.Contains(p.body, alice.id) || strings.Contains(p.body, bob.id) {
+		if !strings.Contains(p.body, alice.ID) || strings.Contains(p.body, bob.ID) {
 			t.Fatalf("search by hint: alice's session missing or bob's shown")
 		}
-		ss, _ := e.store.SearchSessions(context.Background(), store.AdminSessionQuery{Party: alice.id})
+		ss, _ := e.store.SearchSessions(context.Background(), store.AdminSessionQuery{Party: alice.ID})
 		if len(ss) != 1 {
 			t.Fatalf("alice has %d sessions", len(ss))
 		}
@@ -289,9 +287,9 @@ func TestViewer_SeesNoActionsAndForgedActionsAreRefused(t *testing.T) {
 		e.restStatus("GET", "/api/auth/me", alice.token, nil)
 		c := e.client()
 		c.mustLogin("watcher")
-		ss, _ := e.store.SearchSessions(context.Background(), store.AdminSessionQuery{Party: alice.id})
+		ss, _ := e.store.SearchSessions(context.Background(), store.AdminSessionQuery{Party: alice.ID})
 		sid := ss[0].SID
-		if p := c.get("/admin/sessions"); !strings.Contains(p.body, alice.id) || strings.Contains(p.body, "/revoke") {
+		if p := c.get("/admin/sessions"); !strings.Contains(p.body, alice.ID) || strings.Contains(p.body, "/revoke") {
 			t.Fatalf("a viewer sees a revoke button, or not the session")
 		}
 		if p := c.get("/admin/ratelimits"); !strings.Contains(p.body, `data-key="read:127.0.0.1"`) || strings.Contains(p.body, "/admin/ratelimits/reset") {
@@ -319,7 +317,7 @@ func TestCSRF_FormsWithoutTheTokenOrFromAnotherSiteAreRefused(t *testing.T) {
 		alice := e.signInParty("alice")
 		c := e.client()
 		c.mustLogin("ops")
-		ss, _ := e.store.SearchSessions(context.Background(), store.AdminSessionQuery{Party: alice.id})
+		ss, _ := e.store.SearchSessions(context.Background(), store.AdminSessionQuery{Party: alice.ID})
 		path := "/admin/sessions/" + ss[0].SID + "/revoke"
 		for _, tc := range []struct {
 			name    string
@@ -488,8 +486,8 @@ func TestLedger_ShowsUpdatesAndPreparedTransactionsWithTheirState(t *testing.T) 
 		e := newConsoleEnv(t, b)
 		e.user("watcher", store.RoleViewer)
 		alice := e.signInParty("alice") // one executed onboarding
-		pub, _, _ := ed25519.GenerateKey(rand.Reader)
-		if _, err := e.store.PrepareOnboarding(ctx, pub, "carol"); err != nil { // prepared, never executed
+		carol := storetest.NewKey()
+		if _, err := e.store.PrepareOnboarding(ctx, carol.Public(), "carol"); err != nil { // prepared, never executed
 			t.Fatal(err)
 		}
 		c := e.client()
@@ -509,7 +507,7 @@ func TestLedger_ShowsUpdatesAndPreparedTransactionsWithTheirState(t *testing.T) 
 		if got := states(); !strings.Contains(got, ">expired<") || strings.Contains(got, ">pending<") {
 			t.Errorf("prepared states after the TTL: %s", got)
 		}
-		if p := c.get("/admin/ledger"); !strings.Contains(p.body, "party.onboard") || !strings.Contains(p.body, alice.id) {
+		if p := c.get("/admin/ledger"); !strings.Contains(p.body, "party.onboard") || !strings.Contains(p.body, alice.ID) {
 			t.Errorf("the latest updates miss alice's onboarding")
 		}
 	})

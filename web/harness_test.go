@@ -3,9 +3,6 @@ package web_test
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -20,7 +17,6 @@ import (
 
 	"marketd/rest"
 	"marketd/store"
-	"marketd/store/signing"
 	"marketd/store/storetest"
 	"marketd/web"
 )
@@ -70,26 +66,24 @@ func (e *consoleEnv) user(name string, role store.AdminRole) {
 	}
 }
 
-// party is an onboarded party signed in over REST, with its bearer token and session id.
+// party is a party made by storetest, onboarded and signed in over REST, with its bearer token.
 type party struct {
-	id, token string
-	key       ed25519.PrivateKey
+	*storetest.Party
+	token string
 }
 
-// signInParty onboards a fresh key with hint and signs it in over REST.
+// signInParty onboards a fresh party with hint and signs it in over REST.
 func (e *consoleEnv) signInParty(hint string) party {
 	e.t.Helper()
-	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	id := signing.PartyIDFor(hint, pub)
+	p := storetest.NewParty(hint)
 	var prep struct{ PreparedTransactionHash string }
-	e.rest("POST", "/api/parties/onboard/prepare", "", map[string]string{"publicKey": base64.StdEncoding.EncodeToString(pub), "hint": hint}, &prep)
-	raw, _ := base64.StdEncoding.DecodeString(prep.PreparedTransactionHash)
-	e.rest("POST", "/api/parties/onboard/execute", "", map[string]string{"preparedTransactionHash": prep.PreparedTransactionHash, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, raw))}, nil)
+	e.rest("POST", "/api/parties/onboard/prepare", "", map[string]string{"publicKey": p.PublicBase64(), "hint": hint}, &prep)
+	e.rest("POST", "/api/parties/onboard/execute", "", map[string]string{"preparedTransactionHash": prep.PreparedTransactionHash, "signature": p.SignHash(e.t, prep.PreparedTransactionHash)}, nil)
 	var nr struct{ Message, Nonce string }
-	e.rest("POST", "/api/auth/nonce", "", map[string]string{"partyId": id}, &nr)
+	e.rest("POST", "/api/auth/nonce", "", map[string]string{"partyId": p.ID}, &nr)
 	var tr struct{ Token string }
-	e.rest("POST", "/api/auth/verify", "", map[string]string{"partyId": id, "nonce": nr.Nonce, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, []byte(nr.Message)))}, &tr)
-	return party{id: id, token: tr.Token, key: priv}
+	e.rest("POST", "/api/auth/verify", "", map[string]string{"partyId": p.ID, "nonce": nr.Nonce, "signature": p.SignBase64([]byte(nr.Message))}, &tr)
+	return party{Party: p, token: tr.Token}
 }
 
 // exec runs a prepare as p and executes it with p's signature (execute is the path that
@@ -98,9 +92,8 @@ func (e *consoleEnv) exec(p party, prepare, execute string, body any) map[string
 	e.t.Helper()
 	var prep struct{ PreparedTransactionHash string }
 	e.rest("POST", prepare, p.token, body, &prep)
-	raw, _ := base64.StdEncoding.DecodeString(prep.PreparedTransactionHash)
 	var out map[string]any
-	e.rest("POST", execute, p.token, map[string]string{"preparedTransactionHash": prep.PreparedTransactionHash, "signature": base64.StdEncoding.EncodeToString(ed25519.Sign(p.key, raw))}, &out)
+	e.rest("POST", execute, p.token, map[string]string{"preparedTransactionHash": prep.PreparedTransactionHash, "signature": p.SignHash(e.t, prep.PreparedTransactionHash)}, &out)
 	return out
 }
 

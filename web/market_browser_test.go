@@ -91,7 +91,7 @@ func browserMarket(t *testing.T, browser context.Context, b storetest.Backend) {
 		"deadline": e.clock.Now().Add(10 * time.Minute).Unix()})
 	var carolFills int
 	for range 100 { // an intent is filled by its pool's batch, just after the submit answers
-		if carolFills = fillsOf(t, e.store, carol.id); carolFills > 0 {
+		if carolFills = fillsOf(t, e.store, carol.ID); carolFills > 0 {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -201,8 +201,8 @@ func TestBrowser_CopyButton_CopiesTheWholePartyIdWithJavaScriptOn(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if label != "copied" || copied != alice.id {
-		t.Fatalf("after the click: button %q, clipboard %q; want \"copied\" and %q", label, copied, alice.id)
+	if label != "copied" || copied != alice.ID {
+		t.Fatalf("after the click: button %q, clipboard %q; want \"copied\" and %q", label, copied, alice.ID)
 	}
 }
 

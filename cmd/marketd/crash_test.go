@@ -47,8 +47,8 @@ func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testi
 			in := startInstance(t, env...)
 			c := newClient(t)
 			traders, minters := onboardTraders(c, in.url, 4), onboardMinters(c, in.url, 12)
-			col := createCrashCollection(t, st.dsn, traders[0].id)
-			drop := createDrop(t, st.dsn, traders[0].id)
+			col := createCrashCollection(t, st.dsn, traders[0].ID)
+			drop := createDrop(t, st.dsn, traders[0].ID)
 			pool := createCrashPool(t, st.dsn)
 			db, err := sql.Open(st.driver, st.raw)
 			if err != nil {
@@ -93,11 +93,11 @@ func onboardTraders(c *client, base string, n int) []*party {
 		p := c.onboard(base, fmt.Sprintf("trader%d", i))
 		for _, inst := range []string{"CC", "USDCx"} {
 			h := c.prepare(base, "/api/wallet/tap", p, map[string]string{"instrument": inst, "amount": "1000"})
-			c.ok("POST", base+"/api/wallet/tap/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+			c.ok("POST", base+"/api/wallet/tap/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.SignHash(c.t, h)})
 		}
 		for _, kind := range []string{"nft", "usdcx"} {
 			h := c.prepare(base, "/api/wallet/"+kind+"-preapproval", p, map[string]string{})
-			c.ok("POST", base+"/api/wallet/"+kind+"-preapproval/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+			c.ok("POST", base+"/api/wallet/"+kind+"-preapproval/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.SignHash(c.t, h)})
 		}
 		traders[i] = p
 	}
@@ -301,7 +301,7 @@ func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand
 	}
 	mine := func(listed bool) map[string]any {
 		var out []map[string]any
-		for _, n := range get("owner=" + url.QueryEscape(p.id) + "&limit=100") {
+		for _, n := range get("owner=" + url.QueryEscape(p.ID) + "&limit=100") {
 			if (n["listing"] != nil) == listed {
 				out = append(out, n)
 			}
@@ -323,7 +323,7 @@ func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand
 	case 4:
 		var others []map[string]any
 		for _, n := range get("listed=true&sort=price_asc&limit=50") {
-			if n["owner"] != p.id {
+			if n["owner"] != p.ID {
 				others = append(others, n)
 			}
 		}
@@ -334,7 +334,7 @@ func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand
 		if n := mine(false); n != nil {
 			to := traders[rng.IntN(len(traders))]
 			if to != p {
-				return exec("/api/nft/transfer/prepare", "/api/nft/transfer/execute", map[string]string{"contractId": n["contractId"].(string), "receiver": to.id})
+				return exec("/api/nft/transfer/prepare", "/api/nft/transfer/execute", map[string]string{"contractId": n["contractId"].(string), "receiver": to.ID})
 			}
 		}
 	case 6: // the two cheapest listings, whoever's (one's own fails and is retried)
@@ -394,7 +394,7 @@ func comparePages(t *testing.T, c *client, indexed, bySQL, col string, traders [
 	queries := []string{"sort=serial", "sort=price_asc", "sort=price_desc", "listed=true&sort=price_asc", "listed=true&sort=serial",
 		"trait=Hat:Crown&sort=price_desc", "trait=Hat:Cap&trait=Hat:Halo&trait=Eyes:Laser&sort=price_asc", "minPrice=5&maxPrice=15&sort=price_asc"}
 	for _, p := range traders {
-		queries = append(queries, "owner="+url.QueryEscape(p.id)+"&sort=price_asc")
+		queries = append(queries, "owner="+url.QueryEscape(p.ID)+"&sort=price_asc")
 	}
 	for _, q := range queries {
 		cursor := ""
@@ -559,7 +559,7 @@ func (c *client) write(base string, p *party, prepare, execute string, body any)
 		return "", false
 	}
 	h := r.str("preparedTransactionHash")
-	r, err = c.try("POST", base+execute, p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+	r, err = c.try("POST", base+execute, p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.SignHash(c.t, h)})
 	if err != nil || r.status != 200 {
 		return "", false
 	}

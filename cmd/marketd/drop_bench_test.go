@@ -62,7 +62,7 @@ func BenchmarkMintDrop(b *testing.B) {
 				}
 			}
 			now := time.Now().Unix()
-			run("collection", "create", "--slug", "drop", "--name", "Drop", "--creator", receivers[0].id, "--currency", "CC", "--supply", "100000")
+			run("collection", "create", "--slug", "drop", "--name", "Drop", "--creator", receivers[0].ID, "--currency", "CC", "--supply", "100000")
 			run("collection", "add-phase", "--collection", "drop", "--name", "public", "--price", "1",
 				"--start", fmt.Sprint(now-60), "--end", fmt.Sprint(now+86400), "--per-party-limit", "10000")
 
@@ -70,7 +70,7 @@ func BenchmarkMintDrop(b *testing.B) {
 				t.pair(c, in.url, minters[i], "/api/nft/mint/atomic/prepare", "/api/nft/mint/atomic/execute", map[string]string{"collectionId": "drop"})
 			}
 			transfer := func(i int, t *tally) {
-				t.pair(c, in.url, senders[i], "/api/wallet/cc-transfer/prepare", "/api/wallet/cc-transfer/execute", map[string]string{"receiver": receivers[i].id, "amount": "0.01"})
+				t.pair(c, in.url, senders[i], "/api/wallet/cc-transfer/prepare", "/api/wallet/cc-transfer/execute", map[string]string{"receiver": receivers[i].ID, "amount": "0.01"})
 			}
 			// crowd runs each op given on its own 64 wallets at once for the bench's seconds.
 			crowd := func(ops ...func(int, *tally)) ([]*tally, time.Duration) {
@@ -133,7 +133,7 @@ func (t *tally) pair(c *client, base string, p *party, prepare, execute string, 
 	if err == nil && r.status == 200 {
 		h := r.str("preparedTransactionHash")
 		executed = time.Now()
-		r, err = c.try("POST", base+execute, p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+		r, err = c.try("POST", base+execute, p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.SignHash(c.t, h)})
 	}
 	took := time.Since(start)
 	t.mu.Lock()
@@ -212,7 +212,7 @@ func BenchmarkBuyRace(b *testing.B) {
 			}
 			now := time.Now().Unix()
 			for _, args := range [][]string{
-				{"collection", "create", "--slug", "race", "--name", "Race", "--creator", seller.id, "--currency", "CC", "--supply", strconv.Itoa(listings)},
+				{"collection", "create", "--slug", "race", "--name", "Race", "--creator", seller.ID, "--currency", "CC", "--supply", strconv.Itoa(listings)},
 				{"collection", "add-phase", "--collection", "race", "--name", "public", "--price", "0.01", "--start", fmt.Sprint(now - 60), "--end", fmt.Sprint(now + 86400), "--per-party-limit", strconv.Itoa(listings)},
 			} {
 				cmd := exec.Command(bin, args...)
@@ -223,7 +223,7 @@ func BenchmarkBuyRace(b *testing.B) {
 			}
 			signed := func(path string, body any) reply {
 				h := c.prepare(in.url, path, seller, body)
-				return c.ok("POST", in.url+path+"/execute", seller.tok, map[string]string{"preparedTransactionHash": h, "signature": seller.signHash(h)})
+				return c.ok("POST", in.url+path+"/execute", seller.tok, map[string]string{"preparedTransactionHash": h, "signature": seller.SignHash(c.t, h)})
 			}
 			var listed []string
 			for left := listings; left > 0; left -= 50 {

@@ -36,7 +36,7 @@ func TestFailover_ASynchronousStandbyPromotedUnderWritesHasEveryAcknowledgedWrit
 	in := startInstance(t, env...)
 	c := newClient(t)
 	traders, minters := onboardTraders(c, in.url, 4), onboardMinters(c, in.url, 6)
-	market := crashMarket{createCrashCollection(t, dsn, traders[0].id), createDrop(t, dsn, traders[0].id), createCrashPool(t, dsn)}
+	market := crashMarket{createCrashCollection(t, dsn, traders[0].ID), createDrop(t, dsn, traders[0].ID), createCrashPool(t, dsn)}
 
 	load := startMixedWrites(c, in.url, market, traders, minters, 1)
 	waitFor(t, "writes to be acknowledged", func() bool { return load.count() >= 40 })
@@ -45,7 +45,7 @@ func TestFailover_ASynchronousStandbyPromotedUnderWritesHasEveryAcknowledgedWrit
 	promoted, before := time.Now(), load.count()
 	waitFor(t, "a write acknowledged by the new primary", func() bool { return load.count() > before })
 	waitFor(t, "a read answered by the new primary", func() bool {
-		r, err := c.try("GET", in.url+"/api/wallet/balance/"+traders[0].id, traders[0].tok, nil)
+		r, err := c.try("GET", in.url+"/api/wallet/balance/"+traders[0].ID, traders[0].tok, nil)
 		return err == nil && r.status == 200
 	})
 	t.Logf("%d writes acknowledged before the failover; the same process wrote and read again %s after the promotion", before, time.Since(promoted).Round(time.Millisecond))
@@ -75,7 +75,7 @@ func TestFailover_AnAsynchronousStandbyPromotedWithoutTheLastWritesIsServedAsItI
 	in := startInstance(t, env...)
 	c := newClient(t)
 	traders := onboardTraders(c, in.url, 2)
-	col := createCrashCollection(t, dsn, traders[0].id)
+	col := createCrashCollection(t, dsn, traders[0].ID)
 	mint := func(base string, p *party) string {
 		id, ok := c.write(base, p, "/api/nft/mint/atomic/prepare", "/api/nft/mint/atomic/execute", map[string]string{"collectionId": col})
 		if !ok {
@@ -110,7 +110,7 @@ func TestFailover_AnAsynchronousStandbyPromotedWithoutTheLastWritesIsServedAsItI
 	for range 3 {
 		lastMint = mint(other.url, traders[1])
 	}
-	ownerPage := "/api/nft/collection/" + col + "/nfts?owner=" + url.QueryEscape(traders[1].id)
+	ownerPage := "/api/nft/collection/" + col + "/nfts?owner=" + url.QueryEscape(traders[1].ID)
 	waitFor(t, "the instance to follow the primary's last writes", func() bool { return len(pageItems(c, in.url+ownerPage)) == 3 })
 	if got := ccBalance(c, in.url, traders[1]); got == kept {
 		t.Fatalf("the taps on the old primary do not show: CC balance %s", got)
@@ -126,7 +126,7 @@ func TestFailover_AnAsynchronousStandbyPromotedWithoutTheLastWritesIsServedAsItI
 	standby.Start()
 	standby.Promote()
 	waitFor(t, "a read answered by the new primary", func() bool {
-		r, err := c.try("GET", in.url+"/api/wallet/balance/"+traders[1].id, traders[1].tok, nil)
+		r, err := c.try("GET", in.url+"/api/wallet/balance/"+traders[1].ID, traders[1].tok, nil)
 		return err == nil && r.status == 200
 	})
 	if got := ccBalance(c, in.url, traders[1]); got != kept {

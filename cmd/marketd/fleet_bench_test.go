@@ -85,8 +85,8 @@ func BenchmarkFleet(b *testing.B) {
 				me, to := ps[w%parties], ps[(w+1)%parties]
 				for i := w; pb.Next(); i++ {
 					base := fleet[i%n].url
-					h := c.ok("POST", base+"/api/wallet/cc-transfer/prepare", me.tok, map[string]string{"receiver": to.id, "amount": "0.01"}).str("preparedTransactionHash")
-					c.ok("POST", base+"/api/wallet/cc-transfer/execute", me.tok, map[string]string{"preparedTransactionHash": h, "signature": me.signHash(h)})
+					h := c.ok("POST", base+"/api/wallet/cc-transfer/prepare", me.tok, map[string]string{"receiver": to.ID, "amount": "0.01"}).str("preparedTransactionHash")
+					c.ok("POST", base+"/api/wallet/cc-transfer/execute", me.tok, map[string]string{"preparedTransactionHash": h, "signature": me.SignHash(c.t, h)})
 				}
 			})
 			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "pairs/s")

@@ -2,10 +2,7 @@ package main
 
 import (
 	"bytes"
-	"crypto/ed25519"
-	"crypto/rand"
 	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,7 +21,6 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for checking the store directly
 
-	"marketd/store/signing"
 	"marketd/store/storetest"
 )
 
@@ -209,30 +205,20 @@ func (c *client) ok(method, url, tok string, body any) reply {
 	return r
 }
 
+// party is a party made by storetest and signed in through a door, with its bearer token.
 type party struct {
-	id   string
-	priv ed25519.PrivateKey
-	tok  string
-}
-
-func (p *party) sign(b []byte) string {
-	return base64.StdEncoding.EncodeToString(ed25519.Sign(p.priv, b))
-}
-
-func (p *party) signHash(hash64 string) string {
-	raw, _ := base64.StdEncoding.DecodeString(hash64)
-	return p.sign(raw)
+	*storetest.Party
+	tok string
 }
 
 // onboard creates a party through base and signs it in there.
 func (c *client) onboard(base, hint string) *party {
 	c.t.Helper()
-	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	p := &party{id: signing.PartyIDFor(hint, pub), priv: priv}
-	prep := c.ok("POST", base+"/api/parties/onboard/prepare", "", map[string]string{"publicKey": base64.StdEncoding.EncodeToString(pub), "hint": hint})
-	c.ok("POST", base+"/api/parties/onboard/execute", "", map[string]string{"preparedTransactionHash": prep.str("preparedTransactionHash"), "signature": p.signHash(prep.str("preparedTransactionHash"))})
-	n := c.ok("POST", base+"/api/auth/nonce", "", map[string]string{"partyId": p.id})
-	v := c.ok("POST", base+"/api/auth/verify", "", map[string]string{"partyId": p.id, "nonce": n.str("nonce"), "signature": p.sign([]byte(n.str("message")))})
+	p := &party{Party: storetest.NewParty(hint)}
+	prep := c.ok("POST", base+"/api/parties/onboard/prepare", "", map[string]string{"publicKey": p.PublicBase64(), "hint": hint})
+	c.ok("POST", base+"/api/parties/onboard/execute", "", map[string]string{"preparedTransactionHash": prep.str("preparedTransactionHash"), "signature": p.SignHash(c.t, prep.str("preparedTransactionHash"))})
+	n := c.ok("POST", base+"/api/auth/nonce", "", map[string]string{"partyId": p.ID})
+	v := c.ok("POST", base+"/api/auth/verify", "", map[string]string{"partyId": p.ID, "nonce": n.str("nonce"), "signature": p.SignBase64([]byte(n.str("message")))})
 	p.tok = v.str("token")
 	return p
 }
@@ -246,12 +232,12 @@ func (c *client) prepare(base, path string, p *party, body any) string {
 func (c *client) tap(base string, p *party, amount string) {
 	c.t.Helper()
 	h := c.prepare(base, "/api/wallet/tap", p, map[string]string{"instrument": "CC", "amount": amount})
-	c.ok("POST", base+"/api/wallet/tap/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+	c.ok("POST", base+"/api/wallet/tap/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.SignHash(c.t, h)})
 }
 
 func ccBalance(c *client, base string, p *party) string {
 	c.t.Helper()
-	r := c.ok("GET", base+"/api/wallet/balance/"+p.id, p.tok, nil)
+	r := c.ok("GET", base+"/api/wallet/balance/"+p.ID, p.tok, nil)
 	for _, b := range r.body["balances"].([]any) {
 		if m := b.(map[string]any); m["instrument"] == "CC" {
 			return m["amount"].(string)
@@ -351,7 +337,7 @@ func TestFleet(t *testing.T) {
 		c.tap(fleet[0].url, alice, "100") // one holding of 100
 		hashes := make([]string, 3)
 		for i, in := range fleet {
-			hashes[i] = c.prepare(in.url, "/api/wallet/cc-transfer", alice, map[string]string{"receiver": bob.id, "amount": "60"})
+			hashes[i] = c.prepare(in.url, "/api/wallet/cc-transfer", alice, map[string]string{"receiver": bob.ID, "amount": "60"})
 		}
 		replies := make([]reply, 3)
 		var wg sync.WaitGroup
@@ -359,7 +345,7 @@ func TestFleet(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				replies[i] = c.do("POST", in.url+"/api/wallet/cc-transfer/execute", alice.tok, map[string]string{"preparedTransactionHash": hashes[i], "signature": alice.signHash(hashes[i])})
+				replies[i] = c.do("POST", in.url+"/api/wallet/cc-transfer/execute", alice.tok, map[string]string{"preparedTransactionHash": hashes[i], "signature": alice.SignHash(c.t, hashes[i])})
 			}()
 		}
 		wg.Wait()
@@ -408,7 +394,7 @@ func TestFleet(t *testing.T) {
 						i = n % 2
 					}
 					base := fleet[i].url
-					r, err := c.try("POST", base+"/api/wallet/cc-transfer/prepare", me.tok, map[string]string{"receiver": to.id, "amount": "0.5"})
+					r, err := c.try("POST", base+"/api/wallet/cc-transfer/prepare", me.tok, map[string]string{"receiver": to.ID, "amount": "0.5"})
 					if err != nil || r.status != 200 {
 						if err == nil && !killed.Load() {
 							t.Errorf("prepare on %s: %d %s", base, r.status, r.raw)
@@ -416,7 +402,7 @@ func TestFleet(t *testing.T) {
 						continue
 					}
 					h := r.str("preparedTransactionHash")
-					r, err = c.try("POST", base+"/api/wallet/cc-transfer/execute", me.tok, map[string]string{"preparedTransactionHash": h, "signature": me.signHash(h)})
+					r, err = c.try("POST", base+"/api/wallet/cc-transfer/execute", me.tok, map[string]string{"preparedTransactionHash": h, "signature": me.SignHash(c.t, h)})
 					if err != nil {
 						continue // no answer: not acknowledged
 					}

@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -21,7 +18,6 @@ import (
 	"marketd/rest"
 	"marketd/store"
 	"marketd/store/ratelimit"
-	"marketd/store/signing"
 	"marketd/store/storetest"
 )
 
@@ -139,16 +135,14 @@ func (a *frontDoorsAPI) post(path, tok string, body any) map[string]any {
 // signedIn onboards a new key through REST, signs it in, and returns its party and token.
 func (a *frontDoorsAPI) signedIn(hint string) (party, tok string) {
 	a.t.Helper()
-	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	party = signing.PartyIDFor(hint, pub)
-	prep := a.post("/api/parties/onboard/prepare", "", map[string]string{"publicKey": base64.StdEncoding.EncodeToString(pub), "hint": hint})
-	hash, _ := base64.StdEncoding.DecodeString(prep["preparedTransactionHash"].(string))
+	p := storetest.NewParty(hint)
+	prep := a.post("/api/parties/onboard/prepare", "", map[string]string{"publicKey": p.PublicBase64(), "hint": hint})
 	a.post("/api/parties/onboard/execute", "", map[string]string{"preparedTransactionHash": prep["preparedTransactionHash"].(string),
-		"signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, hash))})
-	ch := a.post("/api/auth/nonce", "", map[string]string{"partyId": party})
-	v := a.post("/api/auth/verify", "", map[string]string{"partyId": party, "nonce": ch["nonce"].(string),
-		"signature": base64.StdEncoding.EncodeToString(ed25519.Sign(priv, []byte(ch["message"].(string))))})
-	return party, v["token"].(string)
+		"signature": p.SignHash(a.t, prep["preparedTransactionHash"].(string))})
+	ch := a.post("/api/auth/nonce", "", map[string]string{"partyId": p.ID})
+	v := a.post("/api/auth/verify", "", map[string]string{"partyId": p.ID, "nonce": ch["nonce"].(string),
+		"signature": p.SignBase64([]byte(ch["message"].(string)))})
+	return p.ID, v["token"].(string)
 }
 
 // nodes lists a connection's nodes.

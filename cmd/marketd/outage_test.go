@@ -27,7 +27,7 @@ func TestOutage_PostgresStoppedUnderLoadIs503ThenRecoversByItself(t *testing.T) 
 		traders[i] = c.onboard(in.url, fmt.Sprintf("outage%d", i))
 		c.tap(in.url, traders[i], "1000")
 	}
-	col := createCrashCollection(t, pg.DSN(), traders[0].id)
+	col := createCrashCollection(t, pg.DSN(), traders[0].ID)
 	nftPages := []string{
 		"/api/nft/collection/" + col + "/nfts?limit=20",
 		"/api/nft/collection/" + col + "/nfts?trait=Hat:Crown&limit=10",
@@ -77,15 +77,15 @@ func TestOutage_PostgresStoppedUnderLoadIs503ThenRecoversByItself(t *testing.T) 
 		to := traders[(i+1)%len(traders)]
 		wg.Go(func() {
 			for !stop.Load() {
-				r, err := c.try("POST", in.url+"/api/wallet/cc-transfer/prepare", p.tok, map[string]string{"receiver": to.id, "amount": "0.01"})
+				r, err := c.try("POST", in.url+"/api/wallet/cc-transfer/prepare", p.tok, map[string]string{"receiver": to.ID, "amount": "0.01"})
 				if check("transfer prepare", r, err) {
 					h := r.str("preparedTransactionHash")
-					r, err = c.try("POST", in.url+"/api/wallet/cc-transfer/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.signHash(h)})
+					r, err = c.try("POST", in.url+"/api/wallet/cc-transfer/execute", p.tok, map[string]string{"preparedTransactionHash": h, "signature": p.SignHash(c.t, h)})
 					if check("transfer execute", r, err) {
 						lastOK.Store(time.Now().UnixNano())
 					}
 				}
-				r, err = c.try("GET", in.url+"/api/wallet/balance/"+p.id, p.tok, nil)
+				r, err = c.try("GET", in.url+"/api/wallet/balance/"+p.ID, p.tok, nil)
 				if check("balance", r, err) {
 					lastOK.Store(time.Now().UnixNano())
 				}

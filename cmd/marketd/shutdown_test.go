@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
+	"marketd/store/storetest"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -24,8 +22,7 @@ func TestServe_SIGTERMFinishesRequestsInFlightAndRefusesNewOnes(t *testing.T) {
 	addr := strings.TrimPrefix(in.url, "http://")
 
 	// A request in flight: its headers and half its body are sent before the signal.
-	pub, _, _ := ed25519.GenerateKey(rand.Reader)
-	body := fmt.Sprintf(`{"publicKey":%q,"hint":"inflight"}`, base64.StdEncoding.EncodeToString(pub))
+	body := fmt.Sprintf(`{"publicKey":%q,"hint":"inflight"}`, storetest.NewKey().PublicBase64())
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

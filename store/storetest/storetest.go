@@ -1,6 +1,8 @@
 // Package storetest gives each test a private, migrated store on every backend it can reach:
 // SQLite always, PostgreSQL when TEST_DATABASE_URL is set (a fresh schema per test, dropped
-// afterwards), and a clock the test moves by hand.
+// afterwards), and a clock the test moves by hand. It is also the one way every package's
+// tests make a party: Party, a key that signs prepared hashes and sign-in challenges, onboarded
+// on a store here or through a door by the test.
 package storetest
 
 import (
