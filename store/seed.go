@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	mrand "math/rand/v2"
+	"slices"
+	"sync"
 	"time"
-
-	"marketd/store/signing"
 )
 
 // DemoOptions shape the demo market.
@@ -74,8 +76,11 @@ var demoCollections = []demoCollection{
 var demoParties = []string{"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"}
 
 // SeedDemo fills an empty store with a demo market: parties with balances and
-// preapprovals, several collections with traits, NFTs, open listings and past sales, all
-// through the same ledger transactions as the API's. It refuses a store that has a market.
+// preapprovals, several collections with traits, NFTs, open listings and past sales. The
+// operator creates the collections, their phases, the oracle price and the pool as marketd's
+// operator commands do; every other write is a transaction prepared by the store's prepare
+// operations, signed by the demo party it acts as with that party's own key and applied by
+// Execute, exactly as a wallet's. It refuses a store that has a market.
 func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, error) {
 	n, err := s.db.NewSelect().Model((*Collection)(nil)).Count(ctx)
 	if err != nil {
@@ -93,18 +98,23 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 	if o.Seed == 0 {
 		o.Seed = mrand.Uint64()
 	}
+	// A bulk load that waits for its connections rather than be refused as a crowd would.
+	ctx = patient(ctx)
 	rng := mrand.New(mrand.NewPCG(o.Seed, 0x6d61726b6574))
 	sum := &DemoSummary{}
 
-	var parties []string
-	for _, hint := range demoParties {
-		p, err := s.seedParty(ctx, hint)
-		if err != nil {
-			return nil, err
-		}
-		parties = append(parties, p)
+	parties := make([]*demoParty, len(demoParties))
+	err = inParallel(len(demoParties), func(i int) error {
+		var err error
+		parties[i], err = s.seedParty(ctx, demoParties[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	sum.Parties = parties
+	for _, p := range parties {
+		sum.Parties = append(sum.Parties, p.id)
+	}
 
 	minted := 0
 	tell := func(n int) {
@@ -127,7 +137,7 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 		}
 		sum.Collections = append(sum.Collections, dc.slug)
 	}
-	if err := s.SeedSwapDemo(ctx, rng, parties, sum); err != nil {
+	if err := s.seedSwapDemo(ctx, rng, parties, sum); err != nil {
 		return nil, fmt.Errorf("seed swaps: %w", err)
 	}
 	// A bulk load leaves the planner without statistics (and PostgreSQL's visibility map
@@ -143,45 +153,85 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 	return sum, nil
 }
 
-// seedParty onboards a party with a key nobody keeps, funds it and gives it both
-// preapprovals, as the wallet endpoints would.
-func (s *Store) seedParty(ctx context.Context, hint string) (string, error) {
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return "", err
-	}
-	id := signing.PartyIDFor(hint, pub)
-	err = s.commit(ctx, KindOnboard, id, func(tx *Tx, u *Update) error {
-		_, err := applyOnboard(ctx, tx, u, &onboardEffects{PartyID: id, Hint: hint, PublicKey: pub})
-		return err
-	})
-	if err != nil {
-		return "", err
-	}
-	for _, tap := range []tapEffects{{Owner: id, Instrument: CC, Amount: MustAmount("1000000")}, {Owner: id, Instrument: USDCx, Amount: MustAmount("1000000")}} {
-		if err := s.commit(ctx, KindTap, id, func(tx *Tx, u *Update) error {
-			_, err := applyTap(ctx, tx, u, &tap)
-			return err
-		}); err != nil {
-			return "", err
-		}
-	}
-	expires := s.now().Truncate(time.Second).Add(s.cfg.PreapprovalTTL).Unix()
-	for _, kind := range []PreapprovalKind{PreapprovalNFT, PreapprovalUSDCx} {
-		if err := s.commit(ctx, kindOfPreapproval(kind), id, func(tx *Tx, u *Update) error {
-			_, err := applyPreapproval(ctx, tx, u, &preapprovalEffects{PartyID: id, Kind: kind, ExpiresAt: expires})
-			return err
-		}); err != nil {
-			return "", err
-		}
-	}
-	return id, nil
+// demoParty is a trader of the demo market and its key, which only the seed holds.
+type demoParty struct {
+	id  string
+	key ed25519.PrivateKey
 }
 
-// seedCollection creates one demo collection with count NFTs minted among the parties, an
-// open public phase for the rest of its supply, listings and a few sales. It tells minted
-// how many NFTs each batch of mints made.
-func (s *Store) seedCollection(ctx context.Context, rng *mrand.Rand, dc demoCollection, creator string, parties []string, count int, sum *DemoSummary, minted func(n int)) error {
+// execute signs the prepared transaction's hash with the party's key, as a wallet does, and
+// executes it as the endpoint of kind would.
+func (p *demoParty) execute(ctx context.Context, s *Store, kind string, prep *Prepared) (Receipt, error) {
+	return s.Execute(ctx, Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(p.key, prep.Hash), Caller: p.id})
+}
+
+// run prepares a transaction with prepare and executes it signed by the party.
+func (p *demoParty) run(ctx context.Context, s *Store, kind string, prepare func() (*Prepared, error)) (Receipt, error) {
+	prep, err := prepare()
+	if err != nil {
+		return nil, fmt.Errorf("%s by %s: %w", kind, p.id, err)
+	}
+	receipt, err := p.execute(ctx, s, kind, prep)
+	if err != nil {
+		return nil, fmt.Errorf("%s by %s: %w", kind, p.id, err)
+	}
+	return receipt, nil
+}
+
+// inParallel runs fn(0) to fn(n-1) at once and returns the first of their errors. The seed
+// runs the writes of different parties so: a party's own writes run one after the other,
+// each spending the holdings the one before it left.
+func inParallel(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = fn(i) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seedParty onboards a fresh key as a party, taps it a million of each instrument and
+// gives it both preapprovals, as a wallet would.
+func (s *Store) seedParty(ctx context.Context, hint string) (*demoParty, error) {
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	prep, err := s.PrepareOnboarding(ctx, pub, hint)
+	if err != nil {
+		return nil, err
+	}
+	p := &demoParty{id: prep.PartyID, key: key}
+	if _, err := p.execute(ctx, s, KindOnboard, prep); err != nil {
+		return nil, fmt.Errorf("onboard %s: %w", hint, err)
+	}
+	for _, inst := range []Instrument{CC, USDCx} {
+		if _, err := p.run(ctx, s, KindTap, func() (*Prepared, error) { return s.PrepareTap(ctx, p.id, inst, MustAmount("1000000")) }); err != nil {
+			return nil, err
+		}
+	}
+	for _, kind := range []PreapprovalKind{PreapprovalNFT, PreapprovalUSDCx} {
+		if _, err := p.run(ctx, s, kindOfPreapproval(kind), func() (*Prepared, error) { return s.PreparePreapproval(ctx, p.id, kind) }); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// demoMintRun is how many NFTs in a row, by serial, one party mints.
+const demoMintRun = 500
+
+// seedCollection creates one demo collection with count NFTs minted by the parties, in
+// runs of demoMintRun serials each minted by one party, from its public phase, which stays
+// open for the rest of the supply; then it lists about one in six and sells a few of those.
+// It tells minted how many NFTs each mint made.
+func (s *Store) seedCollection(ctx context.Context, rng *mrand.Rand, dc demoCollection, creator *demoParty, parties []*demoParty, count int, sum *DemoSummary, minted func(n int)) error {
 	supply := count + max(count/10, 10)
 	items := make([]ItemSpec, supply)
 	for i := range items {
@@ -191,115 +241,147 @@ func (s *Store) seedCollection(ctx context.Context, rng *mrand.Rand, dc demoColl
 		}
 		items[i] = it
 	}
+	var runs []*demoParty // the minter of each run
+	perParty := map[string]int{}
+	for done := 0; done < count; done += demoMintRun {
+		owner := parties[rng.IntN(len(parties))]
+		runs = append(runs, owner)
+		perParty[owner.id] += min(demoMintRun, count-done)
+	}
 	c, err := s.CreateCollection(ctx, CollectionSpec{Slug: dc.slug, Name: dc.name, Description: dc.description,
-		Image: fmt.Sprintf("https://img.marketd.example/%s/cover.png", dc.slug), Creator: creator, Currency: dc.currency,
+		Image: fmt.Sprintf("https://img.marketd.example/%s/cover.png", dc.slug), Creator: creator.id, Currency: dc.currency,
 		RoyaltyBps: dc.royaltyBps, Supply: supply, Items: items})
 	if err != nil {
 		return err
 	}
 	now := s.now()
+	// The phase allows 20 per party, and as many as the seed mints to one party.
 	price := fmt.Sprintf("%.2f", dc.floor/2)
-	if _, err := s.AddPhase(ctx, PhaseSpec{Collection: c.ID, Name: "public", Price: price, Start: now.Add(-time.Hour), End: now.AddDate(1, 0, 0), PerPartyLimit: 20}); err != nil {
+	limit := max(20, slices.Max(slices.Collect(maps.Values(perParty))))
+	if _, err := s.AddPhase(ctx, PhaseSpec{Collection: c.ID, Name: "public", Price: price, Start: now.Add(-time.Hour), End: now.AddDate(1, 0, 0), PerPartyLimit: limit}); err != nil {
 		return err
 	}
-
-	// Mint in batches, each owned by one party, as batch mints would.
-	const batch = 500
-	owners := map[int]string{}
-	for done := 0; done < count; done += batch {
-		n := min(batch, count-done)
-		owner := parties[rng.IntN(len(parties))]
-		err := s.commit(ctx, KindNFTMint, owner, func(tx *Tx, u *Update) error {
-			ct, err := tx.lockCollection(ctx, c.ID)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.mintNext(ctx, u, ct, owner, n, Zero, nil); err != nil {
-				return err
-			}
-			return ct.close(ctx)
-		})
-		if err != nil {
+	owners := make(map[int]*demoParty, count) // by serial
+	for k, owner := range runs {
+		done := k * demoMintRun
+		n := min(demoMintRun, count-done)
+		if err := s.seedMints(ctx, owner, c.ID, n, minted); err != nil {
 			return err
 		}
 		for serial := done + 1; serial <= done+n; serial++ {
 			owners[serial] = owner
 		}
-		minted(n)
 	}
 	sum.NFTs += count
-
-	// List about one in six, priced around the floor, a few with an expiry.
-	var live []NFT
-	if err := s.db.NewSelect().Model(&live).Column("cid", "nft_id", "serial").Where("collection_id = ?", c.ID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
+	listed, err := s.seedListings(ctx, rng, dc, c.ID, owners, count, now)
+	if err != nil {
 		return err
 	}
-	bySerial := make(map[int]NFT, len(live))
-	for _, n := range live {
-		bySerial[n.Serial] = n
+	sold, err := s.seedSales(ctx, rng, parties, listed)
+	if err != nil {
+		return err
 	}
-	var listed []Listing
-	bySeller := map[string][]listingEffect{}
+	sum.Sales += sold
+	sum.Listings += len(listed) - sold
+	return nil
+}
+
+// seedMints mints the collection's next n NFTs to owner, at most MaxBatch a mint, as a
+// party minting from the public phase does, paying its price.
+func (s *Store) seedMints(ctx context.Context, owner *demoParty, collectionID string, n int, minted func(n int)) error {
+	for done := 0; done < n; done += MaxBatch {
+		q := min(MaxBatch, n-done)
+		if _, err := owner.run(ctx, s, KindNFTMint, func() (*Prepared, error) { return s.PrepareMint(ctx, owner.id, collectionID, q) }); err != nil {
+			return err
+		}
+		minted(q)
+	}
+	return nil
+}
+
+// seedListing is a listing the seed made.
+type seedListing struct {
+	cid    string
+	seller *demoParty
+}
+
+// seedListings lists about one in six of the collection's NFTs, priced around the floor, a
+// few with an expiry, each by its owner, at most MaxBatch a transaction. It returns the
+// listings in the order of their sellers' ids, each seller's in serial order.
+func (s *Store) seedListings(ctx context.Context, rng *mrand.Rand, dc demoCollection, collectionID string, owners map[int]*demoParty, count int, now time.Time) ([]seedListing, error) {
+	var live []NFT
+	if err := s.db.NewSelect().Model(&live).Column("cid", "serial").Where("collection_id = ?", collectionID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
+		return nil, err
+	}
+	cids := make(map[int]string, len(live))
+	for _, n := range live {
+		cids[n.Serial] = n.CID
+	}
+	bySeller := map[string][]ListingTerms{}
+	sellers := map[string]*demoParty{}
 	for serial := 1; serial <= count; serial++ {
 		if rng.IntN(6) != 0 {
 			continue
 		}
 		p := dc.floor * math.Exp(rng.NormFloat64()*0.5)
-		amount, err := parseDecimal(fmt.Sprintf("%.2f", max(p, 0.01)), dc.currency.Decimals())
-		if err != nil {
-			return err
-		}
-		n := bySerial[serial]
-		le := listingEffect{NFTCID: n.CID, NFTID: n.NFTID, CollectionID: c.ID, Price: amount, Currency: dc.currency}
+		lt := ListingTerms{ContractID: cids[serial], Price: fmt.Sprintf("%.2f", max(p, 0.01))}
 		if rng.IntN(4) == 0 {
-			x := now.AddDate(0, 0, 30).Unix()
-			le.ExpiresAt = &x
+			x := now.AddDate(0, 0, 30)
+			lt.ExpiresAt = &x
 		}
-		bySeller[owners[serial]] = append(bySeller[owners[serial]], le)
+		seller := owners[serial]
+		bySeller[seller.id] = append(bySeller[seller.id], lt)
+		sellers[seller.id] = seller
 	}
-	for _, seller := range sortedKeys(bySeller) {
-		les := bySeller[seller]
-		for start := 0; start < len(les); start += 200 {
-			e := &listEffects{Seller: seller, Listings: les[start:min(start+200, len(les))]}
-			var res any
-			err := s.commit(ctx, KindNFTList, seller, func(tx *Tx, u *Update) error {
-				var err error
-				res, err = applyList(ctx, tx, u, e)
-				return err
-			})
+	ids := sortedKeys(bySeller)
+	made := make([][]seedListing, len(ids))
+	err := inParallel(len(ids), func(i int) error {
+		seller, terms := sellers[ids[i]], bySeller[ids[i]]
+		for start := 0; start < len(terms); start += MaxBatch {
+			chunk := terms[start:min(start+MaxBatch, len(terms))]
+			receipt, err := seller.run(ctx, s, KindNFTList, func() (*Prepared, error) { return s.PrepareList(ctx, seller.id, chunk) })
 			if err != nil {
 				return err
 			}
-			for i, cid := range res.(ListResult).CIDs {
-				le := e.Listings[i]
-				listed = append(listed, Listing{Lifecycle: Lifecycle{CID: cid}, Seller: seller, NFTCID: le.NFTCID, NFTID: le.NFTID, CollectionID: c.ID, Price: le.Price, Currency: le.Currency})
+			var res ListResult
+			if err := json.Unmarshal(receipt, &res); err != nil {
+				return fmt.Errorf("list receipt: %w", err)
+			}
+			for _, cid := range res.CIDs {
+				made[i] = append(made[i], seedListing{cid: cid, seller: seller})
 			}
 		}
-	}
+		return nil
+	})
+	return slices.Concat(made...), err
+}
 
-	// Past sales: some listings bought by other parties, so volume and history are real.
-	sales, sold := min(len(listed)/4, 60), 0
+// seedSales has other parties buy up to a quarter of the listings, at most 60, so volume and
+// history are real. A listing drawn for its own seller stays listed. It returns how many
+// were sold.
+func (s *Store) seedSales(ctx context.Context, rng *mrand.Rand, parties []*demoParty, listed []seedListing) (int, error) {
+	sales := min(len(listed)/4, 60)
 	rng.Shuffle(len(listed), func(i, j int) { listed[i], listed[j] = listed[j], listed[i] })
+	buys := make([][]string, len(parties)) // per buyer, the listings it buys in order
+	sold := 0
 	for _, l := range listed[:sales] {
-		buyer := parties[rng.IntN(len(parties))]
-		if buyer == l.Seller {
+		b := rng.IntN(len(parties))
+		if parties[b] == l.seller {
 			continue
 		}
-		e, _, _, err := s.buildBuy(ctx, buyer, c.ID, []Listing{l}, nil)
-		if err != nil {
-			return err
-		}
-		if err := s.commit(ctx, KindNFTBuy, buyer, func(tx *Tx, u *Update) error {
-			_, err := applyBuy(ctx, tx, u, e)
-			return err
-		}); err != nil {
-			return err
-		}
+		buys[b] = append(buys[b], l.cid)
 		sold++
 	}
-	sum.Sales += sold
-	sum.Listings += len(listed) - sold
-	return nil
+	err := inParallel(len(parties), func(b int) error {
+		buyer := parties[b]
+		for _, cid := range buys[b] {
+			if _, err := buyer.run(ctx, s, KindNFTBuy, func() (*Prepared, error) { return s.PrepareBuy(ctx, buyer.id, cid) }); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return sold, err
 }
 
 // skewed picks an index of n, the later ones rarer.
