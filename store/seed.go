@@ -218,15 +218,12 @@ func (s *Store) seedParty(ctx context.Context, hint string) (*demoParty, error) 
 	if err != nil {
 		return nil, err
 	}
-	p := &demoParty{key: key}
-	_, err = p.run(ctx, s, KindOnboard, func() (*Prepared, error) {
-		prep, err := s.PrepareOnboarding(ctx, pub, hint)
-		if err == nil {
-			p.id = prep.PartyID
-		}
-		return prep, err
-	})
+	prep, err := s.PrepareOnboarding(ctx, pub, hint)
 	if err != nil {
+		return nil, fmt.Errorf("onboard %s: %w", hint, err)
+	}
+	p := &demoParty{id: prep.PartyID, key: key}
+	if _, err := p.run(ctx, s, KindOnboard, func() (*Prepared, error) { return prep, nil }); err != nil {
 		return nil, err
 	}
 	for _, inst := range []Instrument{CC, USDCx} {
