@@ -8,8 +8,8 @@ import (
 	"marketd/store/storetest"
 )
 
-// BenchmarkSeedDemo measures the demo seed of the default 3,000 NFTs, as marketd serve runs
-// it on the first start of an empty store, on every backend.
+// BenchmarkSeedDemo measures the demo seed of the default 3,000 NFTs (marketd seed --demo)
+// into a fresh store, on every backend.
 func BenchmarkSeedDemo(b *testing.B) {
 	for _, be := range storetest.Backends() {
 		b.Run(be.Name, func(b *testing.B) {
