@@ -378,45 +378,6 @@ type MintResult struct {
 	ContractIDs []string `json:"contractIds"`
 }
 
-// mintNext mints the collection's next quantity serials to owner, as their items say, with
-// the payment in the same ledger transaction.
-func (tx *Tx) mintNext(ctx context.Context, u *Update, ct *collectionTx, owner string, quantity int, price Amount, pay *payment) ([]*NFT, error) {
-	c := ct.c
-	var items []collectionItem
-	if err := tx.NewSelect().Model(&items).Where("collection_id = ?", c.ID).
-		Where("serial > ?", c.Minted).Where("serial <= ?", c.Minted+quantity).Order("serial").Scan(ctx); err != nil {
-		return nil, err
-	}
-	if len(items) != quantity {
-		return nil, fmt.Errorf("nft: collection %s has %d items for serials %d to %d", c.ID, len(items), c.Minted+1, c.Minted+quantity)
-	}
-	t := &Transaction{MintAssets: true}
-	nfts := make([]*NFT, len(items))
-	for i, it := range items {
-		nfts[i] = &NFT{NFTID: nftIDOf(c.ID, it.Serial), CollectionID: c.ID, Serial: it.Serial, Owner: owner}
-		t.Create = append(t.Create, nfts[i])
-	}
-	pay.add(t)
-	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
-		return nil, err
-	}
-	if err := tx.addItems(ctx, u, c, items, nfts, price); err != nil {
-		return nil, err
-	}
-	ct.owners[owner] += quantity
-	c.Minted += quantity
-	return nfts, nil
-}
-
-// addItems writes the read model of freshly minted NFTs: items, traits and history.
-func (tx *Tx) addItems(ctx context.Context, u *Update, c *Collection, items []collectionItem, nfts []*NFT, price Amount) error {
-	var m mintedRows
-	if err := m.add(tx, u, c, items, nfts, price); err != nil {
-		return err
-	}
-	return tx.writeMinted(ctx, &m)
-}
-
 // mintedRows is what mints write to the NFT read model: the items they mint, the items'
 // traits and their history events, gathered for all the mints of a batch, so each table gets
 // one INSERT.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	mrand "math/rand/v2"
+	"slices"
+	"sync"
 	"time"
-
-	"marketd/store/signing"
 )
 
 // DemoOptions shape the demo market.
@@ -74,8 +76,15 @@ var demoCollections = []demoCollection{
 var demoParties = []string{"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"}
 
 // SeedDemo fills an empty store with a demo market: parties with balances and
-// preapprovals, several collections with traits, NFTs, open listings and past sales, all
-// through the same ledger transactions as the API's. It refuses a store that has a market.
+// preapprovals, several collections with traits, NFTs, open listings and past sales. The
+// operator creates the collections, their phases, the oracle price and the pool as marketd's
+// operator commands do; every other write is a transaction prepared by the store's prepare
+// operations, signed by the demo party it acts as with that party's own key and applied by
+// Execute, exactly as a wallet's. It refuses a store that has a market.
+//
+// The random draws decide the whole market before the first write (planCollection), in one
+// order, so a seed yields the same market every time; the collections are then written at
+// once, each party signing one transaction at a time.
 func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, error) {
 	n, err := s.db.NewSelect().Model((*Collection)(nil)).Count(ctx)
 	if err != nil {
@@ -93,26 +102,25 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 	if o.Seed == 0 {
 		o.Seed = mrand.Uint64()
 	}
+	// A bulk load that waits for its connections rather than be refused as a crowd would.
+	ctx = patient(ctx)
 	rng := mrand.New(mrand.NewPCG(o.Seed, 0x6d61726b6574))
 	sum := &DemoSummary{}
 
-	var parties []string
-	for _, hint := range demoParties {
-		p, err := s.seedParty(ctx, hint)
-		if err != nil {
-			return nil, err
-		}
-		parties = append(parties, p)
+	parties := make([]*demoParty, len(demoParties))
+	err = inParallel(len(demoParties), func(i int) error {
+		var err error
+		parties[i], err = s.seedParty(ctx, demoParties[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	sum.Parties = parties
+	for _, p := range parties {
+		sum.Parties = append(sum.Parties, p.id)
+	}
 
-	minted := 0
-	tell := func(n int) {
-		minted += n
-		if o.Progress != nil {
-			o.Progress(minted, o.NFTs)
-		}
-	}
+	plans := make([]*collectionPlan, len(demoCollections))
 	left := o.NFTs
 	for i, dc := range demoCollections {
 		count := int(math.Round(float64(o.NFTs) * dc.share))
@@ -121,13 +129,32 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 		}
 		count = max(min(count, left), 1)
 		left -= count
-		creator := parties[i%len(parties)]
-		if err := s.seedCollection(ctx, rng, dc, creator, parties, count, sum, tell); err != nil {
-			return nil, fmt.Errorf("seed %s: %w", dc.slug, err)
-		}
+		plans[i] = planCollection(rng, dc, parties[i%len(parties)], parties, count)
 		sum.Collections = append(sum.Collections, dc.slug)
+		sum.NFTs += count
+		sum.Sales += plans[i].sold
+		sum.Listings += len(plans[i].listings) - plans[i].sold
 	}
-	if err := s.SeedSwapDemo(ctx, rng, parties, sum); err != nil {
+	var mu sync.Mutex
+	minted := 0
+	tell := func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		minted += n
+		if o.Progress != nil {
+			o.Progress(minted, o.NFTs)
+		}
+	}
+	err = inParallel(len(plans), func(i int) error {
+		if err := s.seedCollection(ctx, plans[i], parties, tell); err != nil {
+			return fmt.Errorf("seed %s: %w", plans[i].dc.slug, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.seedSwapDemo(ctx, rng, parties, sum); err != nil {
 		return nil, fmt.Errorf("seed swaps: %w", err)
 	}
 	// A bulk load leaves the planner without statistics (and PostgreSQL's visibility map
@@ -143,163 +170,250 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 	return sum, nil
 }
 
-// seedParty onboards a party with a key nobody keeps, funds it and gives it both
-// preapprovals, as the wallet endpoints would.
-func (s *Store) seedParty(ctx context.Context, hint string) (string, error) {
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		return "", err
-	}
-	id := signing.PartyIDFor(hint, pub)
-	err = s.commit(ctx, KindOnboard, id, func(tx *Tx, u *Update) error {
-		_, err := applyOnboard(ctx, tx, u, &onboardEffects{PartyID: id, Hint: hint, PublicKey: pub})
-		return err
-	})
-	if err != nil {
-		return "", err
-	}
-	for _, tap := range []tapEffects{{Owner: id, Instrument: CC, Amount: MustAmount("1000000")}, {Owner: id, Instrument: USDCx, Amount: MustAmount("1000000")}} {
-		if err := s.commit(ctx, KindTap, id, func(tx *Tx, u *Update) error {
-			_, err := applyTap(ctx, tx, u, &tap)
-			return err
-		}); err != nil {
-			return "", err
-		}
-	}
-	expires := s.now().Truncate(time.Second).Add(s.cfg.PreapprovalTTL).Unix()
-	for _, kind := range []PreapprovalKind{PreapprovalNFT, PreapprovalUSDCx} {
-		if err := s.commit(ctx, kindOfPreapproval(kind), id, func(tx *Tx, u *Update) error {
-			_, err := applyPreapproval(ctx, tx, u, &preapprovalEffects{PartyID: id, Kind: kind, ExpiresAt: expires})
-			return err
-		}); err != nil {
-			return "", err
-		}
-	}
-	return id, nil
+// demoParty is a trader of the demo market and its key, which only the seed holds.
+type demoParty struct {
+	id  string
+	key ed25519.PrivateKey
+	// mu lets the party sign one transaction at a time: each spends the holdings the one
+	// before it left, so two prepared at once could pick the same.
+	mu sync.Mutex
 }
 
-// seedCollection creates one demo collection with count NFTs minted among the parties, an
-// open public phase for the rest of its supply, listings and a few sales. It tells minted
-// how many NFTs each batch of mints made.
-func (s *Store) seedCollection(ctx context.Context, rng *mrand.Rand, dc demoCollection, creator string, parties []string, count int, sum *DemoSummary, minted func(n int)) error {
-	supply := count + max(count/10, 10)
-	items := make([]ItemSpec, supply)
-	for i := range items {
+// run prepares a transaction with prepare and executes it as the endpoint of kind would,
+// signed with the party's key over the prepared hash, as a wallet signs.
+func (p *demoParty) run(ctx context.Context, s *Store, kind string, prepare func() (*Prepared, error)) (Receipt, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prep, err := prepare()
+	if err != nil {
+		return nil, fmt.Errorf("%s by %s: %w", kind, p.id, err)
+	}
+	receipt, err := s.Execute(ctx, Execution{Kinds: []string{kind}, Hash: prep.Hash, Signature: ed25519.Sign(p.key, prep.Hash), Caller: p.id})
+	if err != nil {
+		return nil, fmt.Errorf("%s by %s: %w", kind, p.id, err)
+	}
+	return receipt, nil
+}
+
+// inParallel runs fn(0) to fn(n-1) at once and returns the first of their errors.
+func inParallel(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = fn(i) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seedParty onboards a fresh key as a party, taps it a million of each instrument and
+// gives it both preapprovals, as a wallet would.
+func (s *Store) seedParty(ctx context.Context, hint string) (*demoParty, error) {
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	prep, err := s.PrepareOnboarding(ctx, pub, hint)
+	if err != nil {
+		return nil, fmt.Errorf("onboard %s: %w", hint, err)
+	}
+	p := &demoParty{id: prep.PartyID, key: key}
+	if _, err := p.run(ctx, s, KindOnboard, func() (*Prepared, error) { return prep, nil }); err != nil {
+		return nil, err
+	}
+	for _, inst := range []Instrument{CC, USDCx} {
+		if _, err := p.run(ctx, s, KindTap, func() (*Prepared, error) { return s.PrepareTap(ctx, p.id, inst, MustAmount("1000000")) }); err != nil {
+			return nil, err
+		}
+	}
+	for _, kind := range []PreapprovalKind{PreapprovalNFT, PreapprovalUSDCx} {
+		if _, err := p.run(ctx, s, kindOfPreapproval(kind), func() (*Prepared, error) { return s.PreparePreapproval(ctx, p.id, kind) }); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// demoMintRun is how many NFTs in a row, by serial, one party mints.
+const demoMintRun = 500
+
+// collectionPlan is what the random draws decide of one demo collection.
+type collectionPlan struct {
+	dc       demoCollection
+	creator  *demoParty
+	count    int           // NFTs to mint
+	items    []ItemSpec    // one per serial of the supply
+	runs     []*demoParty  // the minter of each run of demoMintRun serials
+	listings []planListing // by seller id, each seller's by serial
+	buys     [][]int       // per party, the listings (indexes) it buys, in order
+	sold     int
+}
+
+// planListing is one NFT the seed lists.
+type planListing struct {
+	serial  int
+	seller  *demoParty
+	price   string
+	expires bool // in 30 days
+}
+
+// planCollection draws one collection of count NFTs: its items' traits, the minter of each
+// run of serials, about one in six listed around the floor (a few with an expiry), and up to
+// a quarter of the listings, at most 60, bought by other parties, so volume and history are
+// real; a listing drawn for its own seller stays listed.
+func planCollection(rng *mrand.Rand, dc demoCollection, creator *demoParty, parties []*demoParty, count int) *collectionPlan {
+	pl := &collectionPlan{dc: dc, creator: creator, count: count, items: make([]ItemSpec, count+max(count/10, 10))}
+	for i := range pl.items {
 		it := ItemSpec{Name: fmt.Sprintf("%s #%d", dc.name, i+1), Image: fmt.Sprintf("https://img.marketd.example/%s/%d.png", dc.slug, i+1)}
 		for _, tr := range dc.traits {
 			it.Traits = append(it.Traits, Trait{Type: tr.typ, Value: tr.values[skewed(rng, len(tr.values))]})
 		}
-		items[i] = it
+		pl.items[i] = it
 	}
-	c, err := s.CreateCollection(ctx, CollectionSpec{Slug: dc.slug, Name: dc.name, Description: dc.description,
-		Image: fmt.Sprintf("https://img.marketd.example/%s/cover.png", dc.slug), Creator: creator, Currency: dc.currency,
-		RoyaltyBps: dc.royaltyBps, Supply: supply, Items: items})
-	if err != nil {
-		return err
+	for done := 0; done < count; done += demoMintRun {
+		pl.runs = append(pl.runs, parties[rng.IntN(len(parties))])
 	}
-	now := s.now()
-	price := fmt.Sprintf("%.2f", dc.floor/2)
-	if _, err := s.AddPhase(ctx, PhaseSpec{Collection: c.ID, Name: "public", Price: price, Start: now.Add(-time.Hour), End: now.AddDate(1, 0, 0), PerPartyLimit: 20}); err != nil {
-		return err
-	}
-
-	// Mint in batches, each owned by one party, as batch mints would.
-	const batch = 500
-	owners := map[int]string{}
-	for done := 0; done < count; done += batch {
-		n := min(batch, count-done)
-		owner := parties[rng.IntN(len(parties))]
-		err := s.commit(ctx, KindNFTMint, owner, func(tx *Tx, u *Update) error {
-			ct, err := tx.lockCollection(ctx, c.ID)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.mintNext(ctx, u, ct, owner, n, Zero, nil); err != nil {
-				return err
-			}
-			return ct.close(ctx)
-		})
-		if err != nil {
-			return err
-		}
-		for serial := done + 1; serial <= done+n; serial++ {
-			owners[serial] = owner
-		}
-		minted(n)
-	}
-	sum.NFTs += count
-
-	// List about one in six, priced around the floor, a few with an expiry.
-	var live []NFT
-	if err := s.db.NewSelect().Model(&live).Column("cid", "nft_id", "serial").Where("collection_id = ?", c.ID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
-		return err
-	}
-	bySerial := make(map[int]NFT, len(live))
-	for _, n := range live {
-		bySerial[n.Serial] = n
-	}
-	var listed []Listing
-	bySeller := map[string][]listingEffect{}
+	bySeller := map[string][]planListing{}
 	for serial := 1; serial <= count; serial++ {
 		if rng.IntN(6) != 0 {
 			continue
 		}
 		p := dc.floor * math.Exp(rng.NormFloat64()*0.5)
-		amount, err := parseDecimal(fmt.Sprintf("%.2f", max(p, 0.01)), dc.currency.Decimals())
-		if err != nil {
-			return err
-		}
-		n := bySerial[serial]
-		le := listingEffect{NFTCID: n.CID, NFTID: n.NFTID, CollectionID: c.ID, Price: amount, Currency: dc.currency}
-		if rng.IntN(4) == 0 {
-			x := now.AddDate(0, 0, 30).Unix()
-			le.ExpiresAt = &x
-		}
-		bySeller[owners[serial]] = append(bySeller[owners[serial]], le)
+		l := planListing{serial: serial, seller: pl.minter(serial), price: fmt.Sprintf("%.2f", max(p, 0.01)), expires: rng.IntN(4) == 0}
+		bySeller[l.seller.id] = append(bySeller[l.seller.id], l)
 	}
 	for _, seller := range sortedKeys(bySeller) {
-		les := bySeller[seller]
-		for start := 0; start < len(les); start += 200 {
-			e := &listEffects{Seller: seller, Listings: les[start:min(start+200, len(les))]}
-			var res any
-			err := s.commit(ctx, KindNFTList, seller, func(tx *Tx, u *Update) error {
-				var err error
-				res, err = applyList(ctx, tx, u, e)
+		pl.listings = append(pl.listings, bySeller[seller]...)
+	}
+	order := make([]int, len(pl.listings))
+	for i := range order {
+		order[i] = i
+	}
+	rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	pl.buys = make([][]int, len(parties))
+	for _, l := range order[:min(len(order)/4, 60)] {
+		b := rng.IntN(len(parties))
+		if parties[b] == pl.listings[l].seller {
+			continue
+		}
+		pl.buys[b] = append(pl.buys[b], l)
+		pl.sold++
+	}
+	return pl
+}
+
+// minter is the party that mints serial.
+func (pl *collectionPlan) minter(serial int) *demoParty {
+	return pl.runs[(serial-1)/demoMintRun]
+}
+
+// seedCollection writes the planned collection: the operator creates it with a public phase
+// open for a year, which allows 20 per party and as many as the plan mints to one; its
+// parties mint their runs from it in serial order, paying its price, list and buy.
+func (s *Store) seedCollection(ctx context.Context, pl *collectionPlan, parties []*demoParty, minted func(n int)) error {
+	dc := pl.dc
+	c, err := s.CreateCollection(ctx, CollectionSpec{Slug: dc.slug, Name: dc.name, Description: dc.description,
+		Image: fmt.Sprintf("https://img.marketd.example/%s/cover.png", dc.slug), Creator: pl.creator.id, Currency: dc.currency,
+		RoyaltyBps: dc.royaltyBps, Supply: len(pl.items), Items: pl.items})
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	perParty := map[*demoParty]int{}
+	for k, owner := range pl.runs {
+		perParty[owner] += min(demoMintRun, pl.count-k*demoMintRun)
+	}
+	limit := max(20, slices.Max(slices.Collect(maps.Values(perParty))))
+	price := fmt.Sprintf("%.2f", dc.floor/2)
+	if _, err := s.AddPhase(ctx, PhaseSpec{Collection: c.ID, Name: "public", Price: price, Start: now.Add(-time.Hour), End: now.AddDate(1, 0, 0), PerPartyLimit: limit}); err != nil {
+		return err
+	}
+	for k, owner := range pl.runs {
+		if err := s.seedMints(ctx, owner, c.ID, min(demoMintRun, pl.count-k*demoMintRun), minted); err != nil {
+			return err
+		}
+	}
+	cids, err := s.seedListings(ctx, pl, c.ID, now.AddDate(0, 0, 30))
+	if err != nil {
+		return err
+	}
+	return inParallel(len(parties), func(b int) error {
+		buyer := parties[b]
+		for _, l := range pl.buys[b] {
+			if _, err := buyer.run(ctx, s, KindNFTBuy, func() (*Prepared, error) { return s.PrepareBuy(ctx, buyer.id, cids[l]) }); err != nil {
 				return err
-			})
+			}
+		}
+		return nil
+	})
+}
+
+// seedMints mints the collection's next n NFTs to owner, at most MaxBatch a mint, as a
+// party minting from the public phase does.
+func (s *Store) seedMints(ctx context.Context, owner *demoParty, collectionID string, n int, minted func(n int)) error {
+	for done := 0; done < n; done += MaxBatch {
+		q := min(MaxBatch, n-done)
+		if _, err := owner.run(ctx, s, KindNFTMint, func() (*Prepared, error) { return s.PrepareMint(ctx, owner.id, collectionID, q) }); err != nil {
+			return err
+		}
+		minted(q)
+	}
+	return nil
+}
+
+// seedListings makes the plan's listings, each seller listing at most MaxBatch a
+// transaction, the sellers at once; expiring ones expire at expires. It returns the
+// listings' contract ids in the plan's order.
+func (s *Store) seedListings(ctx context.Context, pl *collectionPlan, collectionID string, expires time.Time) ([]string, error) {
+	var live []NFT
+	if err := s.db.NewSelect().Model(&live).Column("cid", "serial").Where("collection_id = ?", collectionID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
+		return nil, err
+	}
+	nfts := make(map[int]string, len(live)) // contract by serial
+	for _, n := range live {
+		nfts[n.Serial] = n.CID
+	}
+	var sellers [][]int // runs of the plan's listings of one seller: their start and end
+	for i, l := range pl.listings {
+		if i == 0 || l.seller != pl.listings[i-1].seller {
+			sellers = append(sellers, []int{i, i})
+		}
+		sellers[len(sellers)-1][1] = i + 1
+	}
+	cids := make([]string, len(pl.listings))
+	err := inParallel(len(sellers), func(k int) error {
+		seller := pl.listings[sellers[k][0]].seller
+		for start := sellers[k][0]; start < sellers[k][1]; start += MaxBatch {
+			end := min(start+MaxBatch, sellers[k][1])
+			var terms []ListingTerms
+			for _, l := range pl.listings[start:end] {
+				lt := ListingTerms{ContractID: nfts[l.serial], Price: l.price}
+				if l.expires {
+					lt.ExpiresAt = &expires
+				}
+				terms = append(terms, lt)
+			}
+			receipt, err := seller.run(ctx, s, KindNFTList, func() (*Prepared, error) { return s.PrepareList(ctx, seller.id, terms) })
 			if err != nil {
 				return err
 			}
-			for i, cid := range res.(ListResult).CIDs {
-				le := e.Listings[i]
-				listed = append(listed, Listing{Lifecycle: Lifecycle{CID: cid}, Seller: seller, NFTCID: le.NFTCID, NFTID: le.NFTID, CollectionID: c.ID, Price: le.Price, Currency: le.Currency})
+			var res ListResult
+			if err := json.Unmarshal(receipt, &res); err != nil {
+				return fmt.Errorf("list receipt: %w", err)
 			}
+			if len(res.CIDs) != end-start {
+				return fmt.Errorf("a list of %d NFTs answered %d listings", end-start, len(res.CIDs))
+			}
+			copy(cids[start:end], res.CIDs)
 		}
-	}
-
-	// Past sales: some listings bought by other parties, so volume and history are real.
-	sales, sold := min(len(listed)/4, 60), 0
-	rng.Shuffle(len(listed), func(i, j int) { listed[i], listed[j] = listed[j], listed[i] })
-	for _, l := range listed[:sales] {
-		buyer := parties[rng.IntN(len(parties))]
-		if buyer == l.Seller {
-			continue
-		}
-		e, _, _, err := s.buildBuy(ctx, buyer, c.ID, []Listing{l}, nil)
-		if err != nil {
-			return err
-		}
-		if err := s.commit(ctx, KindNFTBuy, buyer, func(tx *Tx, u *Update) error {
-			_, err := applyBuy(ctx, tx, u, e)
-			return err
-		}); err != nil {
-			return err
-		}
-		sold++
-	}
-	sum.Sales += sold
-	sum.Listings += len(listed) - sold
-	return nil
+		return nil
+	})
+	return cids, err
 }
 
 // skewed picks an index of n, the later ones rarer.

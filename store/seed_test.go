@@ -1,11 +1,14 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"testing"
 
 	"marketd/store"
 	"marketd/store/storetest"
+	"marketd/store/translog"
 )
 
 func TestSeedDemo_FillsAnEmptyStoreOnceWithConsistentStats(t *testing.T) {
@@ -68,6 +71,80 @@ func TestSeedDemo_FillsAnEmptyStoreOnceWithConsistentStats(t *testing.T) {
 		again, err := s.Collections(ctx, store.SortNewest, store.PageRequest{Limit: 100})
 		if err != nil || len(again.Items) != len(page.Items) {
 			t.Fatalf("after a refused second seed there are %d collections", len(again.Items))
+		}
+	})
+}
+
+// Every update the demo seed makes is a transaction prepared for a demo party and executed
+// with that party's signature: its log entry carries the bytes the party signed, the
+// signature and the party's key, and the party's prepared transaction of those bytes names
+// the update. The one exception is the operator's: the pool, which the operator creates as
+// marketd pool create does. Collections, phases and the oracle price are no ledger updates.
+func TestSeedDemo_EveryUpdateIsExecutedSignedByTheDemoPartyItActsAs(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
+		before, err := s.LogTree(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := s.SeedDemo(ctx, store.DemoOptions{NFTs: 120, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := translog.Audit(storetest.CheckLog(t, s), storetest.LogTiles(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := s.OperatorParty(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := map[string][]byte{}               // the demo parties' keys
+		executed := map[string]store.PreparedTx{} // the demo parties' prepared transactions by update
+		for _, p := range sum.Parties {
+			party, err := s.Party(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys[p] = party.PublicKey
+			ps, err := s.LatestPrepared(ctx, p, 100_000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, pt := range ps {
+				if pt.UpdateID != nil {
+					executed[*pt.UpdateID] = pt
+				}
+			}
+		}
+		kinds := map[string]int{}
+		for _, e := range entries[before.N:] {
+			kinds[e.Kind]++
+			if e.CommittedBy == translog.CommittedByService && e.ActAs == op && e.Kind == store.KindPoolCreate {
+				continue
+			}
+			key, demo := keys[e.ActAs]
+			if e.CommittedBy != translog.CommittedByParty || !demo || !bytes.Equal(e.PublicKey, key) {
+				t.Fatalf("update %s (%s as %s) was committed by %s with key %x, not executed signed by the demo party it acts as", e.UpdateID, e.Kind, e.ActAs, e.CommittedBy, e.PublicKey)
+			}
+			signed, err := store.DecodePrepared(e.PreparedTransaction)
+			if err != nil || signed.Kind != e.Kind || signed.ActAs != e.ActAs {
+				t.Errorf("update %s (%s as %s) carries a signed transaction that reads %+v, %v", e.UpdateID, e.Kind, e.ActAs, signed, err)
+			}
+			hash := sha256.Sum256(e.PreparedTransaction)
+			if pt, ok := executed[e.UpdateID]; !ok || !bytes.Equal(pt.Hash, hash[:]) || pt.Kind != e.Kind {
+				t.Errorf("update %s (%s as %s) is no execute of the prepared transaction it carries", e.UpdateID, e.Kind, e.ActAs)
+			}
+		}
+		for _, k := range []string{store.KindOnboard, store.KindTap, store.KindNFTPreapproval, store.KindUSDCxPreapproval,
+			store.KindNFTMint, store.KindNFTList, store.KindNFTBuy, store.KindLPQuote, store.KindSwapIntent} {
+			if kinds[k] == 0 {
+				t.Errorf("the seed made no %s update: %v", k, kinds)
+			}
+		}
+		if want := 5*len(sum.Parties) + sum.Sales + sum.LPQuotes + sum.Swaps + 1; len(entries)-int(before.N) < want {
+			t.Errorf("the seed made %d updates, fewer than the %d its summary %+v counts", len(entries)-int(before.N), want, sum)
 		}
 	})
 }
