@@ -362,17 +362,6 @@ func (s *Store) UpdatesPage(ctx context.Context, party string, r PageRequest) (P
 	return finish(ctx, s, q, us, func(u Update) int64 { return u.Offset })
 }
 
-// PreparedState is where a prepared transaction stands.
-func (p *PreparedTx) State(now time.Time) string {
-	switch {
-	case p.UpdateID != nil:
-		return "executed"
-	case !now.Before(p.ExpiresAt.Time):
-		return "expired"
-	}
-	return "pending"
-}
-
 // LatestPrepared lists the newest prepared transactions, of one party when party is not empty.
 func (s *Store) LatestPrepared(ctx context.Context, party string, limit int) ([]PreparedTx, error) {
 	var ps []PreparedTx

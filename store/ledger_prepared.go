@@ -503,3 +503,14 @@ func newUpdateID() string {
 	}
 	return hex.EncodeToString(b[:])
 }
+
+// PreparedState is where a prepared transaction stands.
+func (p *PreparedTx) State(now time.Time) string {
+	switch {
+	case p.UpdateID != nil:
+		return "executed"
+	case !now.Before(p.ExpiresAt.Time):
+		return "expired"
+	}
+	return "pending"
+}

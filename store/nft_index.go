@@ -88,16 +88,6 @@ func (s *Store) StartNFTIndex() {
 	go x.run(ctx)
 }
 
-type backgroundKey struct{}
-
-// InBackground tells whether a statement runs for the store's own background work (building
-// and following the NFT index), not for a request: query hooks that count a request's
-// statements leave these out.
-func InBackground(ctx context.Context) bool {
-	b, _ := ctx.Value(backgroundKey{}).(bool)
-	return b
-}
-
 // NFTIndexReady returns nil once the NFT index serves reads (or when it is off), else an
 // unavailable error saying what it is doing.
 func (s *Store) NFTIndexReady() error {

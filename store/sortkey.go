@@ -1,10 +1,6 @@
 package store
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -33,41 +29,4 @@ func descKey(a Amount) string {
 		}
 	}
 	return string(b)
-}
-
-func itoa(n int) string     { return strconv.Itoa(n) }
-func itoa64(n int64) string { return strconv.FormatInt(n, 10) }
-
-func parseInt64(s string) (int64, error) { return strconv.ParseInt(s, 10, 64) }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// hashText is a short, stable digest of s.
-func hashText(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:8])
-}
-
-// parseChoice reads v as one of choices; "" is the first, the default. Anything else is
-// invalid_request naming them all.
-func parseChoice[T ~string](field, v string, choices ...T) (T, error) {
-	if v == "" {
-		return choices[0], nil
-	}
-	names := make([]string, len(choices))
-	for i, c := range choices {
-		if T(v) == c {
-			return c, nil
-		}
-		names[i] = string(c)
-	}
-	list := strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-	return "", Errorf(CodeInvalidRequest, "%s must be %s, not %q", field, list, truncate(v, 40))
 }
