@@ -215,7 +215,7 @@ func (x *nftIndex) followLog(ctx context.Context) {
 	}
 }
 
-// forget voids the index: the store's history moved under this instance (failover.go). Pages
+// forget voids the index: the store's history moved under this instance (ledger_failover.go). Pages
 // are read by SQL until the follower has built it again. It takes no lock: it runs as a
 // connection is made, maybe for a goroutine that holds the follow lock.
 func (x *nftIndex) forget() {
@@ -287,7 +287,7 @@ func (x *nftIndex) build(ctx context.Context) error {
 }
 
 // logEnd is the offset of the last committed update, which the store notes as seen: a
-// history that later ends below it went back (failover.go).
+// history that later ends below it went back (ledger_failover.go).
 func (x *nftIndex) logEnd(ctx context.Context) (int64, error) {
 	var end int64
 	moves := x.s.historyMoves()
