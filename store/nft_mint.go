@@ -192,7 +192,7 @@ func (tx *Tx) writeMinted(ctx context.Context, m *mintedRows) error {
 	if err := tx.later(ctx, tx.NewInsert().Model(&m.events)); err != nil {
 		return fmt.Errorf("nft: minted events: %w", err)
 	}
-	into := tx.s.nftIndex.collection(m.items[0].CollectionID, false)
+	into := tx.s.nftIndex.index.Collection(m.items[0].CollectionID)
 	tx.minted = append(tx.minted, mintedItems{into: into, items: m.items})
 	return nil
 }
