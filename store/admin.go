@@ -277,7 +277,7 @@ func (s *Store) AuditPage(ctx context.Context, actor string, r PageRequest) (Pag
 
 // RevokeSession revokes a party's sign-in session on an operator's behalf and records it in
 // the audit log in the same transaction: every token of the session is refused from the
-// moment this returns, on every instance (see notify.go).
+// moment this returns, on every instance (see store_notify.go).
 func (s *Store) RevokeSession(ctx context.Context, sid string, e AuditEntry) error {
 	row := new(Session)
 	err := s.wdb.NewSelect().Model(row).Where("sid = ?", sid).Scan(ctx)
@@ -360,17 +360,6 @@ func (s *Store) UpdatesPage(ctx context.Context, party string, r PageRequest) (P
 		return Page[Update]{}, err
 	}
 	return finish(ctx, s, q, us, func(u Update) int64 { return u.Offset })
-}
-
-// State is where a prepared transaction stands.
-func (p *PreparedTx) State(now time.Time) string {
-	switch {
-	case p.UpdateID != nil:
-		return "executed"
-	case !now.Before(p.ExpiresAt.Time):
-		return "expired"
-	}
-	return "pending"
 }
 
 // LatestPrepared lists the newest prepared transactions, of one party when party is not empty.

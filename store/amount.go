@@ -178,18 +178,3 @@ func (a *Amount) Scan(src any) error {
 	a.d = d
 	return nil
 }
-
-// clean makes a client-supplied string safe to store: at most n bytes, valid UTF-8, no NUL.
-func clean(s string, n int) string {
-	if len(s) > n {
-		s = s[:n]
-	}
-	return strings.ReplaceAll(strings.ToValidUTF8(s, ""), "\x00", "")
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}

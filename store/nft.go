@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/internal/nftindex"
 )
 
 const templateNFT = "nfts"
@@ -308,8 +310,8 @@ func nextListingExpiry[K comparable, P any](ctx context.Context, s *Store, c *pa
 		return time.Time{}, nil // the cache is off: nothing is kept until then
 	}
 	if collectionID != "" && s.nftIndex.ready.Load() {
-		if ci := s.nftIndex.collection(collectionID, false); ci != nil {
-			return ci.nextExpiry(now), nil
+		if ci := s.nftIndex.index.Collection(collectionID); ci != nil {
+			return ci.NextExpiry(now), nil
 		}
 		return time.Time{}, nil
 	}
@@ -347,29 +349,40 @@ func (s *Store) readNFTs(ctx context.Context, c collectionIdentity, f NFTFilter,
 	if !s.nftIndex.ready.Load() {
 		return s.queryNFTs(ctx, c.ID, nq, q, at)
 	}
-	var rows []*indexedNFT
-	if ci := s.nftIndex.collection(c.ID, false); ci != nil {
-		rows = ci.page(nq, q, at, int(s.nftIndex.sortUnder.Load()))
+	var rows []*nftindex.Entry
+	if ci := s.nftIndex.index.Collection(c.ID); ci != nil {
+		rows = ci.Page(nq.indexQuery(q, int(s.nftIndex.sortUnder.Load())), at)
 	}
-	page, err := finish(ctx, s, q, rows, func(n *indexedNFT) nftKey {
+	page, err := finish(ctx, s, q, rows, func(n *nftindex.Entry) nftKey {
 		switch {
 		case sort == SortSerial:
-			return nftKey{S: int(n.serial)}
-		case !n.listedAt(at):
-			return nftKey{K: noKey, S: int(n.serial)}
+			return nftKey{S: int(n.Serial)}
+		case !n.ListedAt(at):
+			return nftKey{K: noKey, S: int(n.Serial)}
 		case sort == SortPriceAsc:
-			return nftKey{K: n.listing.asc, S: int(n.serial)}
+			return nftKey{K: n.Listing.AscKey, S: int(n.Serial)}
 		}
-		return nftKey{K: n.listing.desc, S: int(n.serial)}
+		return nftKey{K: n.Listing.DescKey, S: int(n.Serial)}
 	})
 	if err != nil {
 		return Page[NFTView]{}, err
 	}
 	out := Page[NFTView]{Items: make([]NFTView, len(page.Items)), Cursor: page.Cursor, ItemCursors: page.ItemCursors}
 	for i, n := range page.Items {
-		out.Items[i] = n.viewAt(c.ID, at)
+		out.Items[i] = indexView(n, c.ID, at)
 	}
 	return out, nil
+}
+
+// nftQuery is a page request on a collection's NFTs, checked and with its prices as sort keys.
+type nftQuery struct {
+	filter     NFTFilter
+	sort       NFTSort
+	onlyListed bool
+	minKey     string // "" for no bound
+	maxKey     string
+	minPrice   *Amount
+	maxPrice   *Amount
 }
 
 // startNFTPage checks a request for a page of a collection's NFTs and decodes its cursor.

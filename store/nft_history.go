@@ -8,29 +8,6 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// CollectionsByID returns the collections ids name, with their phases, in two queries; an
-// unknown id is absent from the map. It is what a dataloader calls for a page of NFTs.
-func (s *Store) CollectionsByID(ctx context.Context, ids []string) (map[string]*Collection, error) {
-	out := make(map[string]*Collection, len(ids))
-	if len(ids) == 0 {
-		return out, nil
-	}
-	var rows []Collection
-	if err := s.db.NewSelect().Model(&rows).Where("collection_id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.withoutExpired(ctx, rows); err != nil {
-		return nil, err
-	}
-	if err := s.attachPhases(ctx, rows); err != nil {
-		return nil, err
-	}
-	for i := range rows {
-		out[rows[i].ID] = &rows[i]
-	}
-	return out, nil
-}
-
 // NFTRef names an NFT across its contracts: its collection and serial.
 type NFTRef struct {
 	CollectionID string
@@ -145,42 +122,6 @@ func eventsOf(acts []nftActivity) []NFTEvent {
 	return out
 }
 
-// AddQueryHook observes every SQL statement the store runs (tests count them). It is safe
-// while the store runs statements, the NFT index's among them: the hooks are one list,
-// replaced whole, that a single hook installed at Open reads.
-func (s *Store) AddQueryHook(h bun.QueryHook) {
-	for {
-		old := s.hooks.Load()
-		next := []bun.QueryHook{h}
-		if old != nil {
-			next = append(append([]bun.QueryHook{}, (*old)...), h)
-		}
-		if s.hooks.CompareAndSwap(old, &next) {
-			return
-		}
-	}
-}
-
-// queryHooks calls each hook AddQueryHook added.
-type queryHooks struct{ s *Store }
-
-func (q queryHooks) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Context {
-	if hs := q.s.hooks.Load(); hs != nil {
-		for _, h := range *hs {
-			ctx = h.BeforeQuery(ctx, e)
-		}
-	}
-	return ctx
-}
-
-func (q queryHooks) AfterQuery(ctx context.Context, e *bun.QueryEvent) {
-	if hs := q.s.hooks.Load(); hs != nil {
-		for _, h := range *hs {
-			h.AfterQuery(ctx, e)
-		}
-	}
-}
-
 // CollectionEvent is one event of a collection's NFTs, placed in the update log: events are
 // ordered by their update's offset, then by their order within the update.
 type CollectionEvent struct {
@@ -194,35 +135,6 @@ type CollectionEvent struct {
 // Position is where a follower resumes after this event.
 func (e *CollectionEvent) Position() LogPosition {
 	return LogPosition{Offset: e.Offset, After: strconv.FormatInt(e.Seq, 10)}
-}
-
-// LogPosition is a point in the update log: after update Offset's events up to After (their
-// order within the update, which each feed defines), or after all of them when After is "".
-type LogPosition struct {
-	Offset int64
-	After  string
-}
-
-// LatestPosition is the end of the update log now: following from it yields only what
-// commits later.
-func (s *Store) LatestPosition(ctx context.Context) (LogPosition, error) {
-	var off []int64
-	err := s.db.NewSelect().Model((*Update)(nil)).ColumnExpr("COALESCE(MAX(ledger_offset), 0)").Scan(ctx, &off)
-	if err != nil || len(off) == 0 {
-		return LogPosition{}, err
-	}
-	return LogPosition{Offset: off[0]}, nil
-}
-
-// afterPosition narrows q to rows after pos, offset being the update's offset column and key
-// the order within an update.
-func afterPosition(q *bun.SelectQuery, pos LogPosition, offset, key string, keyValue any) *bun.SelectQuery {
-	if pos.After == "" {
-		return q.Where("? > ?", bun.Ident(offset), pos.Offset)
-	}
-	// The first condition is implied by the second; it bounds an index range on the offset.
-	return q.Where("? >= ?", bun.Ident(offset), pos.Offset).
-		Where("(? > ? OR (? = ? AND ? > ?))", bun.Ident(offset), pos.Offset, bun.Ident(offset), pos.Offset, bun.Ident(key), keyValue)
 }
 
 // CollectionActivityAfter lists up to limit events of the collection's NFTs after pos, in

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,16 +12,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/RoaringBitmap/roaring/v2"
-	"github.com/google/btree"
 	"github.com/uptrace/bun"
+
+	"marketd/store/internal/nftindex"
 )
 
 // The NFT index answers a page of a collection's NFTs from memory, at a cost that follows the
-// page rather than how many NFTs the collection holds or how many a filter skips. Per
-// collection it keeps a compressed bitmap of serials for every trait value, every owner, the
-// live NFTs and the listed ones, and the listed NFTs ordered by each price sort. A page
-// intersects the filter's bitmaps, then walks the sort order from the cursor until it is full.
+// page rather than how many NFTs the collection holds or how many a filter skips: its data
+// structure is package nftindex, which this file builds and keeps current.
 //
 // It is derived state. Each instance builds it at start from nft_items (the read model the
 // SQL path reads) and keeps it current from the update log, in commit order: every change to
@@ -43,7 +40,7 @@ type nftIndex struct {
 	requested atomic.Uint64
 	served    uint64
 
-	colls atomic.Pointer[map[string]*collectionIndex] // copied on write: collections are few
+	index *nftindex.Index // its collections are added and replaced under the follow lock only
 	ready atomic.Bool
 	// forgets counts forget calls: a build that began before the last one is void.
 	forgets atomic.Uint64
@@ -56,7 +53,7 @@ type nftIndex struct {
 
 	builtIn time.Duration // how long the build took
 
-	sortUnder atomic.Int64 // smallRun, or what a test sets
+	sortUnder atomic.Int64 // nftindex.SortByCost, or what a test sets
 }
 
 // followEvery bounds how long a change committed by another process takes to reach the index
@@ -67,9 +64,8 @@ const followEvery = 250 * time.Millisecond
 const followBatch = 5000
 
 func newNFTIndex(s *Store) *nftIndex {
-	x := &nftIndex{s: s, kicks: make(chan struct{}, 1)}
-	x.sortUnder.Store(smallRun)
-	x.colls.Store(&map[string]*collectionIndex{})
+	x := &nftIndex{s: s, kicks: make(chan struct{}, 1), index: nftindex.New()}
+	x.sortUnder.Store(nftindex.SortByCost)
 	state := "not started"
 	x.state.Store(&state)
 	return x
@@ -86,16 +82,6 @@ func (s *Store) StartNFTIndex() {
 	ctx, stop := context.WithCancel(context.WithValue(context.Background(), backgroundKey{}, true))
 	x.stop, x.done = stop, make(chan struct{})
 	go x.run(ctx)
-}
-
-type backgroundKey struct{}
-
-// InBackground tells whether a statement runs for the store's own background work (building
-// and following the NFT index), not for a request: query hooks that count a request's
-// statements leave these out.
-func InBackground(ctx context.Context) bool {
-	b, _ := ctx.Value(backgroundKey{}).(bool)
-	return b
 }
 
 // NFTIndexReady returns nil once the NFT index serves reads (or when it is off), else an
@@ -136,21 +122,8 @@ func (s *Store) NFTIndexStats() NFTIndexStats {
 	x.follow.Lock()
 	st.Offset, st.BuiltIn = x.offset, x.builtIn
 	x.follow.Unlock()
-	for _, c := range *x.colls.Load() {
-		c.mu.RLock()
-		st.NFTs += int(c.all.GetCardinality())
-		st.Listed += int(c.listed.GetCardinality())
-		st.BitmapBytes += c.all.GetSizeInBytes() + c.listed.GetSizeInBytes()
-		for _, vs := range c.traits {
-			for _, b := range vs {
-				st.BitmapBytes += b.GetSizeInBytes()
-			}
-		}
-		for _, b := range c.owners {
-			st.BitmapBytes += b.GetSizeInBytes()
-		}
-		c.mu.RUnlock()
-	}
+	sz := x.index.Size()
+	st.NFTs, st.Listed, st.BitmapBytes = sz.NFTs, sz.Listed, sz.BitmapBytes
 	return st
 }
 
@@ -225,7 +198,7 @@ func (x *nftIndex) followLog(ctx context.Context) {
 	}
 }
 
-// forget voids the index: the store's history moved under this instance (failover.go). Pages
+// forget voids the index: the store's history moved under this instance (ledger_failover.go). Pages
 // are read by SQL until the follower has built it again. It takes no lock: it runs as a
 // connection is made, maybe for a goroutine that holds the follow lock.
 func (x *nftIndex) forget() {
@@ -250,7 +223,7 @@ func (x *nftIndex) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	colls := map[string]*collectionIndex{}
+	colls := map[string]*nftindex.Collection{}
 	const batch = 10_000
 	after, n := "", 0
 	for {
@@ -266,10 +239,10 @@ func (x *nftIndex) build(ctx context.Context) error {
 			it := &rows[i]
 			c := colls[it.CollectionID]
 			if c == nil {
-				c = newCollectionIndex(it.CollectionID)
+				c = nftindex.NewCollection(it.CollectionID)
 				colls[it.CollectionID] = c
 			}
-			c.put(it)
+			c.Put(it.indexed())
 		}
 		n += len(rows)
 		x.setState("being built: %d NFTs loaded", n)
@@ -278,7 +251,7 @@ func (x *nftIndex) build(ctx context.Context) error {
 		}
 		after = rows[len(rows)-1].NFTID
 	}
-	x.colls.Store(&colls)
+	x.index.Replace(colls)
 	x.offset = end
 	if err := x.catchUpLocked(ctx); err != nil {
 		return err
@@ -297,7 +270,7 @@ func (x *nftIndex) build(ctx context.Context) error {
 }
 
 // logEnd is the offset of the last committed update, which the store notes as seen: a
-// history that later ends below it went back (failover.go).
+// history that later ends below it went back (ledger_failover.go).
 func (x *nftIndex) logEnd(ctx context.Context) (int64, error) {
 	var end int64
 	moves := x.s.historyMoves()
@@ -391,7 +364,7 @@ func (x *nftIndex) sync(ctx context.Context, nftIDs []string, minted []mintedIte
 // mintedItems is the items a committed transaction minted into one collection, as it wrote
 // them, and the collection's index as it was while the transaction ran.
 type mintedItems struct {
-	into  *collectionIndex // nil: the index had no such collection yet
+	into  *nftindex.Collection // nil: the index had no such collection yet
 	items []nftItem
 }
 
@@ -406,18 +379,16 @@ func (x *nftIndex) putMinted(minted []mintedItems, nftIDs []string) []string {
 	taken := map[string]bool{}
 	for _, m := range minted {
 		c := m.into
-		if c == nil || x.collection(c.id, false) != c {
+		if c == nil || x.index.Collection(c.ID()) != c {
 			continue
 		}
-		c.mu.Lock()
+		ns := make([]nftindex.NFT, len(m.items))
 		for i := range m.items {
-			if it := &m.items[i]; c.fresh(it.Serial) {
-				c.put(it)
-			}
+			ns[i] = m.items[i].indexed()
 			taken[m.items[i].NFTID] = true
 		}
-		c.mu.Unlock()
-		x.s.nftPages.invalidate(c.id)
+		c.PutFresh(ns)
+		x.s.nftPages.invalidate(c.ID())
 	}
 	if len(taken) == 0 {
 		return nftIDs
@@ -445,22 +416,20 @@ func (x *nftIndex) reread(ctx context.Context, nftIDs []string) error {
 			if !ok {
 				continue
 			}
-			c := x.collection(collectionID, live[id] != nil)
+			it := live[id]
+			c := x.index.Collection(collectionID)
+			if c == nil && it != nil {
+				c = x.index.Add(collectionID) // only catch-ups add, under the follow lock
+			}
 			if c == nil {
 				continue
 			}
-			c.mu.Lock()
-			changed := true
-			if it := live[id]; it != nil {
-				if changed = !c.holds(it); changed {
-					c.put(it)
-				}
+			var changed bool
+			if it != nil {
+				changed = c.Set(it.indexed())
 			} else {
-				changed = int(serial) < len(c.items) && c.items[serial] != nil
-				c.remove(serial)
-				c.gone.Add(serial)
+				changed = c.Gone(serial)
 			}
-			c.mu.Unlock()
 			if !changed {
 				// Read again with nothing new (the writer's own read, then the log's): its
 				// collection's pages stay.
@@ -475,22 +444,6 @@ func (x *nftIndex) reread(ctx context.Context, nftIDs []string) error {
 	return nil
 }
 
-// collection returns the index of a collection, made when create is set and it has none.
-func (x *nftIndex) collection(id string, create bool) *collectionIndex {
-	colls := *x.colls.Load()
-	if c := colls[id]; c != nil || !create {
-		return c
-	}
-	next := make(map[string]*collectionIndex, len(colls)+1)
-	for k, v := range colls {
-		next[k] = v
-	}
-	c := newCollectionIndex(id)
-	next[id] = c
-	x.colls.Store(&next) // only catch-ups write, under the follow lock
-	return c
-}
-
 // splitNFTID returns the collection and serial an NFT id (collection#serial) names.
 func splitNFTID(id string) (string, uint32, bool) {
 	i := strings.LastIndexByte(id, '#')
@@ -501,504 +454,58 @@ func splitNFTID(id string) (string, uint32, bool) {
 	return id[:i], uint32(n), err == nil
 }
 
-// collectionIndex is the index of one collection's live NFTs.
-type collectionIndex struct {
-	mu sync.RWMutex
-	id string
-
-	items    []*indexedNFT // by serial
-	all      *roaring.Bitmap
-	gone     *roaring.Bitmap                       // serials a read found no longer live (putMinted)
-	traits   map[string]map[string]*roaring.Bitmap // type -> value -> serials
-	owners   map[string]*roaring.Bitmap
-	listed   *roaring.Bitmap // with a listing, expired or not
-	byAsc    *btree.BTreeG[priceEntry]
-	byDesc   *btree.BTreeG[priceEntry]
-	expiring *btree.BTreeG[expiryEntry] // listings with an expiry
-	owned    map[string]string          // each owner's id, kept once
-	kinds    map[Trait]*Trait           // each trait value, kept once
-}
-
-// indexedNFT is one live NFT as the index keeps it, compactly: its trait values and owner are
-// the collection's shared copies. An entry never changes; a change replaces it.
-type indexedNFT struct {
-	serial      uint32
-	traits      []*Trait
-	contractID  string
-	name, image string
-	owner       string
-	listing     *indexedListing
-}
-
-type indexedListing struct {
-	cid       string
-	price     Amount
-	currency  Instrument
-	expiresAt *Timestamp
-	asc, desc string // the price's sort keys
-}
-
-// priceEntry is a listed NFT's place in one price order: its key, then its serial.
-type priceEntry struct {
-	key    string
-	serial uint32
-}
-
-func (a priceEntry) less(b priceEntry) bool {
-	if c := strings.Compare(a.key, b.key); c != 0 {
-		return c < 0
-	}
-	return a.serial < b.serial
-}
-
-type expiryEntry struct {
-	at     int64 // Unix microseconds
-	serial uint32
-}
-
-func (a expiryEntry) less(b expiryEntry) bool {
-	return a.at < b.at || a.at == b.at && a.serial < b.serial
-}
-
-func newCollectionIndex(id string) *collectionIndex {
-	return &collectionIndex{
-		id:       id,
-		all:      roaring.New(),
-		gone:     roaring.New(),
-		traits:   map[string]map[string]*roaring.Bitmap{},
-		owners:   map[string]*roaring.Bitmap{},
-		listed:   roaring.New(),
-		byAsc:    btree.NewG(32, priceEntry.less),
-		byDesc:   btree.NewG(32, priceEntry.less),
-		expiring: btree.NewG(32, expiryEntry.less),
-		owned:    map[string]string{},
-		kinds:    map[Trait]*Trait{},
-	}
-}
-
-func (c *collectionIndex) owner(s string) string {
-	if v, ok := c.owned[s]; ok {
-		return v
-	}
-	c.owned[s] = s
-	return s
-}
-
-func (c *collectionIndex) trait(t Trait) *Trait {
-	if v, ok := c.kinds[t]; ok {
-		return v
-	}
-	v := &t
-	c.kinds[t] = v
-	return v
-}
-
-// put sets the NFT it describes to it, replacing what the index had for its serial.
-func (c *collectionIndex) put(it *nftItem) {
-	serial := uint32(it.Serial)
-	c.remove(serial)
-	n := &indexedNFT{serial: serial, contractID: it.ContractID, name: it.Name, image: it.Image, owner: c.owner(it.Owner)}
-	var traits []Trait
-	_ = json.Unmarshal([]byte(it.Traits), &traits) // as the SQL path's view reads them
-	n.traits = make([]*Trait, len(traits))
-	for i, t := range traits {
-		n.traits[i] = c.trait(t)
-	}
-	for int(serial) >= len(c.items) {
-		c.items = append(c.items, nil)
-	}
-	c.items[serial] = n
-	c.all.Add(serial)
-	for _, t := range n.traits {
-		vs := c.traits[t.Type]
-		if vs == nil {
-			vs = map[string]*roaring.Bitmap{}
-			c.traits[t.Type] = vs
-		}
-		b := vs[t.Value]
-		if b == nil {
-			b = roaring.New()
-			vs[t.Value] = b
-		}
-		b.Add(serial)
-	}
-	o := c.owners[n.owner]
-	if o == nil {
-		o = roaring.New()
-		c.owners[n.owner] = o
-	}
-	o.Add(serial)
+// indexed is the item as the NFT index takes it.
+func (it *nftItem) indexed() nftindex.NFT {
+	n := nftindex.NFT{Serial: uint32(it.Serial), ContractID: it.ContractID, Name: it.Name, Image: it.Image, Owner: it.Owner}
+	_ = json.Unmarshal([]byte(it.Traits), &n.Traits) // as the SQL path's view reads them
 	if it.ListingCID != nil {
-		l := &indexedListing{cid: *it.ListingCID, price: *it.ListPrice, currency: *it.ListCurrency, expiresAt: it.ListExpires,
-			asc: it.PriceAscKey, desc: it.PriceDescKey}
-		n.listing = l
-		c.listed.Add(serial)
-		c.byAsc.ReplaceOrInsert(priceEntry{l.asc, serial})
-		c.byDesc.ReplaceOrInsert(priceEntry{l.desc, serial})
-		if l.expiresAt != nil {
-			c.expiring.ReplaceOrInsert(expiryEntry{l.expiresAt.UnixMicro(), serial})
+		l := &nftindex.Listing{CID: *it.ListingCID, Price: it.ListPrice.d, Currency: string(*it.ListCurrency),
+			AscKey: it.PriceAscKey, DescKey: it.PriceDescKey}
+		if it.ListExpires != nil {
+			l.ExpiresAt = &it.ListExpires.Time
 		}
+		n.Listing = l
 	}
+	return n
 }
 
-// fresh tells whether the index has never had the serial: neither holds it nor saw it go.
-func (c *collectionIndex) fresh(serial int) bool {
-	held := serial >= 0 && serial < len(c.items) && c.items[serial] != nil
-	return !held && !c.gone.Contains(uint32(serial))
-}
-
-// holds tells whether the index has the NFT exactly as it describes it. (An NFT's name,
-// image and traits are fixed when it is minted.)
-func (c *collectionIndex) holds(it *nftItem) bool {
-	if it.Serial < 0 || it.Serial >= len(c.items) || c.items[it.Serial] == nil {
-		return false
+// indexView is the NFT as the API shows it at now.
+func indexView(n *nftindex.Entry, collectionID string, now time.Time) NFTView {
+	v := NFTView{ContractID: n.ContractID, CollectionID: collectionID, Serial: int(n.Serial), Name: n.Name, Image: n.Image,
+		Owner: n.Owner, Traits: make([]Trait, len(n.Traits))}
+	for i, t := range n.Traits {
+		v.Traits[i] = Trait(*t)
 	}
-	n := c.items[it.Serial]
-	if n.contractID != it.ContractID || n.owner != it.Owner || (n.listing == nil) != (it.ListingCID == nil) {
-		return false
-	}
-	if l := n.listing; l != nil {
-		sameExpiry := (l.expiresAt == nil) == (it.ListExpires == nil) && (l.expiresAt == nil || l.expiresAt.Equal(it.ListExpires.Time))
-		return l.cid == *it.ListingCID && l.asc == it.PriceAscKey && l.currency == *it.ListCurrency && sameExpiry
-	}
-	return true
-}
-
-// remove takes the NFT of serial out of the index, if it is there.
-func (c *collectionIndex) remove(serial uint32) {
-	if int(serial) >= len(c.items) || c.items[serial] == nil {
-		return
-	}
-	n := c.items[serial]
-	c.items[serial] = nil
-	c.all.Remove(serial)
-	for _, t := range n.traits {
-		if b := c.traits[t.Type][t.Value]; b != nil {
-			b.Remove(serial)
-			if b.IsEmpty() {
-				delete(c.traits[t.Type], t.Value)
-			}
+	if n.ListedAt(now) {
+		l := n.Listing
+		v.Listing = &ListingView{CID: l.CID, Seller: n.Owner, Price: Amount{l.Price}, Currency: Instrument(l.Currency)}
+		if l.ExpiresAt != nil {
+			v.Listing.ExpiresAt = &Timestamp{*l.ExpiresAt}
 		}
-	}
-	if o := c.owners[n.owner]; o != nil {
-		o.Remove(serial)
-		if o.IsEmpty() {
-			delete(c.owners, n.owner)
-			delete(c.owned, n.owner)
-		}
-	}
-	if l := n.listing; l != nil {
-		c.listed.Remove(serial)
-		c.byAsc.Delete(priceEntry{l.asc, serial})
-		c.byDesc.Delete(priceEntry{l.desc, serial})
-		if l.expiresAt != nil {
-			c.expiring.Delete(expiryEntry{l.expiresAt.UnixMicro(), serial})
-		}
-	}
-}
-
-// nextExpiry is when the first listing expires after now, zero when none will.
-func (c *collectionIndex) nextExpiry(now time.Time) time.Time {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	var next time.Time
-	c.expiring.AscendGreaterOrEqual(expiryEntry{at: now.UnixMicro() + 1}, func(e expiryEntry) bool {
-		next = time.UnixMicro(e.at).UTC()
-		return false
-	})
-	return next
-}
-
-// viewAt is the NFT as the API shows it at now.
-func (n *indexedNFT) viewAt(collectionID string, now time.Time) NFTView {
-	v := NFTView{ContractID: n.contractID, CollectionID: collectionID, Serial: int(n.serial), Name: n.name, Image: n.image,
-		Owner: n.owner, Traits: make([]Trait, len(n.traits))}
-	for i, t := range n.traits {
-		v.Traits[i] = *t
-	}
-	if n.listedAt(now) {
-		l := n.listing
-		v.Listing = &ListingView{CID: l.cid, Seller: n.owner, Price: l.price, Currency: l.currency, ExpiresAt: l.expiresAt}
 	}
 	return v
 }
 
-// listedAt tells whether the NFT's listing holds at now.
-func (n *indexedNFT) listedAt(now time.Time) bool {
-	return n.listing != nil && (n.listing.expiresAt == nil || now.Before(n.listing.expiresAt.Time))
-}
-
-// nftQuery is a page request on a collection's NFTs, checked and with its prices as sort keys.
-type nftQuery struct {
-	filter     NFTFilter
-	sort       NFTSort
-	onlyListed bool
-	minKey     string // "" for no bound
-	maxKey     string
-	minPrice   *Amount
-	maxPrice   *Amount
-}
-
-// How the index finds a price run's NFTs: it sorts the candidates when they are few, and
-// walks the price order when they are many, skipping about |listed|/|candidates| entries per
-// NFT found. sortUnder 0 chooses by those costs; tests set a threshold (-1: always walk).
-const smallRun = 0
-
-// page reads the NFTs of q's page from the index: at most q.fetch() of them, in the read's
-// direction, as [Store.queryNFTs] returns them.
-func (c *collectionIndex) page(nq *nftQuery, q *pageQuery[nftKey], now time.Time, sortUnder int) []*indexedNFT {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	match := c.matching(nq.filter)
-	if match.IsEmpty() {
-		return nil
-	}
-	expired := roaring.New()
-	c.expiring.Ascend(func(e expiryEntry) bool {
-		if e.at > now.UnixMicro() {
-			return false
-		}
-		expired.Add(e.serial)
-		return true
-	})
-	listedNow := c.listed
-	if !expired.IsEmpty() {
-		listedNow = roaring.AndNot(c.listed, expired)
-	}
-	inRange := func(n *indexedNFT) bool {
-		return (nq.minKey == "" || n.listing.asc >= nq.minKey) && (nq.maxKey == "" || n.listing.asc <= nq.maxKey)
-	}
-	fetch := int(q.fetch())
-	var rows []*indexedNFT
-	if nq.sort == SortSerial {
-		set := match
-		if nq.onlyListed {
-			set = roaring.And(match, listedNow)
-		}
-		var from *uint32
-		if q.from != nil {
-			s := uint32(q.from.S)
-			from = &s
-		}
-		c.bySerial(set, from, q.backward, fetch, func(n *indexedNFT) bool {
-			return !nq.onlyListed || inRange(n)
-		}, &rows)
-		return rows
-	}
-	// A price sort reads two runs: the NFTs listed now by price, then (unless the filter
-	// wants listed ones only) the rest by serial. A backward read takes them in reverse.
-	runs := []bool{false} // whether the run is the rest
-	if !nq.onlyListed {
-		runs = append(runs, true)
-	}
-	if q.backward {
-		slices.Reverse(runs)
-	}
-	started := q.from == nil
-	for _, rest := range runs {
-		if len(rows) >= fetch {
-			break
-		}
-		inRun := q.from != nil && (q.from.K == noKey) == rest
-		if !started && !inRun {
-			continue
-		}
-		started = true
-		if rest {
-			var from *uint32
-			if inRun {
-				s := uint32(q.from.S)
-				from = &s
-			}
-			c.bySerial(roaring.AndNot(match, listedNow), from, q.backward, fetch-len(rows), nil, &rows)
-			continue
-		}
-		var from *priceEntry
-		if inRun {
-			from = &priceEntry{q.from.K, uint32(q.from.S)}
-		}
-		c.byPrice(nq, roaring.And(match, listedNow), from, q.backward, fetch-len(rows), sortUnder, &rows)
-	}
-	return rows
-}
-
-// matching is the set of live serials the filter's traits and owner allow. Every bitmap it
-// reads holds live serials only, so the filter's own bitmaps are intersected, smallest first.
-func (c *collectionIndex) matching(f NFTFilter) *roaring.Bitmap {
-	var sets []*roaring.Bitmap
-	for typ, values := range f.Traits {
-		var any []*roaring.Bitmap
-		for _, v := range values {
-			if b := c.traits[typ][v]; b != nil {
-				any = append(any, b)
-			}
-		}
-		switch len(any) {
-		case 0:
-			return roaring.New()
-		case 1:
-			sets = append(sets, any[0])
-		default:
-			sets = append(sets, roaring.FastOr(any...))
-		}
-	}
-	if f.Owner != "" {
-		o := c.owners[f.Owner]
-		if o == nil {
-			return roaring.New()
-		}
-		sets = append(sets, o)
-	}
-	switch len(sets) {
-	case 0:
-		return c.all
-	case 1:
-		return sets[0]
-	}
-	slices.SortFunc(sets, func(a, b *roaring.Bitmap) int { return cmp.Compare(a.GetCardinality(), b.GetCardinality()) })
-	out := roaring.And(sets[0], sets[1])
-	for _, b := range sets[2:] {
-		out.And(b)
-	}
-	return out
-}
-
-// bySerial appends to rows, up to n, the NFTs of set past from (nil: from the start, or the
-// end backward) in serial order, those keep allows (nil: all).
-func (c *collectionIndex) bySerial(set *roaring.Bitmap, from *uint32, backward bool, n int, keep func(*indexedNFT) bool, rows *[]*indexedNFT) {
-	took := 0
-	add := func(serial uint32) bool {
-		it := c.items[serial]
-		if keep == nil || keep(it) {
-			*rows = append(*rows, it)
-			took++
-		}
-		return took < n
-	}
-	if !backward {
-		iter := set.Iterator()
-		if from != nil {
-			if *from == ^uint32(0) {
-				return
-			}
-			iter.AdvanceIfNeeded(*from + 1)
-		}
-		for iter.HasNext() && add(iter.Next()) {
-		}
-		return
-	}
-	// Backward: the rank of the cursor says how many lie before it; select them one by one.
-	before := set.GetCardinality()
-	if from != nil {
-		if *from == 0 {
-			return
-		}
-		before = set.Rank(*from - 1)
-	}
-	for i := int64(before) - 1; i >= 0; i-- {
-		serial, err := set.Select(uint32(i))
-		if err != nil || !add(serial) {
-			return
-		}
-	}
-}
-
-// byPrice appends to rows, up to n, the NFTs of set (listed now) in the query's price order,
-// past from (nil: from the start, or the end backward), within its price bounds.
-func (c *collectionIndex) byPrice(nq *nftQuery, set *roaring.Bitmap, from *priceEntry, backward bool, n, sortUnder int, rows *[]*indexedNFT) {
-	desc := nq.sort == SortPriceDesc
-	key := func(l *indexedListing) string {
-		if desc {
-			return l.desc
-		}
-		return l.asc
-	}
-	// The price bounds as keys of this order: lo <= key <= hi ("" for none).
-	lo, hi := nq.minKey, nq.maxKey
-	if desc {
-		lo, hi = "", ""
+// indexQuery is the page request nq and q make, as the NFT index takes it.
+func (nq *nftQuery) indexQuery(q *pageQuery[nftKey], sortUnder int) *nftindex.Query {
+	iq := &nftindex.Query{Traits: nq.filter.Traits, Owner: nq.filter.Owner, Listed: nq.onlyListed,
+		MinKey: nq.minKey, MaxKey: nq.maxKey, Backward: q.backward, Limit: int(q.fetch()), SortUnder: sortUnder}
+	switch nq.sort {
+	case SortSerial:
+		iq.Sort = nftindex.BySerial
+	case SortPriceDesc:
+		iq.Sort = nftindex.ByPriceDesc
 		if nq.maxPrice != nil {
-			lo = descKey(*nq.maxPrice)
+			iq.DescLo = descKey(*nq.maxPrice)
 		}
 		if nq.minPrice != nil {
-			hi = descKey(*nq.minPrice)
+			iq.DescHi = descKey(*nq.minPrice)
 		}
+	default:
+		iq.Sort = nftindex.ByPriceAsc
 	}
-	past := func(e priceEntry) bool {
-		if from == nil {
-			return true
-		}
-		if backward {
-			return e.less(*from)
-		}
-		return from.less(e)
+	if q.from != nil {
+		iq.From = &nftindex.Cursor{Key: q.from.K, Serial: uint32(q.from.S), Unlisted: q.from.K == noKey}
 	}
-	inBounds := func(k string) bool { return (lo == "" || k >= lo) && (hi == "" || k <= hi) }
-
-	size := set.GetCardinality()
-	sortIt := uint64(sortUnder) >= size // a threshold a test set
-	if sortUnder == 0 {
-		// Sorting costs about |set|·log|set|; walking about n·|listed|/|set| entries.
-		sortIt = size*size <= uint64(n)*c.listed.GetCardinality()
-	}
-	if sortUnder >= 0 && sortIt {
-		var found []priceEntry
-		for iter := set.Iterator(); iter.HasNext(); {
-			serial := iter.Next()
-			e := priceEntry{key(c.items[serial].listing), serial}
-			if inBounds(e.key) && past(e) {
-				found = append(found, e)
-			}
-		}
-		slices.SortFunc(found, func(a, b priceEntry) int {
-			if a.less(b) {
-				return -1
-			}
-			if b.less(a) {
-				return 1
-			}
-			return 0
-		})
-		if backward {
-			slices.Reverse(found)
-		}
-		for _, e := range found[:min(n, len(found))] {
-			*rows = append(*rows, c.items[e.serial])
-		}
-		return
-	}
-	tree := c.byAsc
-	if desc {
-		tree = c.byDesc
-	}
-	took := 0
-	visit := func(e priceEntry) bool {
-		if !inBounds(e.key) {
-			// Past the far bound, nothing more can match.
-			return backward && hi != "" && e.key > hi || !backward && lo != "" && e.key < lo
-		}
-		if !past(e) || !set.Contains(e.serial) {
-			return true
-		}
-		*rows = append(*rows, c.items[e.serial])
-		took++
-		return took < n
-	}
-	if !backward {
-		pivot := priceEntry{lo, 0}
-		if from != nil && cmp.Compare(from.key, lo) >= 0 {
-			pivot = *from
-		}
-		tree.AscendGreaterOrEqual(pivot, visit)
-		return
-	}
-	if hi == "" && from == nil {
-		tree.Descend(visit)
-		return
-	}
-	pivot := priceEntry{hi, ^uint32(0)}
-	if from != nil && (hi == "" || from.less(pivot)) {
-		pivot = *from
-	}
-	tree.DescendLessOrEqual(pivot, visit)
+	return iq
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"hash"
 	"slices"
@@ -271,4 +272,10 @@ func (m *keyedMAC) tag(dst, body []byte) []byte {
 	dst = append(dst, h.Sum(sum[:0])[:16]...)
 	m.hashes.Put(h)
 	return dst
+}
+
+// hashText is a short, stable digest of s.
+func hashText(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
 }

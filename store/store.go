@@ -23,13 +23,18 @@
 //     a deep page costing what the first costs, stable while rows are inserted.
 //   - Time comes from the store's Clock; instants are kept as Unix microseconds and shown as Unix
 //     seconds.
-//   - Sign-in (signin.go, session.go, token.go) issues single-use challenges and EdDSA tokens
-//     whose sessions rotate and end on every instance sharing the store.
+//   - Sign-in (auth_signin.go, auth_session.go, auth_token.go) issues single-use challenges and
+//     EdDSA tokens whose sessions rotate and end on every instance sharing the store.
 //
 // Read models (the NFT index, the page caches, kept GraphQL answers) are derived state, rebuilt
 // from the tables and kept current from the update log, with the SQL path as the reference they
 // must equal. An instance drops them, and everything else it keeps of the store, when the
-// store's history moves under it (a PostgreSQL failover: failover.go).
+// store's history moves under it (a PostgreSQL failover: ledger_failover.go).
+//
+// A file's name says which part it belongs to: ledger_ (holdings, contracts, the update log,
+// prepare and execute), auth_ (sign-in, sessions, tokens, keys), nft_ (collections and the NFT
+// market), swap_ (pools, quotes, intents), admin_ (the console's data); store_ is the store's
+// own machinery, page_ the pages and their caches (README.md in this directory has the map).
 package store
 
 import (
@@ -82,7 +87,7 @@ type Config struct {
 	Clock          Clock         // nil means the system clock
 	Logger         *slog.Logger  // nil means slog.Default()
 	MaxConns       int           // PostgreSQL pool size, or SQLite reader pool size; 0 picks a default
-	// AdmissionWait is the admission bound (admission.go): a request queues for a connection
+	// AdmissionWait is the admission bound (ledger_admission.go): a request queues for a connection
 	// of a busy pool while the pool, at its measured pace, serves the queue ahead of it within
 	// the bound and the queue moves; otherwise it is refused 503 unavailable. 0 means
 	// DefaultAdmissionWait, below 0 no bound.
@@ -134,19 +139,19 @@ type Store struct {
 	clock    Clock
 	log      *slog.Logger
 	domain   string // the authority of PublicURL
-	audience string // the origin of PublicURL: the aud of every token (token.go)
+	audience string // the origin of PublicURL: the aud of every token (auth_token.go)
 
 	keys   keyring // loaded on first use, after migrations
 	ledger Ledger
 
 	parties    sync.Map       // party id -> *Party: parties are immutable once onboarded
-	recent     recentPrepares // the batched transactions prepared lately (prepared.go)
+	recent     recentPrepares // the batched transactions prepared lately (ledger_prepared.go)
 	partyCount atomic.Int64
 	operator   atomic.Pointer[string] // the operator party's id, once known
 
-	stopListener context.CancelFunc // the PostgreSQL listener (notify.go)
+	stopListener context.CancelFunc // the PostgreSQL listener (store_notify.go)
 	listenerDone chan struct{}
-	origin       string // this instance's name in its notifications (notify.go)
+	origin       string // this instance's name in its notifications (store_notify.go)
 	schema       string // the PostgreSQL schema the store lives in, also named in them
 
 	sessions *sessionCache
@@ -157,16 +162,16 @@ type Store struct {
 	collectionIDs   sync.Map // id or slug -> collectionIdentity
 	nftIndex        *nftIndex
 
-	commitObserver atomic.Pointer[CommitObserver]  // observe.go
+	commitObserver atomic.Pointer[CommitObserver]  // store_observe.go
 	hooks          atomic.Pointer[[]bun.QueryHook] // AddQueryHook
-	batches        sync.Map                        // batchKey -> *executeQueue (execute_batch.go)
-	sheds          atomic.Int64                    // requests refused for a busy pool (admission.go)
+	batches        sync.Map                        // batchKey -> *executeQueue (ledger_execute_batch.go)
+	sheds          atomic.Int64                    // requests refused for a busy pool (ledger_admission.go)
 	poolQueue      *poolQueue                      // PostgreSQL's queue for the pool's connections
 	writer         *writerSlot                     // SQLite's single writer and its queue
 
-	refusals refusalTally // rate-limit refusals not yet written (refusal.go)
+	refusals refusalTally // rate-limit refusals not yet written (admin_refusal.go)
 
-	history historySeen // where this instance last found the store's history (failover.go)
+	history historySeen // where this instance last found the store's history (ledger_failover.go)
 
 	fullTiles tileCache // the transparency log's full tiles, which never change (transparency.go)
 	unlogged  bool      // set only by a benchmark: commits skip the transparency log, to measure its cost
@@ -220,7 +225,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.wdb != s.db {
 		s.wdb.AddQueryHook(queryHooks{s})
 	}
-	s.AddQueryHook(spoilOnQuery{}) // reads.go
+	s.AddQueryHook(spoilOnQuery{}) // page_reads.go
 	return s, nil
 }
 
@@ -238,7 +243,7 @@ func (s *Store) openPostgres(ctx context.Context, dsn string) error {
 	// bun renders arguments into the SQL text itself, so every statement is new to the server:
 	// the simple protocol sends it in one round trip instead of preparing it first.
 	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
-	pc.AfterConnect = s.checkHistory // a failover may have moved the history: failover.go
+	pc.AfterConnect = s.checkHistory // a failover may have moved the history: ledger_failover.go
 	s.poolQueue = newPoolQueue(pc.MaxConns, func() bool {
 		st := s.pool.Stat()
 		return st.AcquiredConns() >= st.MaxConns()

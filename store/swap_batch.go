@@ -5,7 +5,7 @@ import (
 )
 
 // Submits of intents to one pool are serialised by the pool's lock, and are batched as every
-// such execute is (execute_batch.go), with one difference: a batch of intents takes the
+// such execute is (ledger_execute_batch.go), with one difference: a batch of intents takes the
 // pool's lock once and matches each intent in memory against the book as the batch's earlier
 // fills left it, and the ledger archives what the whole batch consumes (holdings, LP quotes)
 // with one statement (Ledger.CommitBatch). An intent the ledger refuses (a holding spent

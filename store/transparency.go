@@ -478,7 +478,7 @@ type tileCache struct {
 	tiles map[tlog.Tile][]byte
 }
 
-// forget drops every kept tile: the history they were cut from may be gone (failover.go).
+// forget drops every kept tile: the history they were cut from may be gone (ledger_failover.go).
 func (c *tileCache) forget() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

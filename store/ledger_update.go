@@ -107,3 +107,32 @@ func (s *Store) UpdatesAfter(ctx context.Context, after int64, limit int) ([]Upd
 	err := s.db.NewSelect().Model(&us).Where("ledger_offset > ?", after).Order("ledger_offset").Limit(int64(limit)).Scan(ctx)
 	return us, err
 }
+
+// LogPosition is a point in the update log: after update Offset's events up to After (their
+// order within the update, which each feed defines), or after all of them when After is "".
+type LogPosition struct {
+	Offset int64
+	After  string
+}
+
+// LatestPosition is the end of the update log now: following from it yields only what
+// commits later.
+func (s *Store) LatestPosition(ctx context.Context) (LogPosition, error) {
+	var off []int64
+	err := s.db.NewSelect().Model((*Update)(nil)).ColumnExpr("COALESCE(MAX(ledger_offset), 0)").Scan(ctx, &off)
+	if err != nil || len(off) == 0 {
+		return LogPosition{}, err
+	}
+	return LogPosition{Offset: off[0]}, nil
+}
+
+// afterPosition narrows q to rows after pos, offset being the update's offset column and key
+// the order within an update.
+func afterPosition(q *bun.SelectQuery, pos LogPosition, offset, key string, keyValue any) *bun.SelectQuery {
+	if pos.After == "" {
+		return q.Where("? > ?", bun.Ident(offset), pos.Offset)
+	}
+	// The first condition is implied by the second; it bounds an index range on the offset.
+	return q.Where("? >= ?", bun.Ident(offset), pos.Offset).
+		Where("(? > ? OR (? = ? AND ? > ?))", bun.Ident(offset), pos.Offset, bun.Ident(offset), pos.Offset, bun.Ident(key), keyValue)
+}

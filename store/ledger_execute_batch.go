@@ -26,7 +26,7 @@ import (
 // answered alone and the others commit: a batch of most kinds applies each execute under a
 // savepoint it rolls back to on a refusal; a batch of swap intents, matched in memory against
 // the book as the earlier fills left it (swap_batch.go), or of mints, counted in memory
-// against the phase as the earlier mints left it (mint_batch.go), is applied in one pass, and
+// against the phase as the earlier mints left it (nft_mint_batch.go), is applied in one pass, and
 // again without one the ledger refuses. When the batch fails as a whole (the database), each
 // execute is applied alone for its own answer.
 
@@ -52,7 +52,7 @@ type batchWay int
 const (
 	eachUnderSavepoint batchWay = iota // one after the other, each under a savepoint (applyEach)
 	intentsInOnePass                   // swap intents matched in memory (applyIntents, swap_batch.go)
-	mintsInOnePass                     // mints counted in memory (applyMintBatch, mint_batch.go)
+	mintsInOnePass                     // mints counted in memory (applyMintBatch, nft_mint_batch.go)
 )
 
 type executeRequest struct {

@@ -611,3 +611,26 @@ func (s *Store) attachPhases(ctx context.Context, cs []Collection) error {
 	}
 	return nil
 }
+
+// CollectionsByID returns the collections ids name, with their phases, in two queries; an
+// unknown id is absent from the map. It is what a dataloader calls for a page of NFTs.
+func (s *Store) CollectionsByID(ctx context.Context, ids []string) (map[string]*Collection, error) {
+	out := make(map[string]*Collection, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var rows []Collection
+	if err := s.db.NewSelect().Model(&rows).Where("collection_id IN (?)", bun.In(ids)).Scan(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.withoutExpired(ctx, rows); err != nil {
+		return nil, err
+	}
+	if err := s.attachPhases(ctx, rows); err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		out[rows[i].ID] = &rows[i]
+	}
+	return out, nil
+}

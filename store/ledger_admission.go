@@ -25,7 +25,7 @@ import (
 // connection, for write transactions (reads have connections of their own and wait as
 // before). The store's own background work (the NFT index) and readiness checks wait as
 // long as their context allows, and so does a batch of executes of one row
-// (execute_batch.go): those are admitted by their queue, refused only when it is full.
+// (ledger_execute_batch.go): those are admitted by their queue, refused only when it is full.
 
 // DefaultAdmissionWait is the admission bound by default: the longest a request is expected
 // to queue for a busy pool's connection, and how long a queue may stand still. It is the

@@ -55,7 +55,7 @@ type action struct {
 	// apply applies the transaction's effects inside the execute transaction and returns
 	// what the receipt adds to updateId and status.
 	apply func(ctx context.Context, tx *Tx, u *Update, effects json.RawMessage) (any, error)
-	// key names the row the ledger serializes the transaction on, if any (execute_batch.go).
+	// key names the row the ledger serializes the transaction on, if any (ledger_execute_batch.go).
 	key func(effects json.RawMessage) (batchKey, error)
 	// batched says the kind's effects may name one (serialized).
 	batched bool
@@ -226,7 +226,7 @@ type Receipt = json.RawMessage
 
 // Execute verifies the signature over the prepared hash and applies the transaction's
 // effects in one database transaction, with the executes that wait for the same row
-// (execute_batch.go). Executing an executed transaction again returns its first receipt and
+// (ledger_execute_batch.go). Executing an executed transaction again returns its first receipt and
 // applies nothing.
 func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 	if len(x.Hash) != sha256.Size {
@@ -502,4 +502,15 @@ func newUpdateID() string {
 		panic(err) // crypto/rand does not fail on supported platforms
 	}
 	return hex.EncodeToString(b[:])
+}
+
+// State is where a prepared transaction stands.
+func (p *PreparedTx) State(now time.Time) string {
+	switch {
+	case p.UpdateID != nil:
+		return "executed"
+	case !now.Before(p.ExpiresAt.Time):
+		return "expired"
+	}
+	return "pending"
 }

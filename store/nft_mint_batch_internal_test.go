@@ -8,8 +8,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/internal/nftindex"
 )
 
 // inserts counts the INSERT statements a store runs per table.
@@ -153,10 +156,10 @@ func TestMintBatch_TheIndexTakesTheMintedNFTsWithoutReadingThemBack(t *testing.T
 func TestNFTIndex_PutMintedLeavesASerialSeenGoneOrHeld(t *testing.T) {
 	eachLedgerStore(t, func(t *testing.T, s *Store, _ *ledgerClock) {
 		x := s.nftIndex
-		c := x.collection("col", true)
+		c := x.index.Add("col")
 		held := nftItem{NFTID: "col#2", CollectionID: "col", Serial: 2, Owner: "newer", ContractID: "c2", Traits: "[]"}
-		c.put(&held)
-		c.gone.Add(1)
+		c.Put(held.indexed())
+		c.Gone(1)
 		minted := []mintedItems{{into: c, items: []nftItem{
 			{NFTID: "col#1", CollectionID: "col", Serial: 1, Owner: "a", ContractID: "c1", Traits: "[]"},
 			{NFTID: "col#2", CollectionID: "col", Serial: 2, Owner: "a", ContractID: "c2", Traits: "[]"},
@@ -166,17 +169,21 @@ func TestNFTIndex_PutMintedLeavesASerialSeenGoneOrHeld(t *testing.T) {
 		if len(left) != 1 || left[0] != "other#1" {
 			t.Errorf("left to read: %v, want [other#1]", left)
 		}
-		if c.items[1] != nil {
+		owners := map[uint32]string{} // serial -> owner, as the index has them
+		for _, n := range c.Page(&nftindex.Query{Limit: 10}, time.Now()) {
+			owners[n.Serial] = n.Owner
+		}
+		if _, ok := owners[1]; ok {
 			t.Errorf("serial 1, seen gone, was put back")
 		}
-		if c.items[2] == nil || c.items[2].owner != "newer" {
+		if owners[2] != "newer" {
 			t.Errorf("serial 2, held, was replaced")
 		}
-		if c.items[3] == nil || c.items[3].owner != "a" {
+		if owners[3] != "a" {
 			t.Errorf("serial 3, fresh, was not put")
 		}
 		// Items of a collection index built again since the transaction ran are read, not put.
-		stale := []mintedItems{{into: newCollectionIndex("col"), items: []nftItem{{NFTID: "col#4", CollectionID: "col", Serial: 4, Traits: "[]"}}}}
+		stale := []mintedItems{{into: nftindex.NewCollection("col"), items: []nftItem{{NFTID: "col#4", CollectionID: "col", Serial: 4, Traits: "[]"}}}}
 		if left := x.putMinted(stale, []string{"col#4"}); len(left) != 1 {
 			t.Errorf("left to read of a rebuilt collection: %v, want [col#4]", left)
 		}

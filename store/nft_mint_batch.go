@@ -13,7 +13,7 @@ import (
 
 // A drop: a collection's mint phase opens and a crowd mints from it at once, every mint
 // locking the collection's row. Its executes are batched as every execute of one row is
-// (execute_batch.go), and a batch of mints applies in one pass instead of one mint after
+// (ledger_execute_batch.go), and a batch of mints applies in one pass instead of one mint after
 // another: the collection is locked once, its phases, the minters' counts and the next items
 // are read once, each mint is checked in memory against the counts the earlier mints of the
 // batch left, the ledger commits all their transactions with one CommitBatch, and the NFTs'

@@ -1,0 +1,58 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// lockFunds is what a party locks into an offer: the holdings spent and the change.
+type lockFunds struct {
+	Instrument Instrument     `json:"instrument"`
+	Amount     Amount         `json:"amount"`
+	Inputs     []spentHolding `json:"inputs"`
+	Change     Amount         `json:"change"`
+}
+
+// prepareLock selects the party's holdings of inst that cover amount.
+func (s *Store) prepareLock(ctx context.Context, party string, inst Instrument, amount Amount) (*lockFunds, []string, error) {
+	hs, claimed, err := s.spendableHoldings(ctx, party, inst)
+	if err != nil {
+		return nil, nil, err
+	}
+	picked, err := selectHoldings(hs, claimed, amount)
+	if err != nil {
+		return nil, nil, err
+	}
+	l := &lockFunds{Instrument: inst, Amount: amount, Change: Zero}
+	sum := Zero
+	claims := make([]string, len(picked))
+	for i, h := range picked {
+		l.Inputs = append(l.Inputs, spentHolding{CID: h.CID, Amount: h.Amount})
+		sum = sum.Add(h.Amount)
+		claims[i] = h.CID
+	}
+	l.Change = sum.Sub(amount)
+	return l, claims, nil
+}
+
+// add consumes the locked holdings in t and returns the change to owner.
+func (l *lockFunds) add(t *Transaction, owner string) {
+	for _, in := range l.Inputs {
+		t.Consume = append(t.Consume, ContractRef{templateHolding, in.CID})
+	}
+	if l.Change.IsPositive() {
+		t.Create = append(t.Create, &Holding{Owner: owner, Instrument: l.Instrument, Amount: l.Change})
+	}
+}
+
+// swapDeadline checks a client's expiry instant: in the future, and not too far.
+func (s *Store) swapDeadline(field string, at int64) error {
+	now := s.now()
+	switch t := time.Unix(at, 0); {
+	case !t.After(now):
+		return Errorf(CodeInvalidRequest, "%s must be in the future", field)
+	case t.After(now.Add(maxSwapLifetime)):
+		return Errorf(CodeInvalidRequest, "%s must be at most %s ahead", field, maxSwapLifetime)
+	}
+	return nil
+}
