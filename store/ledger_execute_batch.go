@@ -323,19 +323,18 @@ func (tx *Tx) savepoint(ctx context.Context) error {
 // txMark is how far a transaction's in-memory state went, to undo what a rolled-back
 // savepoint added to it.
 type txMark struct {
-	deferred, after, logged, minted int
+	deferred, after, logged int
+	parts                   []int // each part's mark (store_txpart.go)
 }
 
 func (tx *Tx) mark() txMark {
-	return txMark{len(tx.deferred), len(tx.after), len(tx.logged), len(tx.minted)}
+	return txMark{len(tx.deferred), len(tx.after), len(tx.logged), tx.markParts()}
 }
 
 // undo forgets what tx gathered since m: writes not sent, work for after the commit, updates
-// for the transparency log, the NFTs it minted, and the pools, books and fees it read (their
-// locks may have gone with the savepoint).
+// for the transparency log, and what each part gathered (its own undo says what it forgets).
 func (tx *Tx) undo(m txMark) {
 	tx.deferred, tx.after = tx.deferred[:min(m.deferred, len(tx.deferred))], tx.after[:m.after]
 	tx.logged = tx.logged[:min(m.logged, len(tx.logged))]
-	tx.minted = tx.minted[:m.minted]
-	tx.pools, tx.books, tx.fees = nil, nil, nil
+	tx.undoParts(m.parts)
 }

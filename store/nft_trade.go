@@ -48,7 +48,8 @@ type collectionTx struct {
 }
 
 func (tx *Tx) lockCollection(ctx context.Context, id string) (*collectionTx, error) {
-	tx.touched = append(tx.touched, id)
+	n := tx.nftPart()
+	n.touched = append(n.touched, id)
 	c := new(Collection)
 	err := tx.forUpdate(tx.NewSelect().Model(c).Where("collection_id = ?", id)).Scan(ctx)
 	if isNoRows(err) {
@@ -199,9 +200,10 @@ func (tx *Tx) nftEvents(ctx context.Context, u *Update, events []nftActivity) er
 
 // stampEvents dates NFT history events as the update u's, and notes their NFTs for the index.
 func (tx *Tx) stampEvents(u *Update, events []nftActivity) {
+	n := tx.nftPart()
 	for i := range events {
 		events[i].UpdateID, events[i].At = u.UpdateID, At(tx.now)
-		tx.nfts = append(tx.nfts, events[i].NFTID)
+		n.nfts = append(n.nfts, events[i].NFTID)
 	}
 }
 

@@ -94,7 +94,8 @@ func (s *Store) Pools(ctx context.Context) ([]Pool, error) {
 // lockPool locks the pool for one swap transaction: every transaction that consumes the
 // pool's LP quotes or intents takes this lock first, so no two take the same liquidity.
 func (tx *Tx) lockPool(ctx context.Context, poolID string) (*Pool, error) {
-	if p, ok := tx.pools[poolID]; ok {
+	w := tx.swapPart()
+	if p, ok := w.pools[poolID]; ok {
 		return p, nil
 	}
 	var ps []Pool
@@ -104,9 +105,9 @@ func (tx *Tx) lockPool(ctx context.Context, poolID string) (*Pool, error) {
 	if len(ps) == 0 {
 		return nil, Errorf(CodeNotFound, "no pool %q", truncate(poolID, 80))
 	}
-	if tx.pools == nil {
-		tx.pools = map[string]*Pool{}
+	if w.pools == nil {
+		w.pools = map[string]*Pool{}
 	}
-	tx.pools[poolID] = &ps[0]
+	w.pools[poolID] = &ps[0]
 	return &ps[0], nil
 }
