@@ -65,10 +65,18 @@ type assetContract interface {
 	asset() string
 }
 
-// pooledContract counts in a swap pool's running figures: it names its pool, and an LP
-// quote its price and remaining size (zero for others).
-type pooledContract interface {
-	pooled() (pool string, price, remaining Amount)
+// payloadContract is a contract whose template gives the ledger's observers a payload
+// (templateSpec.payload): what they read of it beyond the ledger's own rules.
+type payloadContract interface {
+	payload() contractPayload
+}
+
+// contractPayload is what a template's observers read of a contract the ledger creates or
+// archives: a key and two figures, whose meaning the template's part gives (for an LP quote
+// its pool, price and remaining size). The ledger only carries it.
+type contractPayload struct {
+	Key     string
+	Figures [2]Amount
 }
 
 // escrowContract is an offer that locks another contract while it is active (a listing
@@ -85,8 +93,10 @@ type templateSpec struct {
 	escrow   string // the column of an offer naming the contract it locks while active
 	escrowOf string // the template of that contract
 	asset    string // the column naming the non-fungible asset the contract carries
-	pool     string // the column naming the swap pool whose running figures count the contract
-	book     bool   // columns price and remaining: an LP quote's depth in its pool's book
+	// payload names the columns of the key and the two figures the ledger's observers read of
+	// the contract as it is archived ("" for none: an empty key, a zero figure); the
+	// contract's payload method answers the same of a contract in memory.
+	payload [3]string
 	// folds: a settlement of its owner's offer may consume it if it creates the same template
 	// for the same owner with at least as much: an LP's running fee, which each fill of the
 	// LP's quote consumes and creates again with the fill's fee added.
@@ -96,7 +106,8 @@ type templateSpec struct {
 	receive func(c Contract) PreapprovalKind
 }
 
-// templates describes every contract template, by table name.
+// templates describes every contract template, by table name: the ledger's own here, the
+// others as their part registers them (registerTemplate).
 var templates = map[string]templateSpec{
 	templateHolding: {owner: "owner", valued: true, receive: func(c Contract) PreapprovalKind {
 		if c.(*Holding).Instrument == USDCx {
@@ -105,13 +116,28 @@ var templates = map[string]templateSpec{
 		return ""
 	}},
 	templatePreapproval: {owner: "party_id"},
-	templateNFT:         {owner: "owner", asset: "nft_id", receive: func(Contract) PreapprovalKind { return PreapprovalNFT }},
-	templateListing:     {owner: "seller", offer: true, escrow: "nft_cid", escrowOf: templateNFT},
-	templatePool:        {owner: "operator"},
-	templateLPQuote:     {owner: "lp", valued: true, offer: true, pool: "pool_id", book: true},
-	templateLPFee:       {owner: "lp", valued: true, pool: "pool_id", folds: true},
-	templateIntent:      {owner: "taker", valued: true, offer: true},
 }
+
+// registerTemplate makes a contract template known to the ledger; a part registers its
+// templates from the init of the file that defines their contracts.
+func registerTemplate(name string, spec templateSpec) {
+	if _, ok := templates[name]; ok {
+		panic("ledger: template " + name + " registered twice")
+	}
+	templates[name] = spec
+}
+
+// ledgerObserver sees, inside the transaction, what a batch of ledger transactions does as
+// the ledger commits it: consumed[i] is what ts[i] archives, ts[i].Create what it creates. An
+// error fails the whole batch. A part keeps state derived from contracts this way (a swap
+// pool's running figures).
+type ledgerObserver func(ctx context.Context, tx *Tx, consumed [][]consumedContract, ts []*Transaction) error
+
+// ledgerObservers are the observers of every commit, in the order they were registered.
+var ledgerObservers []ledgerObserver
+
+// observeLedger registers o to see every commit; a part registers from its file's init.
+func observeLedger(o ledgerObserver) { ledgerObservers = append(ledgerObservers, o) }
 
 // Lifecycle is the part every contract shares: its id, and the updates that created and
 // consumed it.
@@ -154,10 +180,8 @@ type consumedContract struct {
 	Amount     Amount
 	Escrow     string
 	Asset      string
-	Pool       string // the swap pool whose figures count it
-	Price      Amount // an LP quote's price and remaining size
-	Remaining  Amount
-	batch      int // the index of the consuming transaction in its batch
+	Payload    contractPayload // what its template's observers read of it
+	batch      int             // the index of the consuming transaction in its batch
 }
 
 // embeddedLedger is the Ledger in the store's own tables.
@@ -245,8 +269,10 @@ func (embeddedLedger) CommitBatch(ctx context.Context, tx *Tx, us []*Update, ts 
 		}
 		return i, Errorf(CodeStale, "an asset this transaction mints exists already; prepare it again")
 	}
-	if err := tx.countInPools(ctx, consumed, ts); err != nil {
-		return 0, err
+	for _, observe := range ledgerObservers {
+		if err := observe(ctx, tx, consumed, ts); err != nil {
+			return 0, err
+		}
 	}
 	if err := tx.insertContracts(ctx, creates); err != nil {
 		return 0, err
@@ -275,8 +301,8 @@ func consumedOf(c Contract) consumedContract {
 	if a, ok := c.(assetContract); ok {
 		cc.Asset = a.asset()
 	}
-	if p, ok := c.(pooledContract); ok {
-		cc.Pool, cc.Price, cc.Remaining = p.pooled()
+	if p, ok := c.(payloadContract); ok {
+		cc.Payload = p.payload()
 	}
 	return cc
 }
@@ -592,11 +618,13 @@ func (tx *Tx) consume(ctx context.Context, us []*Update, byTemplate map[string][
 		if r.Asset != nil {
 			out[i].Asset = *r.Asset
 		}
-		if r.Pool != nil {
-			out[i].Pool = *r.Pool
+		if r.Key != nil {
+			out[i].Payload.Key = *r.Key
 		}
-		if r.Price != nil {
-			out[i].Price, out[i].Remaining = *r.Price, *r.Remaining
+		for j, f := range [2]*Amount{r.Figure1, r.Figure2} {
+			if f != nil {
+				out[i].Payload.Figures[j] = *f
+			}
 		}
 	}
 	return out, nil
@@ -612,9 +640,9 @@ type consumedRow struct {
 	Amount         *Amount     `bun:"amount"`
 	Escrow         *string     `bun:"escrow"`
 	Asset          *string     `bun:"asset"`
-	Pool           *string     `bun:"pool"`
-	Price          *Amount     `bun:"price"`
-	Remaining      *Amount     `bun:"remaining"`
+	Key            *string     `bun:"payload_key"`
+	Figure1        *Amount     `bun:"payload_figure1"`
+	Figure2        *Amount     `bun:"payload_figure2"`
 }
 
 // consumeQuery archives the contracts cs of template, each for its update of us, and
@@ -625,21 +653,18 @@ func (tx *Tx) consumeQuery(us []*Update, template string, cs []batchConsume) *bu
 		switch {
 		case name != "":
 			return name + " AS " + as
-		case as == "amount" || as == "price" || as == "remaining": // typed, as the UNION of templates needs
+		case as == "amount" || as == "payload_figure1" || as == "payload_figure2": // typed, as the UNION of templates needs
 			return "CAST(NULL AS NUMERIC) AS " + as
 		}
 		return "NULL AS " + as
 	}
-	instrument, amount, price, remaining := "", "", "", ""
+	instrument, amount := "", ""
 	if spec.valued {
 		instrument, amount = "instrument", "amount"
 	}
-	if spec.book {
-		price, remaining = "price", "remaining"
-	}
 	cols := []string{"'" + template + "' AS template", "cid", col(spec.owner, "owner"), "consumed_update",
 		col(instrument, "instrument"), col(amount, "amount"), col(spec.escrow, "escrow"), col(spec.asset, "asset"),
-		col(spec.pool, "pool"), col(price, "price"), col(remaining, "remaining")}
+		col(spec.payload[0], "payload_key"), col(spec.payload[1], "payload_figure1"), col(spec.payload[2], "payload_figure2")}
 	cids := make([]string, len(cs))
 	updates := map[string]bool{}
 	for i, c := range cs {

@@ -27,6 +27,11 @@ func (*Listing) template() string   { return templateListing }
 func (l *Listing) owner() string    { return l.Seller }
 func (l *Listing) escrowed() string { return l.NFTCID }
 
+// A listing is its seller's offer, and locks the NFT contract it sells while it is active.
+func init() {
+	registerTemplate(templateListing, templateSpec{owner: "seller", offer: true, escrow: "nft_cid", escrowOf: templateNFT})
+}
+
 // ListingByCID returns a listing, active or not, or not_found.
 func (s *Store) ListingByCID(ctx context.Context, cid string) (*Listing, error) {
 	return listingByCID(ctx, s.db, cid)

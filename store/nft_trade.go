@@ -9,7 +9,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Kinds of NFT update. Each prepared kind is an entry of actions.
+// Kinds of NFT update. Each prepared kind is an entry of actions (registerKind).
 const (
 	KindNFTMint        = "nft.mint"
 	KindNFTList        = "nft.list"
@@ -20,6 +20,17 @@ const (
 	KindNFTBurn        = "nft.burn"
 	KindListingExpired = "nft.listing-expired" // committed by the operator, not prepared
 )
+
+// The NFT market's prepared kinds.
+func init() {
+	registerKind(KindNFTMint, applyMint)
+	registerKind(KindNFTList, applyList)
+	registerKind(KindNFTCancel, applyCancel)
+	registerKind(KindNFTBuy, applyBuy)
+	registerKind(KindNFTSweep, applyBuy)
+	registerKind(KindNFTTransfer, applyMove)
+	registerKind(KindNFTBurn, applyMove)
+}
 
 // MaxBatch is how many NFTs or listings one signature may cover, for every batch: a batch
 // mint's quantity, a batch list's items, a batch cancel's cids, a sweep's cids or count. One

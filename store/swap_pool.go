@@ -28,7 +28,10 @@ type Pool struct {
 }
 
 func (*Pool) template() string { return templatePool }
-func (p *Pool) owner() string  { return p.Operator }
+
+// A pool is the operator's contract.
+func init()                   { registerTemplate(templatePool, templateSpec{owner: "operator"}) }
+func (p *Pool) owner() string { return p.Operator }
 
 // PoolIDFor is the id of the pool of base/quote with feeBps: "CC-USDCx-30".
 func PoolIDFor(base, quote Instrument, feeBps int) string {
