@@ -16,7 +16,11 @@ import (
 // Ledger is where contracts live and how a committed transaction changes them. The embedded
 // ledger keeps contracts in the store's own tables and commits inside the caller's database
 // transaction; a ledger node would accept the same Transaction over its API and the store
-// would mirror the update it answers with.
+// would mirror the update it answers with. Its methods take exported types only, so a
+// package outside the store can implement it (internal/memledger does, in memory): tx is the
+// store's database transaction the commit is part of, which a ledger outside the database
+// need not use; contracts are read through the Contract interface and the optional
+// ValuedContract, AssetContract and EscrowContract.
 type Ledger interface {
 	// Commit applies t as part of update u, signed by u.ActAs. Every consumed contract must be
 	// active (else stale) and controlled by the signer, unless it is an offer (a listing, an
@@ -50,19 +54,19 @@ type ContractRef struct {
 // Contract is a bun model of one contract template. Every template's table has the columns
 // of Lifecycle and is described in templates.
 type Contract interface {
-	lifecycle() *Lifecycle
-	template() string
-	owner() string // the party that controls the contract
+	Life() *Lifecycle   // its id and the updates that created and consumed it
+	Template() string   // its template: the table it lives in
+	Controller() string // the party that controls the contract
 }
 
-// valuedContract holds an amount of an instrument: a holding, or what an offer has locked.
-type valuedContract interface {
-	value() (Instrument, Amount)
+// ValuedContract holds an amount of an instrument: a holding, or what an offer has locked.
+type ValuedContract interface {
+	Holds() (Instrument, Amount)
 }
 
-// assetContract carries one non-fungible asset (an NFT), identified across its contracts.
-type assetContract interface {
-	asset() string
+// AssetContract carries one non-fungible asset (an NFT), identified across its contracts.
+type AssetContract interface {
+	Asset() string
 }
 
 // payloadContract is a contract whose template gives the ledger's observers a payload
@@ -79,10 +83,10 @@ type contractPayload struct {
 	Figures [2]Amount
 }
 
-// escrowContract is an offer that locks another contract while it is active (a listing
+// EscrowContract is an offer that locks another contract while it is active (a listing
 // locks the NFT it sells).
-type escrowContract interface {
-	escrowed() string
+type EscrowContract interface {
+	Escrowed() string
 }
 
 // templateSpec is what the ledger knows of one contract template, by its table's columns.
@@ -149,7 +153,7 @@ type Lifecycle struct {
 	ConsumedAt     *Timestamp `bun:"consumed_at"`
 }
 
-func (l *Lifecycle) lifecycle() *Lifecycle { return l }
+func (l *Lifecycle) Life() *Lifecycle { return l }
 
 // Active tells whether no update has consumed the contract.
 func (l *Lifecycle) Active() bool { return l.ConsumedUpdate == nil }
@@ -196,7 +200,7 @@ func (l embeddedLedger) Commit(ctx context.Context, tx *Tx, u *Update, t *Transa
 // place in t, so a caller may name them before the commit) and their creation.
 func identify(tx *Tx, u *Update, t *Transaction) {
 	for i, c := range t.Create {
-		l := c.lifecycle()
+		l := c.Life()
 		l.CID, l.CreatedUpdate, l.CreatedAt = contractID(u.UpdateID, i), u.UpdateID, At(tx.now)
 	}
 }
@@ -219,9 +223,9 @@ func (embeddedLedger) CommitBatch(ctx context.Context, tx *Tx, us []*Update, ts 
 				return i, fmt.Errorf("ledger: transaction consumes a contract twice")
 			}
 			seen[ref.CID] = true
-			if c, ok := created[ref.CID]; ok && c.template() == ref.Template {
+			if c, ok := created[ref.CID]; ok && c.Template() == ref.Template {
 				delete(created, ref.CID)
-				l := c.lifecycle()
+				l := c.Life()
 				l.ConsumedUpdate, l.ConsumedAt = &us[i].UpdateID, AtPtr(tx.now)
 				consumed[i] = append(consumed[i], consumedOf(c))
 				continue
@@ -230,7 +234,7 @@ func (embeddedLedger) CommitBatch(ctx context.Context, tx *Tx, us []*Update, ts 
 			wanted[i]++
 		}
 		for _, c := range t.Create {
-			created[c.lifecycle().CID] = c
+			created[c.Life().CID] = c
 		}
 	}
 	cs, err := tx.consume(ctx, us, byTemplate)
@@ -291,15 +295,15 @@ type batchConsume struct {
 
 // consumedOf is what the ledger knows of a contract it archives before writing it.
 func consumedOf(c Contract) consumedContract {
-	cc := consumedContract{template: c.template(), CID: c.lifecycle().CID, Owner: c.owner()}
-	if v, ok := c.(valuedContract); ok {
-		cc.Instrument, cc.Amount = v.value()
+	cc := consumedContract{template: c.Template(), CID: c.Life().CID, Owner: c.Controller()}
+	if v, ok := c.(ValuedContract); ok {
+		cc.Instrument, cc.Amount = v.Holds()
 	}
-	if e, ok := c.(escrowContract); ok {
-		cc.Escrow = e.escrowed()
+	if e, ok := c.(EscrowContract); ok {
+		cc.Escrow = e.Escrowed()
 	}
-	if a, ok := c.(assetContract); ok {
-		cc.Asset = a.asset()
+	if a, ok := c.(AssetContract); ok {
+		cc.Asset = a.Asset()
 	}
 	if p, ok := c.(payloadContract); ok {
 		cc.Payload = p.payload()
@@ -357,13 +361,13 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []c
 	credited := map[Instrument]Amount{}
 	assetsOut := map[string]int{}
 	for _, c := range t.Create {
-		spec, ok := templates[c.template()]
+		spec, ok := templates[c.Template()]
 		if !ok {
-			return nil, nil, fmt.Errorf("ledger: unknown template %q", c.template())
+			return nil, nil, fmt.Errorf("ledger: unknown template %q", c.Template())
 		}
-		if owner := c.owner(); !consent[owner] {
+		if owner := c.Controller(); !consent[owner] {
 			if spec.receive == nil {
-				return nil, nil, fmt.Errorf("ledger: a %s cannot be created for %s, who neither signs nor consents", noun(c.template()), owner)
+				return nil, nil, fmt.Errorf("ledger: a %s cannot be created for %s, who neither signs nor consents", noun(c.Template()), owner)
 			}
 			if kind := spec.receive(c); kind != "" {
 				if err := tx.requirePreapproval(ctx, owner, kind); err != nil {
@@ -371,28 +375,28 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []c
 				}
 			}
 		}
-		if v, ok := c.(valuedContract); ok {
-			inst, amount := v.value()
+		if v, ok := c.(ValuedContract); ok {
+			inst, amount := v.Holds()
 			if err := checkAmountBounds(amount); err != nil {
 				return nil, nil, err
 			}
 			credited[inst] = credited[inst].Add(amount)
 		}
-		if a, ok := c.(assetContract); ok {
-			assetsOut[a.asset()]++
+		if a, ok := c.(AssetContract); ok {
+			assetsOut[a.Asset()]++
 		}
-		if e, ok := c.(escrowContract); ok {
-			if err := tx.checkEscrowable(ctx, spec, e.escrowed(), c.owner()); err != nil {
+		if e, ok := c.(EscrowContract); ok {
+			if err := tx.checkEscrowable(ctx, spec, e.Escrowed(), c.Controller()); err != nil {
 				return nil, nil, err
 			}
 		}
-		events = append(events, updateEvent{UpdateID: u.UpdateID, Seq: len(events), Event: "created", Template: c.template(), CID: c.lifecycle().CID})
+		events = append(events, updateEvent{UpdateID: u.UpdateID, Seq: len(events), Event: "created", Template: c.Template(), CID: c.Life().CID})
 	}
 	if len(folded) > 0 { // a settlement folded another party's running contract
 		for _, c := range t.Create {
-			if v, ok := c.(valuedContract); ok {
-				inst, amount := v.value()
-				k := foldKey{c.template(), c.owner(), inst}
+			if v, ok := c.(ValuedContract); ok {
+				inst, amount := v.Holds()
+				k := foldKey{c.Template(), c.Controller(), inst}
 				if a, ok := folded[k]; ok {
 					folded[k] = a.Sub(amount)
 				}
@@ -450,8 +454,8 @@ func checkAssets(t *Transaction, in, out map[string]int) (map[string][]string, e
 	}
 	minted := map[string][]string{}
 	for _, c := range t.Create {
-		if a, ok := c.(assetContract); ok && in[a.asset()] == 0 {
-			minted[c.template()] = append(minted[c.template()], a.asset())
+		if a, ok := c.(AssetContract); ok && in[a.Asset()] == 0 {
+			minted[c.Template()] = append(minted[c.Template()], a.Asset())
 		}
 	}
 	return minted, nil

@@ -77,9 +77,9 @@ type LPQuote struct {
 	ExpiresAt   Timestamp  `bun:"expires_at"`
 }
 
-func (*LPQuote) template() string              { return templateLPQuote }
-func (q *LPQuote) owner() string               { return q.LP }
-func (q *LPQuote) value() (Instrument, Amount) { return q.Instrument, q.Amount }
+func (*LPQuote) Template() string              { return templateLPQuote }
+func (q *LPQuote) Controller() string          { return q.LP }
+func (q *LPQuote) Holds() (Instrument, Amount) { return q.Instrument, q.Amount }
 func (q *LPQuote) payload() contractPayload {
 	return contractPayload{q.PoolID, [2]Amount{q.Price, q.Remaining}}
 }
@@ -99,9 +99,9 @@ type LPFee struct {
 	Amount     Amount     `bun:"amount"`
 }
 
-func (*LPFee) template() string              { return templateLPFee }
-func (f *LPFee) owner() string               { return f.LP }
-func (f *LPFee) value() (Instrument, Amount) { return f.Instrument, f.Amount }
+func (*LPFee) Template() string              { return templateLPFee }
+func (f *LPFee) Controller() string          { return f.LP }
+func (f *LPFee) Holds() (Instrument, Amount) { return f.Instrument, f.Amount }
 func (f *LPFee) payload() contractPayload    { return contractPayload{Key: f.PoolID} }
 
 // SwapIntent is a pending intent: it holds what the taker sells until it fills, is
@@ -118,9 +118,9 @@ type SwapIntent struct {
 	Deadline   Timestamp  `bun:"deadline"`
 }
 
-func (*SwapIntent) template() string              { return templateIntent }
-func (i *SwapIntent) owner() string               { return i.Taker }
-func (i *SwapIntent) value() (Instrument, Amount) { return i.Instrument, i.Amount }
+func (*SwapIntent) Template() string              { return templateIntent }
+func (i *SwapIntent) Controller() string          { return i.Taker }
+func (i *SwapIntent) Holds() (Instrument, Amount) { return i.Instrument, i.Amount }
 
 // IntentView is an intent's status and outcome, whether it waited or filled at once.
 type IntentView struct {

@@ -27,11 +27,11 @@ type Pool struct {
 	FeeBps   int        `bun:"fee_bps"`
 }
 
-func (*Pool) template() string { return templatePool }
+func (*Pool) Template() string     { return templatePool }
+func (p *Pool) Controller() string { return p.Operator }
 
 // A pool is the operator's contract.
-func init()                   { registerTemplate(templatePool, templateSpec{owner: "operator"}) }
-func (p *Pool) owner() string { return p.Operator }
+func init() { registerTemplate(templatePool, templateSpec{owner: "operator"}) }
 
 // PoolIDFor is the id of the pool of base/quote with feeBps: "CC-USDCx-30".
 func PoolIDFor(base, quote Instrument, feeBps int) string {

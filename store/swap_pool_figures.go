@@ -134,12 +134,12 @@ func countInPools(ctx context.Context, tx *Tx, consumed [][]consumedContract, ts
 	}
 	for _, t := range ts {
 		for _, c := range t.Create {
-			if !pooled(c.template()) {
+			if !pooled(c.Template()) {
 				continue
 			}
 			p := c.(payloadContract).payload()
-			inst, amount := c.(valuedContract).value()
-			shares[p.Key] = append(shares[p.Key], shareOf(c.template(), c.owner(), inst, amount, p.Figures[0], p.Figures[1], +1))
+			inst, amount := c.(ValuedContract).Holds()
+			shares[p.Key] = append(shares[p.Key], shareOf(c.Template(), c.Controller(), inst, amount, p.Figures[0], p.Figures[1], +1))
 		}
 	}
 	if len(shares) == 0 {
