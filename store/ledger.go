@@ -16,7 +16,11 @@ import (
 // Ledger is where contracts live and how a committed transaction changes them. The embedded
 // ledger keeps contracts in the store's own tables and commits inside the caller's database
 // transaction; a ledger node would accept the same Transaction over its API and the store
-// would mirror the update it answers with.
+// would mirror the update it answers with. Its methods take exported types only, so a
+// package outside the store can implement it (internal/memledger does, in memory): tx is the
+// store's database transaction the commit is part of, which a ledger outside the database
+// need not use; contracts are read through the Contract interface and the optional
+// ValuedContract, AssetContract and EscrowContract.
 type Ledger interface {
 	// Commit applies t as part of update u, signed by u.ActAs. Every consumed contract must be
 	// active (else stale) and controlled by the signer, unless it is an offer (a listing, an
@@ -50,31 +54,39 @@ type ContractRef struct {
 // Contract is a bun model of one contract template. Every template's table has the columns
 // of Lifecycle and is described in templates.
 type Contract interface {
-	lifecycle() *Lifecycle
-	template() string
-	owner() string // the party that controls the contract
+	Life() *Lifecycle   // its id and the updates that created and consumed it
+	Template() string   // its template: the table it lives in
+	Controller() string // the party that controls the contract
 }
 
-// valuedContract holds an amount of an instrument: a holding, or what an offer has locked.
-type valuedContract interface {
-	value() (Instrument, Amount)
+// ValuedContract holds an amount of an instrument: a holding, or what an offer has locked.
+type ValuedContract interface {
+	Holds() (Instrument, Amount)
 }
 
-// assetContract carries one non-fungible asset (an NFT), identified across its contracts.
-type assetContract interface {
-	asset() string
+// AssetContract carries one non-fungible asset (an NFT), identified across its contracts.
+type AssetContract interface {
+	Asset() string
 }
 
-// pooledContract counts in a swap pool's running figures: it names its pool, and an LP
-// quote its price and remaining size (zero for others).
-type pooledContract interface {
-	pooled() (pool string, price, remaining Amount)
+// payloadContract is a contract whose template gives the ledger's observers a payload
+// (templateSpec.payload): what they read of it beyond the ledger's own rules.
+type payloadContract interface {
+	payload() contractPayload
 }
 
-// escrowContract is an offer that locks another contract while it is active (a listing
+// contractPayload is what a template's observers read of a contract the ledger creates or
+// archives: a key and two figures, whose meaning the template's part gives (for an LP quote
+// its pool, price and remaining size). The ledger only carries it.
+type contractPayload struct {
+	Key     string
+	Figures [2]Amount
+}
+
+// EscrowContract is an offer that locks another contract while it is active (a listing
 // locks the NFT it sells).
-type escrowContract interface {
-	escrowed() string
+type EscrowContract interface {
+	Escrowed() string
 }
 
 // templateSpec is what the ledger knows of one contract template, by its table's columns.
@@ -85,8 +97,10 @@ type templateSpec struct {
 	escrow   string // the column of an offer naming the contract it locks while active
 	escrowOf string // the template of that contract
 	asset    string // the column naming the non-fungible asset the contract carries
-	pool     string // the column naming the swap pool whose running figures count the contract
-	book     bool   // columns price and remaining: an LP quote's depth in its pool's book
+	// payload names the columns of the key and the two figures the ledger's observers read of
+	// the contract as it is archived ("" for none: an empty key, a zero figure); the
+	// contract's payload method answers the same of a contract in memory.
+	payload [3]string
 	// folds: a settlement of its owner's offer may consume it if it creates the same template
 	// for the same owner with at least as much: an LP's running fee, which each fill of the
 	// LP's quote consumes and creates again with the fill's fee added.
@@ -96,7 +110,8 @@ type templateSpec struct {
 	receive func(c Contract) PreapprovalKind
 }
 
-// templates describes every contract template, by table name.
+// templates describes every contract template, by table name: the ledger's own here, the
+// others as their part registers them (registerTemplate).
 var templates = map[string]templateSpec{
 	templateHolding: {owner: "owner", valued: true, receive: func(c Contract) PreapprovalKind {
 		if c.(*Holding).Instrument == USDCx {
@@ -105,13 +120,28 @@ var templates = map[string]templateSpec{
 		return ""
 	}},
 	templatePreapproval: {owner: "party_id"},
-	templateNFT:         {owner: "owner", asset: "nft_id", receive: func(Contract) PreapprovalKind { return PreapprovalNFT }},
-	templateListing:     {owner: "seller", offer: true, escrow: "nft_cid", escrowOf: templateNFT},
-	templatePool:        {owner: "operator"},
-	templateLPQuote:     {owner: "lp", valued: true, offer: true, pool: "pool_id", book: true},
-	templateLPFee:       {owner: "lp", valued: true, pool: "pool_id", folds: true},
-	templateIntent:      {owner: "taker", valued: true, offer: true},
 }
+
+// registerTemplate makes a contract template known to the ledger; a part registers its
+// templates from the init of the file that defines their contracts.
+func registerTemplate(name string, spec templateSpec) {
+	if _, ok := templates[name]; ok {
+		panic("ledger: template " + name + " registered twice")
+	}
+	templates[name] = spec
+}
+
+// ledgerObserver sees, inside the transaction, what a batch of ledger transactions does as
+// the ledger commits it: consumed[i] is what ts[i] archives, ts[i].Create what it creates. An
+// error fails the whole batch. A part keeps state derived from contracts this way (a swap
+// pool's running figures).
+type ledgerObserver func(ctx context.Context, tx *Tx, consumed [][]consumedContract, ts []*Transaction) error
+
+// ledgerObservers are the observers of every commit, in the order they were registered.
+var ledgerObservers []ledgerObserver
+
+// observeLedger registers o to see every commit; a part registers from its file's init.
+func observeLedger(o ledgerObserver) { ledgerObservers = append(ledgerObservers, o) }
 
 // Lifecycle is the part every contract shares: its id, and the updates that created and
 // consumed it.
@@ -123,7 +153,7 @@ type Lifecycle struct {
 	ConsumedAt     *Timestamp `bun:"consumed_at"`
 }
 
-func (l *Lifecycle) lifecycle() *Lifecycle { return l }
+func (l *Lifecycle) Life() *Lifecycle { return l }
 
 // Active tells whether no update has consumed the contract.
 func (l *Lifecycle) Active() bool { return l.ConsumedUpdate == nil }
@@ -154,10 +184,8 @@ type consumedContract struct {
 	Amount     Amount
 	Escrow     string
 	Asset      string
-	Pool       string // the swap pool whose figures count it
-	Price      Amount // an LP quote's price and remaining size
-	Remaining  Amount
-	batch      int // the index of the consuming transaction in its batch
+	Payload    contractPayload // what its template's observers read of it
+	batch      int             // the index of the consuming transaction in its batch
 }
 
 // embeddedLedger is the Ledger in the store's own tables.
@@ -172,7 +200,7 @@ func (l embeddedLedger) Commit(ctx context.Context, tx *Tx, u *Update, t *Transa
 // place in t, so a caller may name them before the commit) and their creation.
 func identify(tx *Tx, u *Update, t *Transaction) {
 	for i, c := range t.Create {
-		l := c.lifecycle()
+		l := c.Life()
 		l.CID, l.CreatedUpdate, l.CreatedAt = contractID(u.UpdateID, i), u.UpdateID, At(tx.now)
 	}
 }
@@ -195,9 +223,9 @@ func (embeddedLedger) CommitBatch(ctx context.Context, tx *Tx, us []*Update, ts 
 				return i, fmt.Errorf("ledger: transaction consumes a contract twice")
 			}
 			seen[ref.CID] = true
-			if c, ok := created[ref.CID]; ok && c.template() == ref.Template {
+			if c, ok := created[ref.CID]; ok && c.Template() == ref.Template {
 				delete(created, ref.CID)
-				l := c.lifecycle()
+				l := c.Life()
 				l.ConsumedUpdate, l.ConsumedAt = &us[i].UpdateID, AtPtr(tx.now)
 				consumed[i] = append(consumed[i], consumedOf(c))
 				continue
@@ -206,7 +234,7 @@ func (embeddedLedger) CommitBatch(ctx context.Context, tx *Tx, us []*Update, ts 
 			wanted[i]++
 		}
 		for _, c := range t.Create {
-			created[c.lifecycle().CID] = c
+			created[c.Life().CID] = c
 		}
 	}
 	cs, err := tx.consume(ctx, us, byTemplate)
@@ -245,8 +273,10 @@ func (embeddedLedger) CommitBatch(ctx context.Context, tx *Tx, us []*Update, ts 
 		}
 		return i, Errorf(CodeStale, "an asset this transaction mints exists already; prepare it again")
 	}
-	if err := tx.countInPools(ctx, consumed, ts); err != nil {
-		return 0, err
+	for _, observe := range ledgerObservers {
+		if err := observe(ctx, tx, consumed, ts); err != nil {
+			return 0, err
+		}
 	}
 	if err := tx.insertContracts(ctx, creates); err != nil {
 		return 0, err
@@ -265,18 +295,18 @@ type batchConsume struct {
 
 // consumedOf is what the ledger knows of a contract it archives before writing it.
 func consumedOf(c Contract) consumedContract {
-	cc := consumedContract{template: c.template(), CID: c.lifecycle().CID, Owner: c.owner()}
-	if v, ok := c.(valuedContract); ok {
-		cc.Instrument, cc.Amount = v.value()
+	cc := consumedContract{template: c.Template(), CID: c.Life().CID, Owner: c.Controller()}
+	if v, ok := c.(ValuedContract); ok {
+		cc.Instrument, cc.Amount = v.Holds()
 	}
-	if e, ok := c.(escrowContract); ok {
-		cc.Escrow = e.escrowed()
+	if e, ok := c.(EscrowContract); ok {
+		cc.Escrow = e.Escrowed()
 	}
-	if a, ok := c.(assetContract); ok {
-		cc.Asset = a.asset()
+	if a, ok := c.(AssetContract); ok {
+		cc.Asset = a.Asset()
 	}
-	if p, ok := c.(pooledContract); ok {
-		cc.Pool, cc.Price, cc.Remaining = p.pooled()
+	if p, ok := c.(payloadContract); ok {
+		cc.Payload = p.payload()
 	}
 	return cc
 }
@@ -331,13 +361,13 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []c
 	credited := map[Instrument]Amount{}
 	assetsOut := map[string]int{}
 	for _, c := range t.Create {
-		spec, ok := templates[c.template()]
+		spec, ok := templates[c.Template()]
 		if !ok {
-			return nil, nil, fmt.Errorf("ledger: unknown template %q", c.template())
+			return nil, nil, fmt.Errorf("ledger: unknown template %q", c.Template())
 		}
-		if owner := c.owner(); !consent[owner] {
+		if owner := c.Controller(); !consent[owner] {
 			if spec.receive == nil {
-				return nil, nil, fmt.Errorf("ledger: a %s cannot be created for %s, who neither signs nor consents", noun(c.template()), owner)
+				return nil, nil, fmt.Errorf("ledger: a %s cannot be created for %s, who neither signs nor consents", noun(c.Template()), owner)
 			}
 			if kind := spec.receive(c); kind != "" {
 				if err := tx.requirePreapproval(ctx, owner, kind); err != nil {
@@ -345,28 +375,28 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []c
 				}
 			}
 		}
-		if v, ok := c.(valuedContract); ok {
-			inst, amount := v.value()
+		if v, ok := c.(ValuedContract); ok {
+			inst, amount := v.Holds()
 			if err := checkAmountBounds(amount); err != nil {
 				return nil, nil, err
 			}
 			credited[inst] = credited[inst].Add(amount)
 		}
-		if a, ok := c.(assetContract); ok {
-			assetsOut[a.asset()]++
+		if a, ok := c.(AssetContract); ok {
+			assetsOut[a.Asset()]++
 		}
-		if e, ok := c.(escrowContract); ok {
-			if err := tx.checkEscrowable(ctx, spec, e.escrowed(), c.owner()); err != nil {
+		if e, ok := c.(EscrowContract); ok {
+			if err := tx.checkEscrowable(ctx, spec, e.Escrowed(), c.Controller()); err != nil {
 				return nil, nil, err
 			}
 		}
-		events = append(events, updateEvent{UpdateID: u.UpdateID, Seq: len(events), Event: "created", Template: c.template(), CID: c.lifecycle().CID})
+		events = append(events, updateEvent{UpdateID: u.UpdateID, Seq: len(events), Event: "created", Template: c.Template(), CID: c.Life().CID})
 	}
 	if len(folded) > 0 { // a settlement folded another party's running contract
 		for _, c := range t.Create {
-			if v, ok := c.(valuedContract); ok {
-				inst, amount := v.value()
-				k := foldKey{c.template(), c.owner(), inst}
+			if v, ok := c.(ValuedContract); ok {
+				inst, amount := v.Holds()
+				k := foldKey{c.Template(), c.Controller(), inst}
 				if a, ok := folded[k]; ok {
 					folded[k] = a.Sub(amount)
 				}
@@ -424,8 +454,8 @@ func checkAssets(t *Transaction, in, out map[string]int) (map[string][]string, e
 	}
 	minted := map[string][]string{}
 	for _, c := range t.Create {
-		if a, ok := c.(assetContract); ok && in[a.asset()] == 0 {
-			minted[c.template()] = append(minted[c.template()], a.asset())
+		if a, ok := c.(AssetContract); ok && in[a.Asset()] == 0 {
+			minted[c.Template()] = append(minted[c.Template()], a.Asset())
 		}
 	}
 	return minted, nil
@@ -592,11 +622,13 @@ func (tx *Tx) consume(ctx context.Context, us []*Update, byTemplate map[string][
 		if r.Asset != nil {
 			out[i].Asset = *r.Asset
 		}
-		if r.Pool != nil {
-			out[i].Pool = *r.Pool
+		if r.Key != nil {
+			out[i].Payload.Key = *r.Key
 		}
-		if r.Price != nil {
-			out[i].Price, out[i].Remaining = *r.Price, *r.Remaining
+		for j, f := range [2]*Amount{r.Figure1, r.Figure2} {
+			if f != nil {
+				out[i].Payload.Figures[j] = *f
+			}
 		}
 	}
 	return out, nil
@@ -612,9 +644,9 @@ type consumedRow struct {
 	Amount         *Amount     `bun:"amount"`
 	Escrow         *string     `bun:"escrow"`
 	Asset          *string     `bun:"asset"`
-	Pool           *string     `bun:"pool"`
-	Price          *Amount     `bun:"price"`
-	Remaining      *Amount     `bun:"remaining"`
+	Key            *string     `bun:"payload_key"`
+	Figure1        *Amount     `bun:"payload_figure1"`
+	Figure2        *Amount     `bun:"payload_figure2"`
 }
 
 // consumeQuery archives the contracts cs of template, each for its update of us, and
@@ -625,21 +657,18 @@ func (tx *Tx) consumeQuery(us []*Update, template string, cs []batchConsume) *bu
 		switch {
 		case name != "":
 			return name + " AS " + as
-		case as == "amount" || as == "price" || as == "remaining": // typed, as the UNION of templates needs
+		case as == "amount" || as == "payload_figure1" || as == "payload_figure2": // typed, as the UNION of templates needs
 			return "CAST(NULL AS NUMERIC) AS " + as
 		}
 		return "NULL AS " + as
 	}
-	instrument, amount, price, remaining := "", "", "", ""
+	instrument, amount := "", ""
 	if spec.valued {
 		instrument, amount = "instrument", "amount"
 	}
-	if spec.book {
-		price, remaining = "price", "remaining"
-	}
 	cols := []string{"'" + template + "' AS template", "cid", col(spec.owner, "owner"), "consumed_update",
 		col(instrument, "instrument"), col(amount, "amount"), col(spec.escrow, "escrow"), col(spec.asset, "asset"),
-		col(spec.pool, "pool"), col(price, "price"), col(remaining, "remaining")}
+		col(spec.payload[0], "payload_key"), col(spec.payload[1], "payload_figure1"), col(spec.payload[2], "payload_figure2")}
 	cids := make([]string, len(cs))
 	updates := map[string]bool{}
 	for i, c := range cs {

@@ -46,14 +46,18 @@ type batchKey struct {
 	way batchWay
 }
 
-// batchWay is how a batch applies its executes.
-type batchWay int
+// batchWay is how a batch applies its executes: nil, one after the other, each under a
+// savepoint (applyEach); else in one pass, by the way's function, which a part gives (swap
+// intents matched in memory: swap_batch.go; mints counted in memory: nft_mint_batch.go). The
+// function applies the batch's executes that are not refused and sets their results; when
+// the ledger refuses one it marks it refused and returns errExecuteRefused, and the batch is
+// applied again without it.
+type batchWay = *onePass
 
-const (
-	eachUnderSavepoint batchWay = iota // one after the other, each under a savepoint (applyEach)
-	intentsInOnePass                   // swap intents matched in memory (applyIntents, swap_batch.go)
-	mintsInOnePass                     // mints counted in memory (applyMintBatch, nft_mint_batch.go)
-)
+// onePass is a way of applying a batch in one pass.
+type onePass struct {
+	apply func(tx *Tx, ctx context.Context, batch []*executeRequest, prepared map[string]*PreparedTx, refused []bool, results []executeResult) error
+}
 
 type executeRequest struct {
 	x    Execution
@@ -149,11 +153,8 @@ func (s *Store) applyBatch(key batchKey, batch []*executeRequest, next func()) {
 			if err != nil {
 				return err
 			}
-			switch key.way {
-			case intentsInOnePass:
-				return tx.applyIntents(ctx, batch, prepared, refused, results)
-			case mintsInOnePass:
-				return tx.applyMintBatch(ctx, batch, prepared, refused, results)
+			if key.way != nil {
+				return key.way.apply(tx, ctx, batch, prepared, refused, results)
 			}
 			return tx.applyEach(ctx, batch, prepared, results)
 		})
@@ -323,19 +324,18 @@ func (tx *Tx) savepoint(ctx context.Context) error {
 // txMark is how far a transaction's in-memory state went, to undo what a rolled-back
 // savepoint added to it.
 type txMark struct {
-	deferred, after, logged, minted int
+	deferred, after, logged int
+	parts                   []int // each part's mark (store_txpart.go)
 }
 
 func (tx *Tx) mark() txMark {
-	return txMark{len(tx.deferred), len(tx.after), len(tx.logged), len(tx.minted)}
+	return txMark{len(tx.deferred), len(tx.after), len(tx.logged), tx.markParts()}
 }
 
 // undo forgets what tx gathered since m: writes not sent, work for after the commit, updates
-// for the transparency log, the NFTs it minted, and the pools, books and fees it read (their
-// locks may have gone with the savepoint).
+// for the transparency log, and what each part gathered (its own undo says what it forgets).
 func (tx *Tx) undo(m txMark) {
 	tx.deferred, tx.after = tx.deferred[:min(m.deferred, len(tx.deferred))], tx.after[:m.after]
 	tx.logged = tx.logged[:min(m.logged, len(tx.logged))]
-	tx.minted = tx.minted[:m.minted]
-	tx.pools, tx.books, tx.fees = nil, nil, nil
+	tx.undoParts(m.parts)
 }

@@ -20,9 +20,9 @@ type Holding struct {
 	Amount     Amount     `bun:"amount"`
 }
 
-func (*Holding) template() string              { return templateHolding }
-func (h *Holding) owner() string               { return h.Owner }
-func (h *Holding) value() (Instrument, Amount) { return h.Instrument, h.Amount }
+func (*Holding) Template() string              { return templateHolding }
+func (h *Holding) Controller() string          { return h.Owner }
+func (h *Holding) Holds() (Instrument, Amount) { return h.Instrument, h.Amount }
 
 // checkAmountBounds refuses an amount the store cannot hold exactly.
 func checkAmountBounds(a Amount) error {

@@ -37,11 +37,11 @@ type Preapproval struct {
 	ExpiresAt Timestamp       `bun:"expires_at"`
 }
 
-func (*Preapproval) template() string { return templatePreapproval }
+func (*Preapproval) Template() string { return templatePreapproval }
 
 // ActiveAt tells whether the preapproval admits credits at t: until it expires.
 func (p *Preapproval) ActiveAt(t time.Time) bool { return t.Before(p.ExpiresAt.Time) }
-func (p *Preapproval) owner() string             { return p.PartyID }
+func (p *Preapproval) Controller() string        { return p.PartyID }
 
 // currentPreapproval returns the party's unconsumed preapproval of kind, expired or not, or nil.
 func currentPreapproval(ctx context.Context, db bun.IDB, partyID string, kind PreapprovalKind) (*Preapproval, error) {

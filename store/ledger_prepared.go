@@ -18,7 +18,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Kinds of ledger update. Each prepared kind is an entry of actions.
+// Kinds of ledger update. Each prepared kind is an entry of actions (registerKind).
 const (
 	KindOnboard          = "party.onboard"
 	KindTap              = "wallet.tap"
@@ -28,26 +28,29 @@ const (
 	KindPreapprovalRenew = "wallet.preapproval-renew" // prepared, or committed by the deprecated unsigned route
 )
 
-// actions maps every prepared kind to how its execute applies it.
-var actions = map[string]action{
-	KindOnboard:          applyAs(applyOnboard),
-	KindTap:              applyAs(applyTap),
-	KindCCTransfer:       applyAs(applyTransfer),
-	KindNFTPreapproval:   applyAs(applyPreapproval),
-	KindUSDCxPreapproval: applyAs(applyPreapproval),
-	KindPreapprovalRenew: applyAs(applyRenewal),
-	KindNFTMint:          applyAs(applyMint),
-	KindNFTList:          applyAs(applyList),
-	KindNFTCancel:        applyAs(applyCancel),
-	KindNFTBuy:           applyAs(applyBuy),
-	KindNFTSweep:         applyAs(applyBuy),
-	KindNFTTransfer:      applyAs(applyMove),
-	KindNFTBurn:          applyAs(applyMove),
-	KindLPQuote:          applyAs(applyLPQuote),
-	KindLPQuoteCancel:    applyAs(applyLPQuoteCancel),
-	KindLPClaimFees:      applyAs(applyClaimFees),
-	KindSwapIntent:       applyAs(applySwapIntent),
-	KindIntentCancel:     applyAs(applyIntentCancel),
+// actions maps every prepared kind to how its execute applies it. Each kind of write is one
+// entry, which its part registers (registerKind): the ledger's own kinds here, the NFT
+// market's in nft_trade.go, swaps' in swap.go.
+var actions = map[string]action{}
+
+// The ledger's own kinds: onboarding, the dev tap, CC transfers and preapprovals.
+func init() {
+	registerKind(KindOnboard, applyOnboard)
+	registerKind(KindTap, applyTap)
+	registerKind(KindCCTransfer, applyTransfer)
+	registerKind(KindNFTPreapproval, applyPreapproval)
+	registerKind(KindUSDCxPreapproval, applyPreapproval)
+	registerKind(KindPreapprovalRenew, applyRenewal)
+}
+
+// registerKind makes kind a prepared kind whose execute decodes its effects as E and applies
+// them with apply; DecodePrepared reads the kind's effects as E too (effectsOf).
+func registerKind[E any](kind string, apply func(ctx context.Context, tx *Tx, u *Update, e *E) (any, error)) {
+	if _, ok := actions[kind]; ok {
+		panic("prepared kind " + kind + " registered twice")
+	}
+	actions[kind] = applyAs(apply)
+	effectsOf[kind] = func() any { return new(E) }
 }
 
 // action is how an execute applies a prepared kind.

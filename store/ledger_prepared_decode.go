@@ -35,27 +35,9 @@ type (
 	LockedFunds   = lockFunds     // what an LP quote or a swap intent locks
 )
 
-// effectsOf makes the value each prepared kind's effects decode into.
-var effectsOf = map[string]func() any{
-	KindOnboard:          func() any { return new(onboardEffects) },
-	KindTap:              func() any { return new(tapEffects) },
-	KindCCTransfer:       func() any { return new(transferEffects) },
-	KindNFTPreapproval:   func() any { return new(preapprovalEffects) },
-	KindUSDCxPreapproval: func() any { return new(preapprovalEffects) },
-	KindPreapprovalRenew: func() any { return new(preapprovalEffects) },
-	KindNFTMint:          func() any { return new(mintEffects) },
-	KindNFTList:          func() any { return new(listEffects) },
-	KindNFTCancel:        func() any { return new(cancelEffects) },
-	KindNFTBuy:           func() any { return new(buyEffects) },
-	KindNFTSweep:         func() any { return new(buyEffects) },
-	KindNFTTransfer:      func() any { return new(moveEffects) },
-	KindNFTBurn:          func() any { return new(moveEffects) },
-	KindLPQuote:          func() any { return new(lpQuoteEffects) },
-	KindLPQuoteCancel:    func() any { return new(lpCancelEffects) },
-	KindLPClaimFees:      func() any { return new(claimEffects) },
-	KindSwapIntent:       func() any { return new(intentEffects) },
-	KindIntentCancel:     func() any { return new(intentCancelEffects) },
-}
+// effectsOf makes the value each prepared kind's effects decode into: the type its execute
+// decodes, set by registerKind.
+var effectsOf = map[string]func() any{}
 
 // DecodedPrepared is a prepared transaction read back from the bytes a party signs.
 type DecodedPrepared struct {

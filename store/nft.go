@@ -27,10 +27,16 @@ type NFT struct {
 	Owner        string `bun:"owner"`
 }
 
-func (*NFT) template() string                        { return templateNFT }
-func (n *NFT) owner() string                         { return n.Owner }
-func (n *NFT) asset() string                         { return n.NFTID }
+func (*NFT) Template() string                        { return templateNFT }
+func (n *NFT) Controller() string                    { return n.Owner }
+func (n *NFT) Asset() string                         { return n.NFTID }
 func nftIDOf(collectionID string, serial int) string { return collectionID + "#" + itoa(serial) }
+
+// An NFT contract carries its NFT, the asset the ledger conserves; crediting it to another
+// party needs that party's NFT preapproval.
+func init() {
+	registerTemplate(templateNFT, templateSpec{owner: "owner", asset: "nft_id", receive: func(Contract) PreapprovalKind { return PreapprovalNFT }})
+}
 
 // nftItem is the read model of one live NFT: what the list endpoints filter and sort, with
 // its current contract and listing.

@@ -23,9 +23,14 @@ type Listing struct {
 	ExpiresAt    *Timestamp `bun:"expires_at"`
 }
 
-func (*Listing) template() string   { return templateListing }
-func (l *Listing) owner() string    { return l.Seller }
-func (l *Listing) escrowed() string { return l.NFTCID }
+func (*Listing) Template() string     { return templateListing }
+func (l *Listing) Controller() string { return l.Seller }
+func (l *Listing) Escrowed() string   { return l.NFTCID }
+
+// A listing is its seller's offer, and locks the NFT contract it sells while it is active.
+func init() {
+	registerTemplate(templateListing, templateSpec{owner: "seller", offer: true, escrow: "nft_cid", escrowOf: templateNFT})
+}
 
 // ListingByCID returns a listing, active or not, or not_found.
 func (s *Store) ListingByCID(ctx context.Context, cid string) (*Listing, error) {

@@ -154,6 +154,7 @@ func (tx *Tx) writeMinted(ctx context.Context, m *mintedRows) error {
 		return fmt.Errorf("nft: minted events: %w", err)
 	}
 	into := tx.s.nftIndex.index.Collection(m.items[0].CollectionID)
-	tx.minted = append(tx.minted, mintedItems{into: into, items: m.items})
+	n := tx.nftPart()
+	n.minted = append(n.minted, mintedItems{into: into, items: m.items})
 	return nil
 }

@@ -23,7 +23,10 @@ import (
 // refuses (its payment spent meanwhile) rolls the attempt back, and the batch is applied
 // again without it. A mint applied alone is a batch of one.
 
-// batchKey batches the mints of one collection, applied in one pass (applyMints).
+// mintsInOnePass applies a batch of mints of one collection in one pass.
+var mintsInOnePass = &onePass{apply: (*Tx).applyMintBatch}
+
+// batchKey batches the mints of one collection, applied in one pass (applyMintBatch).
 func (e *mintEffects) batchKey() batchKey {
 	return batchKey{row: "collection/" + e.CollectionID, way: mintsInOnePass}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Kinds of NFT update. Each prepared kind is an entry of actions.
+// Kinds of NFT update. Each prepared kind is an entry of actions (registerKind).
 const (
 	KindNFTMint        = "nft.mint"
 	KindNFTList        = "nft.list"
@@ -20,6 +20,17 @@ const (
 	KindNFTBurn        = "nft.burn"
 	KindListingExpired = "nft.listing-expired" // committed by the operator, not prepared
 )
+
+// The NFT market's prepared kinds.
+func init() {
+	registerKind(KindNFTMint, applyMint)
+	registerKind(KindNFTList, applyList)
+	registerKind(KindNFTCancel, applyCancel)
+	registerKind(KindNFTBuy, applyBuy)
+	registerKind(KindNFTSweep, applyBuy)
+	registerKind(KindNFTTransfer, applyMove)
+	registerKind(KindNFTBurn, applyMove)
+}
 
 // MaxBatch is how many NFTs or listings one signature may cover, for every batch: a batch
 // mint's quantity, a batch list's items, a batch cancel's cids, a sweep's cids or count. One
@@ -48,7 +59,8 @@ type collectionTx struct {
 }
 
 func (tx *Tx) lockCollection(ctx context.Context, id string) (*collectionTx, error) {
-	tx.touched = append(tx.touched, id)
+	n := tx.nftPart()
+	n.touched = append(n.touched, id)
 	c := new(Collection)
 	err := tx.forUpdate(tx.NewSelect().Model(c).Where("collection_id = ?", id)).Scan(ctx)
 	if isNoRows(err) {
@@ -199,9 +211,10 @@ func (tx *Tx) nftEvents(ctx context.Context, u *Update, events []nftActivity) er
 
 // stampEvents dates NFT history events as the update u's, and notes their NFTs for the index.
 func (tx *Tx) stampEvents(u *Update, events []nftActivity) {
+	n := tx.nftPart()
 	for i := range events {
 		events[i].UpdateID, events[i].At = u.UpdateID, At(tx.now)
-		tx.nfts = append(tx.nfts, events[i].NFTID)
+		n.nfts = append(n.nfts, events[i].NFTID)
 	}
 }
 

@@ -371,16 +371,11 @@ type Tx struct {
 	now         time.Time
 	deferred    []byte // writes sent in one round trip before the commit (PostgreSQL)
 	after       []func()
-	recorded    string                 // the kind of the ledger update this transaction appended, if any
-	logged      []*Update              // the updates it appended, for the transparency log (appendLog)
-	unreceipted []*Update              // executes whose receipts await the log index their COMMIT gives
-	touched     []string               // the collections whose NFTs or listings this transaction writes
-	nfts        []string               // the NFTs whose read model it writes (by their history events)
-	minted      []mintedItems          // the items of the NFTs it mints, as it writes them
-	pools       map[string]*Pool       // the swap pools this transaction has locked
-	books       map[string][]*LPQuote  // their open quotes by pool and side, as this transaction left them
-	fees        map[feeKey]*runningFee // LPs' running fees, as this transaction left them
-	ended       func()                 // run once it has committed, before the work that follows a commit
+	recorded    string    // the kind of the ledger update this transaction appended, if any
+	logged      []*Update // the updates it appended, for the transparency log (appendLog)
+	unreceipted []*Update // executes whose receipts await the log index their COMMIT gives
+	parts       []txPart  // what the store's parts gather while it runs (store_txpart.go)
+	ended       func()    // run once it has committed, before the work that follows a commit
 }
 
 // afterCommit runs fn once the transaction has committed (not if it rolls back).
@@ -391,9 +386,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	start := time.Now()
 	var after []func()
 	var recorded string
-	var touched, nfts []string
 	var unreceipted []*Update
-	var minted []mintedItems
+	parts := newTxParts() // their work after the end runs even if the transaction never began
 	var ended func()
 	committing := false // fn succeeded: an error from here on comes from COMMIT
 	release, err := s.enterWriter(ctx)
@@ -401,13 +395,13 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		return err
 	}
 	err = s.runWriteTx(ctx, release, func(ctx context.Context, btx bun.Tx) error {
-		tx := &Tx{Tx: btx, s: s, now: s.now()}
-		defer func() { touched, nfts, minted, ended = tx.touched, tx.nfts, tx.minted, tx.ended }()
+		tx := &Tx{Tx: btx, s: s, now: s.now(), parts: parts}
+		defer func() { parts, ended = tx.parts, tx.ended }()
 		if err := fn(tx); err != nil {
 			return err
 		}
 		after, recorded = tx.after, tx.recorded
-		if err := tx.notifyCollections(ctx); err != nil {
+		if err := tx.beforeCommit(ctx); err != nil {
 			return err
 		}
 		if err := tx.appendLog(ctx); err != nil {
@@ -429,21 +423,16 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	if err == nil && ended != nil {
 		ended()
 	}
-	// The NFT index reads what committed (or may have, when the commit's answer was lost)
-	// before the write answers, and takes what it minted as written when it surely committed;
-	// the pages it changed end after that.
-	if len(nfts) > 0 {
-		if err != nil {
-			minted = nil
-		}
-		s.nftIndex.sync(patient(context.WithoutCancel(ctx)), nfts, minted)
+	outcome := txCommitted
+	switch {
+	case err != nil && committing:
+		outcome = txUnknown
+	case err != nil:
+		outcome = txRolledBack
 	}
-	// Whatever committed may have moved a collection's statistics, and changed the NFT pages
-	// of the collections it touched.
-	s.collectionPages.invalidate("")
-	for _, id := range touched {
-		s.nftPages.invalidate(id)
-	}
+	// The parts' work after the end (the read models brought up to date) runs before the write
+	// answers, whatever the outcome.
+	s.partsEnded(patient(context.WithoutCancel(ctx)), parts, outcome)
 	if err == nil && recorded != "" {
 		s.observeCommit(recorded, time.Since(start))
 	}

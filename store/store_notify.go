@@ -29,13 +29,13 @@ func (tx *Tx) notifySessionChanged(ctx context.Context, sid string) error {
 	return err
 }
 
-// notifyCollections tells the other instances, as the transaction commits, which
-// collections' pages it changed.
-func (tx *Tx) notifyCollections(ctx context.Context) error {
+// notifyCollections tells the other instances, as the transaction commits, that the pages of
+// the collections ids changed.
+func (tx *Tx) notifyCollections(ctx context.Context, ids []string) error {
 	if tx.s.dialect != Postgres {
 		return nil // SQLite serves one process
 	}
-	for _, id := range tx.touched {
+	for _, id := range ids {
 		if err := tx.later(ctx, tx.NewRaw("SELECT pg_notify(?, ?)", collectionChannel, tx.s.payload(id))); err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 	"github.com/uptrace/bun"
 )
 
-// Kinds of swap update. Each prepared kind is an entry of actions.
+// Kinds of swap update. Each prepared kind is an entry of actions (registerKind).
 const (
 	KindLPQuote       = "swap.lp-quote"
 	KindLPQuoteCancel = "swap.lp-quote-cancel"
@@ -37,6 +37,25 @@ const (
 
 var bpsDivisor = decimal.NewFromInt(10000)
 
+// Swaps' prepared kinds.
+func init() {
+	registerKind(KindLPQuote, applyLPQuote)
+	registerKind(KindLPQuoteCancel, applyLPQuoteCancel)
+	registerKind(KindLPClaimFees, applyClaimFees)
+	registerKind(KindSwapIntent, applySwapIntent)
+	registerKind(KindIntentCancel, applyIntentCancel)
+}
+
+// The swap contracts' templates, as the ledger checks them. An LP quote and an intent are
+// offers; an LP fee folds (each fill of the LP's quote consumes it and creates it again with
+// the fill's fee added); LP quotes and fees give their observers their pool and, for a quote,
+// its price and remaining size (the pool figures, swap_pool_figures.go).
+func init() {
+	registerTemplate(templateLPQuote, templateSpec{owner: "lp", valued: true, offer: true, payload: [3]string{"pool_id", "price", "remaining"}})
+	registerTemplate(templateLPFee, templateSpec{owner: "lp", valued: true, folds: true, payload: [3]string{"pool_id", "", ""}})
+	registerTemplate(templateIntent, templateSpec{owner: "taker", valued: true, offer: true})
+}
+
 // LPQuote is one version of an LP's standing offer on a pool: an ask sells up to Remaining
 // base at Price, a bid buys it. It holds what backs it (Instrument, Amount): a fill
 // consumes the version and creates the next, so QuoteID names the quote across versions.
@@ -58,10 +77,12 @@ type LPQuote struct {
 	ExpiresAt   Timestamp  `bun:"expires_at"`
 }
 
-func (*LPQuote) template() string                   { return templateLPQuote }
-func (q *LPQuote) owner() string                    { return q.LP }
-func (q *LPQuote) value() (Instrument, Amount)      { return q.Instrument, q.Amount }
-func (q *LPQuote) pooled() (string, Amount, Amount) { return q.PoolID, q.Price, q.Remaining }
+func (*LPQuote) Template() string              { return templateLPQuote }
+func (q *LPQuote) Controller() string          { return q.LP }
+func (q *LPQuote) Holds() (Instrument, Amount) { return q.Instrument, q.Amount }
+func (q *LPQuote) payload() contractPayload {
+	return contractPayload{q.PoolID, [2]Amount{q.Price, q.Remaining}}
+}
 
 // LPFee is what the pool's fills retained for the LP in one instrument, until claim-fees
 // pays it out. There is one live LPFee per pool, LP and instrument: each fill consumes it and
@@ -78,10 +99,10 @@ type LPFee struct {
 	Amount     Amount     `bun:"amount"`
 }
 
-func (*LPFee) template() string                   { return templateLPFee }
-func (f *LPFee) owner() string                    { return f.LP }
-func (f *LPFee) value() (Instrument, Amount)      { return f.Instrument, f.Amount }
-func (f *LPFee) pooled() (string, Amount, Amount) { return f.PoolID, Zero, Zero }
+func (*LPFee) Template() string              { return templateLPFee }
+func (f *LPFee) Controller() string          { return f.LP }
+func (f *LPFee) Holds() (Instrument, Amount) { return f.Instrument, f.Amount }
+func (f *LPFee) payload() contractPayload    { return contractPayload{Key: f.PoolID} }
 
 // SwapIntent is a pending intent: it holds what the taker sells until it fills, is
 // cancelled or expires.
@@ -97,9 +118,9 @@ type SwapIntent struct {
 	Deadline   Timestamp  `bun:"deadline"`
 }
 
-func (*SwapIntent) template() string              { return templateIntent }
-func (i *SwapIntent) owner() string               { return i.Taker }
-func (i *SwapIntent) value() (Instrument, Amount) { return i.Instrument, i.Amount }
+func (*SwapIntent) Template() string              { return templateIntent }
+func (i *SwapIntent) Controller() string          { return i.Taker }
+func (i *SwapIntent) Holds() (Instrument, Amount) { return i.Instrument, i.Amount }
 
 // IntentView is an intent's status and outcome, whether it waited or filled at once.
 type IntentView struct {

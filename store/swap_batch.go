@@ -12,6 +12,9 @@ import (
 // meanwhile) rolls the attempt back and is answered alone, and the batch is applied again
 // without it.
 
+// intentsInOnePass applies a batch of swap intents to one pool in one pass.
+var intentsInOnePass = &onePass{apply: (*Tx).applyIntents}
+
 // batchKey batches the intents to one pool, matched in memory (applyIntents).
 func (e *intentEffects) batchKey() batchKey {
 	return batchKey{row: "pool/" + e.PoolID, way: intentsInOnePass}

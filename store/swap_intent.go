@@ -293,7 +293,8 @@ func (tx *Tx) book(ctx context.Context, pool *Pool, sell Instrument) ([]*LPQuote
 		return nil, err
 	}
 	key := pool.PoolID + "/" + string(sell)
-	if b, ok := tx.books[key]; ok {
+	w := tx.swapPart()
+	if b, ok := w.books[key]; ok {
 		return b, nil
 	}
 	var qs []LPQuote
@@ -301,26 +302,27 @@ func (tx *Tx) book(ctx context.Context, pool *Pool, sell Instrument) ([]*LPQuote
 		Where("expires_at > ?", At(tx.now)).Scan(ctx); err != nil {
 		return nil, err
 	}
-	if tx.books == nil {
-		tx.books = map[string][]*LPQuote{}
+	if w.books == nil {
+		w.books = map[string][]*LPQuote{}
 	}
 	bids, asks := pool.PoolID+"/"+string(pool.Base), pool.PoolID+"/"+string(pool.Quote) // who sells base fills from bids
-	tx.books[bids], tx.books[asks] = []*LPQuote{}, []*LPQuote{}
+	w.books[bids], w.books[asks] = []*LPQuote{}, []*LPQuote{}
 	for i := range qs {
 		k := bids
 		if qs[i].Side == SideAsk {
 			k = asks
 		}
-		tx.books[k] = append(tx.books[k], &qs[i])
+		w.books[k] = append(w.books[k], &qs[i])
 	}
-	return tx.books[key], nil
+	return w.books[key], nil
 }
 
 // settled updates the transaction's book after p's ledger transaction committed: the
 // versions it consumed go, the next ones come.
 func (tx *Tx) settled(pool *Pool, sell Instrument, p *fillPlan) {
 	key := pool.PoolID + "/" + string(sell)
-	b, ok := tx.books[key]
+	w := tx.swapPart()
+	b, ok := w.books[key]
 	if !ok {
 		return
 	}
@@ -334,7 +336,7 @@ func (tx *Tx) settled(pool *Pool, sell Instrument, p *fillPlan) {
 			out = append(out, q)
 		}
 	}
-	tx.books[key] = append(out, p.next...)
+	w.books[key] = append(out, p.next...)
 }
 
 // feeKey names an LP's running fee in one pool and instrument.
@@ -385,7 +387,8 @@ func (tx *Tx) addFills(ctx context.Context, t *Transaction, p *fillPlan, taker s
 // foldFee adds fee to the LP's running fee in t: it consumes the live one and creates it
 // again with the fee added, or adds to the one t creates already.
 func (tx *Tx) foldFee(t *Transaction, k feeKey, quoteID string, fee Amount) {
-	r := tx.fees[k]
+	w := tx.swapPart()
+	r := w.fees[k]
 	if r.in == t {
 		r.live[0].Amount = r.live[0].Amount.Add(fee)
 		r.live[0].QuoteID = quoteID
@@ -398,20 +401,21 @@ func (tx *Tx) foldFee(t *Transaction, k feeKey, quoteID string, fee Amount) {
 	}
 	next := &LPFee{LP: k.lp, PoolID: k.pool, QuoteID: quoteID, Instrument: k.instrument, Amount: sum}
 	t.Create = append(t.Create, next)
-	tx.fees[k] = &runningFee{live: []*LPFee{next}, in: t}
+	w.fees[k] = &runningFee{live: []*LPFee{next}, in: t}
 }
 
 // loadFees reads the live fees of the LPs p fills from that the transaction has not read yet.
 func (tx *Tx) loadFees(ctx context.Context, p *fillPlan) error {
-	if tx.fees == nil {
-		tx.fees = map[feeKey]*runningFee{}
+	w := tx.swapPart()
+	if w.fees == nil {
+		w.fees = map[feeKey]*runningFee{}
 	}
 	var pool string
 	var lps []string
 	for _, f := range p.fills {
 		k := feeKey{f.q.PoolID, f.q.LP, p.receive}
-		if _, ok := tx.fees[k]; !ok && f.fee.IsPositive() {
-			tx.fees[k] = &runningFee{}
+		if _, ok := w.fees[k]; !ok && f.fee.IsPositive() {
+			w.fees[k] = &runningFee{}
 			pool, lps = k.pool, append(lps, k.lp)
 		}
 	}
@@ -425,7 +429,7 @@ func (tx *Tx) loadFees(ctx context.Context, p *fillPlan) error {
 	}
 	for i := range fees {
 		k := feeKey{pool, fees[i].LP, p.receive}
-		tx.fees[k].live = append(tx.fees[k].live, &fees[i])
+		w.fees[k].live = append(w.fees[k].live, &fees[i])
 	}
 	return nil
 }

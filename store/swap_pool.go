@@ -27,8 +27,11 @@ type Pool struct {
 	FeeBps   int        `bun:"fee_bps"`
 }
 
-func (*Pool) template() string { return templatePool }
-func (p *Pool) owner() string  { return p.Operator }
+func (*Pool) Template() string     { return templatePool }
+func (p *Pool) Controller() string { return p.Operator }
+
+// A pool is the operator's contract.
+func init() { registerTemplate(templatePool, templateSpec{owner: "operator"}) }
 
 // PoolIDFor is the id of the pool of base/quote with feeBps: "CC-USDCx-30".
 func PoolIDFor(base, quote Instrument, feeBps int) string {
@@ -94,7 +97,8 @@ func (s *Store) Pools(ctx context.Context) ([]Pool, error) {
 // lockPool locks the pool for one swap transaction: every transaction that consumes the
 // pool's LP quotes or intents takes this lock first, so no two take the same liquidity.
 func (tx *Tx) lockPool(ctx context.Context, poolID string) (*Pool, error) {
-	if p, ok := tx.pools[poolID]; ok {
+	w := tx.swapPart()
+	if p, ok := w.pools[poolID]; ok {
 		return p, nil
 	}
 	var ps []Pool
@@ -104,9 +108,9 @@ func (tx *Tx) lockPool(ctx context.Context, poolID string) (*Pool, error) {
 	if len(ps) == 0 {
 		return nil, Errorf(CodeNotFound, "no pool %q", truncate(poolID, 80))
 	}
-	if tx.pools == nil {
-		tx.pools = map[string]*Pool{}
+	if w.pools == nil {
+		w.pools = map[string]*Pool{}
 	}
-	tx.pools[poolID] = &ps[0]
+	w.pools[poolID] = &ps[0]
 	return &ps[0], nil
 }

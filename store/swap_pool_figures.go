@@ -113,26 +113,33 @@ func (f *poolFigures) splitAt(price Amount, open []LPQuote) {
 	}
 }
 
+// The pool figures observe every commit of the ledger.
+func init() { observeLedger(countInPools) }
+
+// pooled tells whether a template's contracts count in their pool's running figures: LP
+// quotes and LP fees, whose payload is their pool and, for a quote, its price and remaining size.
+func pooled(template string) bool { return template == templateLPQuote || template == templateLPFee }
+
 // countInPools changes the running figures of every pool a batch's transactions change:
 // consumed are the contracts each archives, ts what each creates.
-func (tx *Tx) countInPools(ctx context.Context, consumed [][]consumedContract, ts []*Transaction) error {
+func countInPools(ctx context.Context, tx *Tx, consumed [][]consumedContract, ts []*Transaction) error {
 	shares := map[string][]poolShare{}
 	for _, cs := range consumed {
 		for _, c := range cs {
-			if c.Pool != "" {
-				shares[c.Pool] = append(shares[c.Pool], shareOf(c.template, c.Owner, c.Instrument, c.Amount, c.Price, c.Remaining, -1))
+			if pooled(c.template) {
+				p := c.Payload
+				shares[p.Key] = append(shares[p.Key], shareOf(c.template, c.Owner, c.Instrument, c.Amount, p.Figures[0], p.Figures[1], -1))
 			}
 		}
 	}
 	for _, t := range ts {
 		for _, c := range t.Create {
-			p, ok := c.(pooledContract)
-			if !ok {
+			if !pooled(c.Template()) {
 				continue
 			}
-			pool, price, remaining := p.pooled()
-			inst, amount := c.(valuedContract).value()
-			shares[pool] = append(shares[pool], shareOf(c.template(), c.owner(), inst, amount, price, remaining, +1))
+			p := c.(payloadContract).payload()
+			inst, amount := c.(ValuedContract).Holds()
+			shares[p.Key] = append(shares[p.Key], shareOf(c.Template(), c.Controller(), inst, amount, p.Figures[0], p.Figures[1], +1))
 		}
 	}
 	if len(shares) == 0 {
