@@ -169,6 +169,7 @@ type Store struct {
 	history historySeen // where this instance last found the store's history (failover.go)
 
 	fullTiles tileCache // the transparency log's full tiles, which never change (transparency.go)
+	logEdge   logEdge   // the log's head as this process's last append committed it (transparency.go)
 	unlogged  bool      // set only by a benchmark: commits skip the transparency log, to measure its cost
 }
 
@@ -368,6 +369,7 @@ type Tx struct {
 	after       []func()
 	recorded    string                 // the kind of the ledger update this transaction appended, if any
 	logged      []*Update              // the updates it appended, for the transparency log (appendLog)
+	edge        *logHead               // the log's head once its appendLog wrote it, kept if it commits
 	unreceipted []*Update              // executes whose receipts await the log index their COMMIT gives
 	touched     []string               // the collections whose NFTs or listings this transaction writes
 	nfts        []string               // the NFTs whose read model it writes (by their history events)
@@ -390,14 +392,22 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var unreceipted []*Update
 	var minted []mintedItems
 	var ended func()
+	var edge *logHead
 	committing := false // fn succeeded: an error from here on comes from COMMIT
 	release, err := s.enterWriter(ctx)
 	if err != nil {
 		return err
 	}
-	err = s.runWriteTx(ctx, release, func(ctx context.Context, btx bun.Tx) error {
+	// The log's head this transaction wrote is kept once it has committed, before the next
+	// writer's turn, so the next append finds it (a rolled-back one leaves the last kept).
+	kept := func() {
+		if edge != nil {
+			s.logEdge.keep(edge)
+		}
+	}
+	err = s.runWriteTx(ctx, release, kept, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now()}
-		defer func() { touched, nfts, minted, ended = tx.touched, tx.nfts, tx.minted, tx.ended }()
+		defer func() { touched, nfts, minted, ended, edge = tx.touched, tx.nfts, tx.minted, tx.ended, tx.edge }()
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -450,11 +460,15 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	return err
 }
 
-// runWriteTx runs fn in a write transaction and gives the writer back (release) as soon as it
-// ends, even if fn panics.
-func (s *Store) runWriteTx(ctx context.Context, release func(), fn func(ctx context.Context, btx bun.Tx) error) error {
+// runWriteTx runs fn in a write transaction, runs committed if it committed, and gives the
+// writer back (release) as soon as it ends, even if fn panics.
+func (s *Store) runWriteTx(ctx context.Context, release, committed func(), fn func(ctx context.Context, btx bun.Tx) error) error {
 	defer release()
-	return s.wdb.RunInTx(ctx, nil, fn)
+	err := s.wdb.RunInTx(ctx, nil, fn)
+	if err == nil {
+		committed()
+	}
+	return err
 }
 
 // writeQuery is a bun write that can render itself as SQL.
