@@ -168,9 +168,10 @@ type Store struct {
 
 	history historySeen // where this instance last found the store's history (failover.go)
 
-	fullTiles tileCache // the transparency log's full tiles, which never change (transparency.go)
-	logEdge   logEdge   // the log's head as this process's last append committed it (transparency.go)
-	unlogged  bool      // set only by a benchmark: commits skip the transparency log, to measure its cost
+	fullTiles tileCache     // the transparency log's full tiles, which never change (transparency.go)
+	logEdge   logEdge       // the log's head as this process's last append committed it (transparency.go)
+	logWrites logStatements // the log's writes, prepared once (SQLite)
+	unlogged  bool          // set only by a benchmark: commits skip the transparency log, to measure its cost
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -333,7 +334,7 @@ func (s *Store) Close() error {
 		s.stopListener()
 		<-s.listenerDone
 	}
-	errs := []error{refusalsErr}
+	errs := []error{refusalsErr, s.logWrites.close()}
 	if s.wdb != s.db {
 		errs = append(errs, s.wdb.Close())
 	}
@@ -397,6 +398,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	release, err := s.enterWriter(ctx)
 	if err != nil {
 		return err
+	}
+	if s.dialect == SQLite && !s.unlogged {
+		s.logWrites.prepare(ctx, s.wdb.DB) // while the writer's connection is free
 	}
 	// The log's head this transaction wrote is kept once it has committed, before the next
 	// writer's turn, so the next append finds it (a rolled-back one leaves the last kept).

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -174,11 +175,94 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := tx.later(ctx, tx.NewInsert().Model(&a.entries)); err != nil {
+	tx.edge = a.head
+	return tx.writeEntries(ctx, a)
+}
+
+// writeEntries writes the append's entries and stored hashes: on SQLite by the store's
+// prepared statements, run once a row; on PostgreSQL (where the Go append serves the updates
+// from before the log: fillLog) with the transaction's deferred writes, one statement a table.
+func (tx *Tx) writeEntries(ctx context.Context, a *logAppend) error {
+	if tx.s.dialect == Postgres {
+		if err := tx.later(ctx, tx.NewInsert().Model(&a.entries)); err != nil {
+			return err
+		}
+		return tx.later(ctx, tx.NewInsert().Model(&a.hashes))
+	}
+	st, err := tx.s.logWrites.prepared()
+	if err != nil {
 		return err
 	}
-	tx.edge = a.head
-	return tx.later(ctx, tx.NewInsert().Model(&a.hashes))
+	entry := tx.Tx.Tx.StmtContext(ctx, st.entry)
+	for _, e := range a.entries {
+		if _, err := entry.ExecContext(ctx, e.LogIndex, e.UpdateID, e.Entry); err != nil {
+			return fmt.Errorf("transparency log: write entry %d: %w", e.LogIndex, err)
+		}
+	}
+	hash := tx.Tx.Tx.StmtContext(ctx, st.hash)
+	for _, h := range a.hashes {
+		if _, err := hash.ExecContext(ctx, h.HashIndex, h.Hash); err != nil {
+			return fmt.Errorf("transparency log: write stored hash %d: %w", h.HashIndex, err)
+		}
+	}
+	return nil
+}
+
+// logStatements are the log's writes on SQLite, prepared once on the writer's connection: an
+// append binds its values to them, so SQLite parses none of them again. They are prepared
+// before a write transaction begins (inTx): the connection is then free, and the tables exist
+// once the store is migrated.
+type logStatements struct {
+	mu                sync.Mutex
+	head, entry, hash *sql.Stmt
+	err               error // why the last attempt to prepare them failed
+}
+
+// prepare prepares the statements on db unless they are.
+func (ls *logStatements) prepare(ctx context.Context, db *sql.DB) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.hash != nil {
+		return
+	}
+	var st [3]*sql.Stmt
+	for i, q := range []string{
+		"UPDATE log_head SET size = ?, frontier = ? WHERE id = 1 AND size = ? AND frontier = ?",
+		"INSERT INTO log_entries (log_index, update_id, entry) VALUES (?, ?, ?)",
+		"INSERT INTO log_hashes (hash_index, hash) VALUES (?, ?)",
+	} {
+		if st[i], ls.err = db.PrepareContext(ctx, q); ls.err != nil {
+			for _, p := range st[:i] {
+				p.Close()
+			}
+			return
+		}
+	}
+	ls.head, ls.entry, ls.hash = st[0], st[1], st[2]
+}
+
+// prepared is the statements, or why they could not be prepared.
+func (ls *logStatements) prepared() (*logStatements, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.hash == nil {
+		return nil, fmt.Errorf("transparency log: the writes could not be prepared: %w", ls.err)
+	}
+	return ls, nil
+}
+
+// close releases the statements, once nothing writes any more.
+func (ls *logStatements) close() error {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	var errs []error
+	for _, p := range []*sql.Stmt{ls.head, ls.entry, ls.hash} {
+		if p != nil {
+			errs = append(errs, p.Close())
+		}
+	}
+	ls.head, ls.entry, ls.hash = nil, nil, nil
+	return errors.Join(errs...)
 }
 
 // logAppend is what appending entries to a tree writes: the entries from index from, the
@@ -259,8 +343,17 @@ func (tx *Tx) moveHead(ctx context.Context, us []*Update) (*logAppend, error) {
 
 // replaceHead writes head next over head old, and tells whether the row held old.
 func (tx *Tx) replaceHead(ctx context.Context, old, next *logHead) (bool, error) {
-	res, err := tx.NewUpdate().Model(next).Column("size", "frontier").WherePK().
-		Where("size = ?", old.Size).Where("frontier = ?", nonNil(old.Frontier)).Exec(ctx)
+	var res sql.Result
+	var err error
+	if tx.s.dialect == Postgres {
+		res, err = tx.NewUpdate().Model(next).Column("size", "frontier").WherePK().
+			Where("size = ?", old.Size).Where("frontier = ?", nonNil(old.Frontier)).Exec(ctx)
+	} else {
+		var st *logStatements
+		if st, err = tx.s.logWrites.prepared(); err == nil {
+			res, err = tx.Tx.Tx.StmtContext(ctx, st.head).ExecContext(ctx, next.Size, next.Frontier, old.Size, nonNil(old.Frontier))
+		}
+	}
 	if err != nil {
 		return false, fmt.Errorf("transparency log: write the head: %w", err)
 	}

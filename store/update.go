@@ -51,7 +51,8 @@ func (tx *Tx) appendUpdates(ctx context.Context, us []*Update) error {
 
 // insertTakingOffsets runs q, which writes us, on SQLite, where each row gets its offset as it
 // is written, and sets each update's Offset from what the insert returns: the transparency log
-// needs them (appendLog), and reading them back would be one more statement.
+// needs them (appendLog), and reading them back would be one more statement. Rows are matched
+// by id: RETURNING gives them in no promised order.
 func (tx *Tx) insertTakingOffsets(ctx context.Context, q *bun.InsertQuery, us []*Update) error {
 	var rows []struct {
 		UpdateID string `bun:"update_id"`
@@ -60,7 +61,7 @@ func (tx *Tx) insertTakingOffsets(ctx context.Context, q *bun.InsertQuery, us []
 	if err := q.Returning("update_id, ledger_offset").Scan(ctx, &rows); err != nil {
 		return err
 	}
-	at := make(map[string]int64, len(rows)) // RETURNING gives no order: match rows by id
+	at := make(map[string]int64, len(rows))
 	for _, r := range rows {
 		at[r.UpdateID] = r.Offset
 	}
