@@ -122,9 +122,9 @@ func skipOffsetsUpTo(ctx context.Context, conn *pgx.Conn, offset int64) error {
 
 // forgetHistory drops everything this instance keeps in memory of the store's contents: the
 // cached sessions, tokens and pages, the parties, collection identities, operator and service
-// keys it remembers, and the NFT index, which is built again from the tables (pages are read
-// by SQL meanwhile). It is the one hook for such state: whatever else an instance comes to keep
-// of the store belongs here too.
+// keys it remembers, the log's full tiles and the head its last append wrote, and the NFT
+// index, which is built again from the tables (pages are read by SQL meanwhile). It is the one
+// hook for such state: whatever else an instance comes to keep of the store belongs here too.
 func (s *Store) forgetHistory() {
 	s.forgetCached()
 	s.tokens.forget()
@@ -135,4 +135,5 @@ func (s *Store) forgetHistory() {
 	s.keys.cur.Store(nil)
 	s.nftIndex.forget()
 	s.fullTiles.forget()
+	s.logEdge.keep(nil)
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/uptrace/bun"
 )
@@ -41,7 +42,37 @@ func (tx *Tx) appendUpdates(ctx context.Context, us []*Update) error {
 		u.RecordedAt = At(tx.now)
 	}
 	tx.logged = append(tx.logged, us...)
-	return tx.later(ctx, tx.NewInsert().Model(&us))
+	q := tx.NewInsert().Model(&us)
+	if tx.s.dialect == Postgres || tx.s.unlogged {
+		return tx.later(ctx, q)
+	}
+	return tx.insertTakingOffsets(ctx, q, us)
+}
+
+// insertTakingOffsets runs q, which writes us, on SQLite, where each row gets its offset as it
+// is written, and sets each update's Offset from what the insert returns: the transparency log
+// needs them (appendLog), and reading them back would be one more statement. Rows are matched
+// by id: RETURNING gives them in no promised order.
+func (tx *Tx) insertTakingOffsets(ctx context.Context, q *bun.InsertQuery, us []*Update) error {
+	var rows []struct {
+		UpdateID string `bun:"update_id"`
+		Offset   int64  `bun:"ledger_offset"`
+	}
+	if err := q.Returning("update_id, ledger_offset").Scan(ctx, &rows); err != nil {
+		return err
+	}
+	at := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		at[r.UpdateID] = r.Offset
+	}
+	for _, u := range us {
+		o, ok := at[u.UpdateID]
+		if !ok {
+			return fmt.Errorf("the insert of update %s returned no offset", u.UpdateID)
+		}
+		u.Offset = o
+	}
+	return nil
 }
 
 // UpdateEvent is one contract an update consumed or created, in the update's order.

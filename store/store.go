@@ -173,8 +173,10 @@ type Store struct {
 
 	history historySeen // where this instance last found the store's history (ledger_failover.go)
 
-	fullTiles tileCache // the transparency log's full tiles, which never change (transparency.go)
-	unlogged  bool      // set only by a benchmark: commits skip the transparency log, to measure its cost
+	fullTiles tileCache     // the transparency log's full tiles, which never change (transparency.go)
+	logEdge   logEdge       // the log's head as this process's last append committed it (transparency.go)
+	logWrites logStatements // the log's writes, prepared once (SQLite)
+	unlogged  bool          // set only by a benchmark: commits skip the transparency log, to measure its cost
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -337,7 +339,7 @@ func (s *Store) Close() error {
 		s.stopListener()
 		<-s.listenerDone
 	}
-	errs := []error{refusalsErr}
+	errs := []error{refusalsErr, s.logWrites.close()}
 	if s.wdb != s.db {
 		errs = append(errs, s.wdb.Close())
 	}
@@ -373,6 +375,7 @@ type Tx struct {
 	after       []func()
 	recorded    string    // the kind of the ledger update this transaction appended, if any
 	logged      []*Update // the updates it appended, for the transparency log (appendLog)
+	edge        *logHead  // the log's head once its appendLog wrote it, kept if it commits
 	unreceipted []*Update // executes whose receipts await the log index their COMMIT gives
 	parts       []txPart  // what the store's parts gather while it runs (store_txpart.go)
 	ended       func()    // run once it has committed, before the work that follows a commit
@@ -389,14 +392,25 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var unreceipted []*Update
 	parts := newTxParts() // their work after the end runs even if the transaction never began
 	var ended func()
+	var edge *logHead
 	committing := false // fn succeeded: an error from here on comes from COMMIT
 	release, err := s.enterWriter(ctx)
 	if err != nil {
 		return err
 	}
-	err = s.runWriteTx(ctx, release, func(ctx context.Context, btx bun.Tx) error {
+	if s.dialect == SQLite && !s.unlogged {
+		s.logWrites.prepare(ctx, s.wdb.DB) // while the writer's connection is free
+	}
+	// The log's head this transaction wrote is kept once it has committed, before the next
+	// writer's turn, so the next append finds it (a rolled-back one leaves the last kept).
+	kept := func() {
+		if edge != nil {
+			s.logEdge.keep(edge)
+		}
+	}
+	err = s.runWriteTx(ctx, release, kept, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now(), parts: parts}
-		defer func() { parts, ended = tx.parts, tx.ended }()
+		defer func() { parts, ended, edge = tx.parts, tx.ended, tx.edge }()
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -444,11 +458,15 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	return err
 }
 
-// runWriteTx runs fn in a write transaction and gives the writer back (release) as soon as it
-// ends, even if fn panics.
-func (s *Store) runWriteTx(ctx context.Context, release func(), fn func(ctx context.Context, btx bun.Tx) error) error {
+// runWriteTx runs fn in a write transaction, runs committed if it committed, and gives the
+// writer back (release) as soon as it ends, even if fn panics.
+func (s *Store) runWriteTx(ctx context.Context, release, committed func(), fn func(ctx context.Context, btx bun.Tx) error) error {
 	defer release()
-	return s.wdb.RunInTx(ctx, nil, fn)
+	err := s.wdb.RunInTx(ctx, nil, fn)
+	if err == nil {
+		committed()
+	}
+	return err
 }
 
 // writeQuery is a bun write that can render itself as SQL.

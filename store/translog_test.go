@@ -223,3 +223,83 @@ func TestTransparencyLog_MigrateLogsTheUpdatesCommittedBeforeTheLogBegan(t *test
 		}
 	})
 }
+
+// The store keeps the log's head its last append committed, to append the next entries
+// without reading it; whatever else moved the head meanwhile must be seen. Here an append
+// rolled back after writing its head (the database refused its stored hashes), and another
+// store on the same database appended, before this store appends again: the tree must still
+// hold every update once, in offset order, and each receipt its entry's index.
+func TestTransparencyLog_AppendsAfterARollbackAndAnotherWritersAppendsKeepTheTree(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		s, _, _ := openLedger(t, b)
+		alice := storetest.Onboard(t, s, "alice")
+		logged := receipts{}
+		tapLogged := func(s *store.Store) error {
+			prep, err := s.PrepareTap(context.Background(), alice.ID, store.CC, store.MustAmount("1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := alice.Execute(s, store.KindTap, prep)
+			if err == nil {
+				logged.add(t, r)
+			}
+			return err
+		}
+		if err := tapLogged(s); err != nil {
+			t.Fatal(err)
+		}
+
+		driver, dsn := "pgx", s.Config().DB
+		refuse := []string{`CREATE FUNCTION refuse_hash() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`,
+			`CREATE TRIGGER refuse_hashes BEFORE INSERT ON log_hashes FOR EACH ROW EXECUTE FUNCTION refuse_hash()`}
+		allow := []string{"DROP TRIGGER refuse_hashes ON log_hashes", "DROP FUNCTION refuse_hash"}
+		if b.Dialect == store.SQLite {
+			driver, dsn = "sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://")+"?_pragma=busy_timeout(10000)"
+			refuse = []string{"CREATE TRIGGER refuse_hashes BEFORE INSERT ON log_hashes BEGIN SELECT RAISE(ABORT, 'refused'); END"}
+			allow = []string{"DROP TRIGGER refuse_hashes"}
+		}
+		raw, err := sql.Open(driver, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer raw.Close()
+		exec := func(qs []string) {
+			t.Helper()
+			for _, q := range qs {
+				if _, err := raw.Exec(q); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		exec(refuse)
+		if err := tapLogged(s); err == nil {
+			t.Fatal("a tap committed while the database refused the log's hashes")
+		}
+		exec(allow)
+		if err := tapLogged(s); err != nil {
+			t.Fatalf("the first tap after a rolled-back append: %v", err)
+		}
+		storetest.CheckLog(t, s)
+
+		other := b.Reopen(t, s.Config())
+		for range 3 {
+			if err := tapLogged(other); err != nil {
+				t.Fatalf("a tap through another store: %v", err)
+			}
+		}
+		for range 2 {
+			if err := tapLogged(s); err != nil {
+				t.Fatalf("a tap after another store appended: %v", err)
+			}
+		}
+		indexes := storetest.LogIndexes(t, s)
+		for id, n := range logged {
+			if indexes[id] != n {
+				t.Errorf("update %s: its receipt says logIndex %d, the log holds it at %d", id, n, indexes[id])
+			}
+		}
+		if len(logged) != 7 {
+			t.Errorf("%d taps committed, want 7", len(logged))
+		}
+	})
+}

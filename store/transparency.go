@@ -1,14 +1,18 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -160,56 +164,229 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 	if tx.s.dialect == Postgres && !us[0].beforeLog {
 		return tx.queueLogAppend(ctx, us)
 	}
-	us, head, err := tx.readOffsets(ctx, us)
-	if err != nil || len(us) == 0 {
-		return err
-	}
-	known, err := head.hashes()
+	us = slices.SortedFunc(slices.Values(us), func(a, b *Update) int { return cmp.Compare(a.Offset, b.Offset) })
+	a, err := tx.moveHead(ctx, us)
 	if err != nil {
 		return err
 	}
-	entries := make([]logEntryRow, len(us))
-	var hashes []logHashRow
+	for i, u := range us {
+		n := a.from + int64(i)
+		if err := tx.receiptLogged(ctx, u, &n); err != nil {
+			return err
+		}
+	}
+	tx.edge = a.head
+	return tx.writeEntries(ctx, a)
+}
+
+// writeEntries writes the append's entries and stored hashes: on SQLite by the store's
+// prepared statements, run once a row; on PostgreSQL (where the Go append serves the updates
+// from before the log: fillLog) with the transaction's deferred writes, one statement a table.
+func (tx *Tx) writeEntries(ctx context.Context, a *logAppend) error {
+	if tx.s.dialect == Postgres {
+		if err := tx.later(ctx, tx.NewInsert().Model(&a.entries)); err != nil {
+			return err
+		}
+		return tx.later(ctx, tx.NewInsert().Model(&a.hashes))
+	}
+	st, err := tx.s.logWrites.prepared()
+	if err != nil {
+		return err
+	}
+	entry := tx.Tx.Tx.StmtContext(ctx, st.entry)
+	for _, e := range a.entries {
+		if _, err := entry.ExecContext(ctx, e.LogIndex, e.UpdateID, e.Entry); err != nil {
+			return fmt.Errorf("transparency log: write entry %d: %w", e.LogIndex, err)
+		}
+	}
+	hash := tx.Tx.Tx.StmtContext(ctx, st.hash)
+	for _, h := range a.hashes {
+		if _, err := hash.ExecContext(ctx, h.HashIndex, h.Hash); err != nil {
+			return fmt.Errorf("transparency log: write stored hash %d: %w", h.HashIndex, err)
+		}
+	}
+	return nil
+}
+
+// logStatements are the log's writes on SQLite, prepared once on the writer's connection: an
+// append binds its values to them, so SQLite parses none of them again. They are prepared
+// before a write transaction begins (inTx): the connection is then free, and the tables exist
+// once the store is migrated.
+type logStatements struct {
+	mu                sync.Mutex
+	head, entry, hash *sql.Stmt
+	err               error // why the last attempt to prepare them failed
+}
+
+// prepare prepares the statements on db unless they are.
+func (ls *logStatements) prepare(ctx context.Context, db *sql.DB) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.hash != nil {
+		return
+	}
+	var st [3]*sql.Stmt
+	for i, q := range []string{
+		"UPDATE log_head SET size = ?, frontier = ? WHERE id = 1 AND size = ? AND frontier = ?",
+		"INSERT INTO log_entries (log_index, update_id, entry) VALUES (?, ?, ?)",
+		"INSERT INTO log_hashes (hash_index, hash) VALUES (?, ?)",
+	} {
+		if st[i], ls.err = db.PrepareContext(ctx, q); ls.err != nil {
+			for _, p := range st[:i] {
+				p.Close()
+			}
+			return
+		}
+	}
+	ls.head, ls.entry, ls.hash = st[0], st[1], st[2]
+}
+
+// prepared is the statements, or why they could not be prepared.
+func (ls *logStatements) prepared() (*logStatements, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.hash == nil {
+		return nil, fmt.Errorf("transparency log: the writes could not be prepared: %w", ls.err)
+	}
+	return ls, nil
+}
+
+// close releases the statements, once nothing writes any more.
+func (ls *logStatements) close() error {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	var errs []error
+	for _, p := range []*sql.Stmt{ls.head, ls.entry, ls.hash} {
+		if p != nil {
+			errs = append(errs, p.Close())
+		}
+	}
+	ls.head, ls.entry, ls.hash = nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// logAppend is what appending entries to a tree writes: the entries from index from, the
+// stored hashes they add, and the tree's new head.
+type logAppend struct {
+	from    int64
+	entries []logEntryRow
+	hashes  []logHashRow
+	head    *logHead
+}
+
+// appendTo is the append of us, whose offsets are known, to the tree head describes.
+func appendTo(head *logHead, us []*Update) (*logAppend, error) {
+	known, err := head.hashes()
+	if err != nil {
+		return nil, err
+	}
+	a := &logAppend{from: head.Size, entries: make([]logEntryRow, len(us))}
 	for i, u := range us {
 		n := head.Size + int64(i)
 		e := u.logEntry()
 		b, err := e.Marshal()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		hs, err := tlog.StoredHashes(n, b, known)
 		if err != nil {
-			return fmt.Errorf("transparency log: entry %d: %w", n, err)
+			return nil, fmt.Errorf("transparency log: entry %d: %w", n, err)
 		}
 		for j, h := range hs {
 			x := tlog.StoredHashIndex(0, n) + int64(j)
 			known[x] = h
-			hashes = append(hashes, logHashRow{HashIndex: x, Hash: h[:]})
+			a.hashes = append(a.hashes, logHashRow{HashIndex: x, Hash: h[:]})
 		}
-		entries[i] = logEntryRow{LogIndex: n, UpdateID: u.UpdateID, Entry: b}
-		if err := tx.receiptLogged(ctx, u, &n); err != nil {
-			return err
-		}
+		a.entries[i] = logEntryRow{LogIndex: n, UpdateID: u.UpdateID, Entry: b}
 	}
-	head.Size += int64(len(us))
-	head.Frontier = head.Frontier[:0:0]
-	for _, x := range frontierIndexes(head.Size) {
+	a.head = &logHead{ID: 1, Size: head.Size + int64(len(us)), Frontier: []byte{}}
+	for _, x := range frontierIndexes(a.head.Size) {
 		h, ok := known[x]
 		if !ok {
-			return fmt.Errorf("transparency log: subtree hash %d missing after appending", x)
+			return nil, fmt.Errorf("transparency log: subtree hash %d missing after appending", x)
 		}
-		head.Frontier = append(head.Frontier, h[:]...)
+		a.head.Frontier = append(a.head.Frontier, h[:]...)
 	}
-	for _, q := range []writeQuery{
-		tx.NewInsert().Model(&entries),
-		tx.NewInsert().Model(&hashes),
-		tx.NewUpdate().Model(head).Column("size", "frontier").WherePK(),
-	} {
-		if err := tx.later(ctx, q); err != nil {
-			return err
+	return a, nil
+}
+
+// moveHead appends us to the tree and writes its new head, with one statement when the head
+// row still holds what this process's last append left there (Store.logEdge): the update
+// writes the row only if it holds exactly that size and those hashes, which determine every
+// hash an append computes. Anything else (another process appended to the same database, a
+// failover, a transaction that did not commit) makes the row differ, and the head is then
+// read in this transaction, under its write lock, and the append computed again from it.
+func (tx *Tx) moveHead(ctx context.Context, us []*Update) (*logAppend, error) {
+	if edge := tx.s.logEdge.get(); edge != nil {
+		a, err := appendTo(edge, us)
+		if err != nil {
+			return nil, err
+		}
+		if moved, err := tx.replaceHead(ctx, edge, a.head); err != nil || moved {
+			return a, err
 		}
 	}
-	return nil
+	head := new(logHead)
+	if err := tx.NewSelect().Model(head).Where("id = 1").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("transparency log: read the head: %w", err)
+	}
+	a, err := appendTo(head, us)
+	if err != nil {
+		return nil, err
+	}
+	moved, err := tx.replaceHead(ctx, head, a.head)
+	if err == nil && !moved {
+		err = errors.New("transparency log: the head changed within the transaction that read it")
+	}
+	return a, err
+}
+
+// replaceHead writes head next over head old, and tells whether the row held old.
+func (tx *Tx) replaceHead(ctx context.Context, old, next *logHead) (bool, error) {
+	var res sql.Result
+	var err error
+	if tx.s.dialect == Postgres {
+		res, err = tx.NewUpdate().Model(next).Column("size", "frontier").WherePK().
+			Where("size = ?", old.Size).Where("frontier = ?", nonNil(old.Frontier)).Exec(ctx)
+	} else {
+		var st *logStatements
+		if st, err = tx.s.logWrites.prepared(); err == nil {
+			res, err = tx.Tx.Tx.StmtContext(ctx, st.head).ExecContext(ctx, next.Size, next.Frontier, old.Size, nonNil(old.Frontier))
+		}
+	}
+	if err != nil {
+		return false, fmt.Errorf("transparency log: write the head: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// nonNil is b, or an empty slice for nil: an empty frontier is an empty string of bytes, not NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// logEdge is the log's head as this process's last append committed it, kept so that the
+// next append need not read it (moveHead checks it against the row). It changes only once a
+// commit succeeded, while the writer's turn is still held (inTx); a failover forgets it.
+type logEdge struct {
+	mu   sync.Mutex
+	head *logHead
+}
+
+func (e *logEdge) get() *logHead {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.head
+}
+
+func (e *logEdge) keep(h *logHead) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.head = h
 }
 
 // logPending is what a PostgreSQL transaction leaves for its COMMIT to append an update to
@@ -305,38 +482,6 @@ func (s *Store) completeReceipts(ctx context.Context, us []*Update) error {
 		u.signed.p.Result, *u.signed.receipt = receipt, receipt
 	}
 	return nil
-}
-
-// readOffsets reads the offsets SQLite gave the updates as it wrote them, and the log's
-// head; SQLite runs one writer at a time. It answers the updates in offset order.
-func (tx *Tx) readOffsets(ctx context.Context, us []*Update) ([]*Update, *logHead, error) {
-	byID := make(map[string]*Update, len(us))
-	ids := make([]string, len(us))
-	for i, u := range us {
-		byID[u.UpdateID], ids[i] = u, u.UpdateID
-	}
-	var rows []struct {
-		UpdateID string `bun:"update_id"`
-		Offset   int64  `bun:"ledger_offset"`
-		Size     int64  `bun:"size"`
-		Frontier []byte `bun:"frontier"`
-	}
-	err := tx.NewSelect().TableExpr("updates AS u").Join("CROSS JOIN log_head AS h").
-		ColumnExpr("u.update_id, u.ledger_offset, h.size, h.frontier").
-		Where("u.update_id IN (?)", bun.In(ids)).OrderExpr("u.ledger_offset").Scan(ctx, &rows)
-	if err != nil {
-		return nil, nil, fmt.Errorf("transparency log: read the offsets: %w", err)
-	}
-	if len(rows) == 0 {
-		return nil, nil, nil
-	}
-	head := &logHead{ID: 1, Size: rows[0].Size, Frontier: rows[0].Frontier}
-	ordered := make([]*Update, len(rows))
-	for i, r := range rows {
-		ordered[i] = byID[r.UpdateID]
-		ordered[i].Offset = r.Offset
-	}
-	return ordered, head, nil
 }
 
 // receiptLogged completes the receipt of u, executed with a party's signature, with its log
