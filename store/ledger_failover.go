@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // A PostgreSQL store may be a primary with standbys, reached through one multi-host URL with
@@ -69,7 +71,12 @@ func (s *Store) checkHistory(ctx context.Context, conn *pgx.Conn) error {
 	defer h.mu.Unlock()
 	end := h.offset
 	if h.offset > 0 { // the ledger exists: its highest offset can be compared
-		if err := conn.QueryRow(ctx, "SELECT COALESCE(MAX(ledger_offset), 0) FROM updates").Scan(&end); err != nil {
+		err := conn.QueryRow(ctx, "SELECT COALESCE(MAX(ledger_offset), 0) FROM updates").Scan(&end)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "42P01" {
+			return nil // no ledger table: the schema is being migrated down (or not up yet)
+		}
+		if err != nil {
 			return fmt.Errorf("reading the ledger's highest offset: %w", err)
 		}
 	}
