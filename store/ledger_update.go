@@ -20,7 +20,7 @@ type Update struct {
 	Reward     *Amount   `bun:"reward"`             // the CC reward the update earned ActAs, if any
 	LogIndex   *int64    `bun:"log_index,scanonly"` // its entry in the transparency log, where a read asks for it
 
-	signed    *partySigned // set by an execute: what the party signed (transparency.go)
+	signed    *partySigned // set by an execute: what the party signed (ledger_log.go)
 	beforeLog bool         // committed before the transparency log began (fillLog)
 }
 

@@ -77,7 +77,7 @@ func TestPrepareMint_ReadsTheCollectionAndTheMintersPhaseInOneStatement(t *testi
 			t.Fatal(err)
 		}
 		// 7 for the mint, and the transparency log's read of the offsets and its head under the
-		// offset lock (transparency.go), which every commit makes once.
+		// offset lock (ledger_log.go), which every commit makes once.
 		if n := count.take(); n > 8 {
 			t.Errorf("a mint execute sent %d SELECTs, want at most 8", n)
 		}

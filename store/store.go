@@ -173,8 +173,8 @@ type Store struct {
 
 	history historySeen // where this instance last found the store's history (ledger_failover.go)
 
-	fullTiles tileCache     // the transparency log's full tiles, which never change (transparency.go)
-	logEdge   logEdge       // the log's head as this process's last append committed it (transparency.go)
+	fullTiles tileCache     // the transparency log's full tiles, which never change (ledger_log.go)
+	logEdge   logEdge       // the log's head as this process's last append committed it (ledger_log.go)
 	logWrites logStatements // the log's writes, prepared once (SQLite)
 	unlogged  bool          // set only by a benchmark: commits skip the transparency log, to measure its cost
 }
