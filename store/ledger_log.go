@@ -13,12 +13,14 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"marketd/store/translog"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -31,7 +33,8 @@ import (
 // assigns an update's offset under the ledger's offset lock (held until the commit is visible)
 // then builds the entry from what the transaction left in log_pending and writes its hashes and
 // the new head (the log_at_commit migration), so the lock is never held across a round trip;
-// an execute's receipt reads its log index back once committed. On SQLite, which runs one
+// the COMMIT tells the session an execute's log index in a notice, so its receipt needs no
+// read after the commit (noticed). On SQLite, which runs one
 // writer at a time, appendLog writes the entries as the transaction's last step before COMMIT.
 // The log keeps, per entry, the entry's bytes and the tree's stored hashes (sumdb/tlog's
 // layout), and one head row (the size and the hashes of the maximal complete subtrees), so the
@@ -452,26 +455,50 @@ func aroundZero(b []byte, prefix string) (head, tail []byte, err error) {
 	return b[:len(prefix)], b[len(prefix)+1:], nil
 }
 
+// logIndexNotice is the message of the notice by which a COMMIT on PostgreSQL tells its
+// session an execute's log index (the log_index_notice migration); the notice's detail is
+// "<log index> <update ID>".
+const logIndexNotice = "transparency log index"
+
+// noticed keeps the log index a COMMIT's notice gives, until completeReceipts takes it; the
+// notice arrives before the COMMIT's answer, so it is kept by the time the commit returns.
+// Other notices are not the log's.
+func (s *Store) noticed(_ *pgconn.PgConn, n *pgconn.Notice) {
+	if n.Message != logIndexNotice {
+		return
+	}
+	num, id, ok := strings.Cut(n.Detail, " ")
+	i, err := strconv.ParseInt(num, 10, 64)
+	if ok && err == nil {
+		s.logIndexes.Store(id, i)
+	}
+}
+
+// forgetLogIndexes drops the log indexes kept for us, whose transaction did not commit (or
+// not surely): a notice may come from a COMMIT that failed after the log's append.
+func (s *Store) forgetLogIndexes(us []*Update) {
+	for _, u := range us {
+		s.logIndexes.Delete(u.UpdateID)
+	}
+}
+
 // completeReceipts completes, once their transaction has committed on PostgreSQL, the receipts
 // of the executes whose log indexes the COMMIT gave: as receiptLogged does, in memory (the
-// prepared transactions' rows got them with the commit).
+// prepared transactions' rows got them with the commit). An index comes with the COMMIT's
+// notice; one that did not come (a session that gets no notices) is read back.
 func (s *Store) completeReceipts(ctx context.Context, us []*Update) error {
-	ids := make([]string, len(us))
-	for i, u := range us {
-		ids[i] = u.UpdateID
+	at := make(map[string]int64, len(us))
+	var ids []string
+	for _, u := range us {
+		if n, ok := s.logIndexes.LoadAndDelete(u.UpdateID); ok {
+			at[u.UpdateID] = n.(int64)
+		} else {
+			ids = append(ids, u.UpdateID)
+		}
 	}
-	var rows []logEntryRow
-	err := s.wdb.NewSelect().Model(&rows).Column("log_index", "update_id").Where("update_id IN (?)", bun.In(ids)).Scan(ctx)
-	if err == nil && len(rows) != len(us) {
-		err = fmt.Errorf("%d of %d entries found", len(rows), len(us))
-	}
-	if err != nil {
+	if err := s.readLogIndexes(ctx, ids, at); err != nil {
 		return &Error{Code: CodeOutcomeUnknown, Err: err,
 			Message: "the transaction committed, but its receipt could not be read back; send the same execute again: it answers the receipt"}
-	}
-	at := make(map[string]int64, len(rows))
-	for _, r := range rows {
-		at[r.UpdateID] = r.LogIndex
 	}
 	for _, u := range us {
 		n := at[u.UpdateID]
@@ -482,6 +509,22 @@ func (s *Store) completeReceipts(ctx context.Context, us []*Update) error {
 		u.signed.p.Result, *u.signed.receipt = receipt, receipt
 	}
 	return nil
+}
+
+// readLogIndexes reads the log indexes of the updates ids into at.
+func (s *Store) readLogIndexes(ctx context.Context, ids []string, at map[string]int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	var rows []logEntryRow
+	err := s.wdb.NewSelect().Model(&rows).Column("log_index", "update_id").Where("update_id IN (?)", bun.In(ids)).Scan(ctx)
+	if err == nil && len(rows) != len(ids) {
+		err = fmt.Errorf("%d of %d entries found", len(rows), len(ids))
+	}
+	for _, r := range rows {
+		at[r.UpdateID] = r.LogIndex
+	}
+	return err
 }
 
 // receiptLogged completes the receipt of u, executed with a party's signature, with its log

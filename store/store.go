@@ -173,10 +173,11 @@ type Store struct {
 
 	history historySeen // where this instance last found the store's history (ledger_failover.go)
 
-	fullTiles tileCache     // the transparency log's full tiles, which never change (ledger_log.go)
-	logEdge   logEdge       // the log's head as this process's last append committed it (ledger_log.go)
-	logWrites logStatements // the log's writes, prepared once (SQLite)
-	unlogged  bool          // set only by a benchmark: commits skip the transparency log, to measure its cost
+	fullTiles  tileCache     // the transparency log's full tiles, which never change (ledger_log.go)
+	logEdge    logEdge       // the log's head as this process's last append committed it (ledger_log.go)
+	logIndexes sync.Map      // update ID -> log index, as a COMMIT's notice gave it (ledger_log.go)
+	logWrites  logStatements // the log's writes, prepared once (SQLite)
+	unlogged   bool          // set only by a benchmark: commits skip the transparency log, to measure its cost
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -245,7 +246,8 @@ func (s *Store) openPostgres(ctx context.Context, dsn string) error {
 	// bun renders arguments into the SQL text itself, so every statement is new to the server:
 	// the simple protocol sends it in one round trip instead of preparing it first.
 	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
-	pc.AfterConnect = s.checkHistory // a failover may have moved the history: ledger_failover.go
+	pc.ConnConfig.OnNotice = s.noticed // an execute's log index comes with its COMMIT: ledger_log.go
+	pc.AfterConnect = s.checkHistory   // a failover may have moved the history: ledger_failover.go
 	s.poolQueue = newPoolQueue(pc.MaxConns, func() bool {
 		st := s.pool.Stat()
 		return st.AcquiredConns() >= st.MaxConns()
@@ -410,7 +412,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	err = s.runWriteTx(ctx, release, kept, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: btx, s: s, now: s.now(), parts: parts}
-		defer func() { parts, ended, edge = tx.parts, tx.ended, tx.edge }()
+		defer func() { parts, ended, edge, unreceipted = tx.parts, tx.ended, tx.edge, tx.unreceipted }()
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -421,7 +423,6 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		if err := tx.appendLog(ctx); err != nil {
 			return err
 		}
-		unreceipted = tx.unreceipted
 		if err := tx.flush(ctx); err != nil {
 			return err
 		}
@@ -433,6 +434,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	if err == nil && len(unreceipted) > 0 {
 		err = s.completeReceipts(patient(context.WithoutCancel(ctx)), unreceipted)
+	} else {
+		s.forgetLogIndexes(unreceipted)
 	}
 	if err == nil && ended != nil {
 		ended()

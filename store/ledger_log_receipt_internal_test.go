@@ -1,0 +1,107 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/uptrace/bun"
+
+	"marketd/store/internal/testdb"
+)
+
+// logEntryReads counts the statements that read the log's entries.
+type logEntryReads struct{ n atomic.Int64 }
+
+func (c *logEntryReads) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+
+func (c *logEntryReads) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	q := strings.TrimSpace(e.Query)
+	if strings.HasPrefix(q, "SELECT") && strings.Contains(q, `"log_entries"`) {
+		c.n.Add(1)
+	}
+}
+
+// receiptLogIndex is the logIndex of an execute's receipt.
+func receiptLogIndex(t *testing.T, r Receipt) int64 {
+	t.Helper()
+	var v struct {
+		LogIndex *int64 `json:"logIndex"`
+	}
+	if err := json.Unmarshal(r, &v); err != nil || v.LogIndex == nil {
+		t.Fatalf("receipt %s: no logIndex (%v)", r, err)
+	}
+	return *v.LogIndex
+}
+
+// An execute answers its receipt with the update's log index without reading the log back:
+// SQLite's append computes it, and PostgreSQL's COMMIT, which appends the entry, tells it.
+// The indexes are the log's: each execute's is the next.
+func TestTransparencyLog_AnExecutesReceiptReadsNoLogEntryBack(t *testing.T) {
+	eachLedgerStore(t, func(t *testing.T, s *Store, _ *ledgerClock) {
+		ctx := context.Background()
+		alice := onboardKeyed(t, s, "alice")
+		reads := &logEntryReads{}
+		s.AddQueryHook(reads)
+		var last int64 = -1
+		for range 3 {
+			prep, err := s.PrepareTap(ctx, alice.id, CC, MustAmount("1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := receiptLogIndex(t, alice.execute(t, s, KindTap, prep))
+			if last >= 0 && n != last+1 {
+				t.Errorf("a tap's receipt has log index %d, want %d (the one after the last)", n, last+1)
+			}
+			last = n
+		}
+		tree, err := s.LogTree(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tree.N != last+1 {
+			t.Errorf("the log holds %d entries, want %d (up to the last tap's)", tree.N, last+1)
+		}
+		if n := reads.n.Load(); n != 0 {
+			t.Errorf("3 executes read the log's entries %d times, want 0", n)
+		}
+	})
+}
+
+// A PostgreSQL session that gets no notice of a log index (its connections tell the server
+// to send the client no notices) reads the index back: the receipt is the same.
+func TestTransparencyLog_AReceiptWithoutTheCommitsNoticeReadsItsIndexBack(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, b testdb.Backend) {
+		ctx := context.Background()
+		cfg := DefaultConfig()
+		cfg.DB, cfg.Clock, cfg.Logger = b.DSN(t), testdb.NewClock(testdb.Epoch), slog.New(slog.DiscardHandler)
+		if b.Postgres {
+			cfg.DB += "&client_min_messages=warning" // a runtime parameter of every connection
+		}
+		s, err := Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if _, err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		alice := onboardKeyed(t, s, "alice")
+		before, err := s.LogTree(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prep, err := s.PrepareTap(ctx, alice.id, CC, MustAmount("1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := receiptLogIndex(t, alice.execute(t, s, KindTap, prep)); n != before.N {
+			t.Errorf("the tap's receipt has log index %d, want %d (the log's size before it)", n, before.N)
+		}
+	})
+}
