@@ -289,7 +289,7 @@ func (r *Redis) AllowN(key string, n, limit int) Decision {
 func (r *Redis) ask(sh *tallyShard, key string, sent *tally, now time.Time, n, limit, add, rejn int) Decision {
 	if !r.useRedis() {
 		sh.mu.Lock()
-		landed(sent, add, errors.New("redis down"))
+		landed(sent, add, false)
 		sh.mu.Unlock()
 		return r.fallback.AllowN(key, n, limit)
 	}
@@ -300,7 +300,7 @@ func (r *Redis) ask(sh *tallyShard, key string, sent *tally, now time.Time, n, l
 	r.answered(err)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	landed(sent, add, err)
+	landed(sent, add, err == nil)
 	if err != nil {
 		return r.fallback.AllowN(key, n, limit)
 	}
@@ -326,15 +326,15 @@ func (r *Redis) ask(sh *tallyShard, key string, sent *tally, now time.Time, n, l
 }
 
 // landed ends sent's round trip (the shard's lock held): its add reported requests are no
-// longer being sent (counted again as admitted here when the report failed, so the next call
-// sends them), and those waiting for its answer go on.
-func landed(sent *tally, add int, err error) {
+// longer being sent (counted again as admitted here when they were not reported, so the next
+// call sends them), and those waiting for its answer go on.
+func landed(sent *tally, add int, reported bool) {
 	if sent == nil {
 		return
 	}
 	if add > 0 {
 		sent.sending -= add
-		if err != nil {
+		if !reported {
 			sent.admitted += add
 		}
 	}
