@@ -2,17 +2,19 @@ package store
 
 import (
 	"errors"
-	"fmt"
+
+	"marketd/store/ledger"
 )
 
-// Code is the machine-readable error code every problem+json body and GraphQL error carries.
-// Each code has exactly one meaning, and a code is never reused for another; the front doors
-// map it to an HTTP status in one place each (rest/problem.go, graph/handler.go), and
-// rest/openapi.yaml lists which codes each endpoint answers.
-type Code string
+// Code is the machine-readable error code every problem+json body and GraphQL error carries
+// (ledger.Code: the ledger declares the codes it answers, the store the others). Each code has
+// exactly one meaning, and a code is never reused for another; the front doors map it to an
+// HTTP status in one place each (rest/problem.go, graph/handler.go), and rest/openapi.yaml
+// lists which codes each endpoint answers.
+type Code = ledger.Code
 
 const (
-	CodeInvalidRequest       Code = "invalid_request"
+	CodeInvalidRequest            = ledger.CodeInvalidRequest
 	CodeInvalidCursor        Code = "invalid_cursor"
 	CodeUnauthenticated      Code = "unauthenticated"
 	CodeInvalidToken         Code = "invalid_token"
@@ -20,16 +22,16 @@ const (
 	CodeTokenRevoked         Code = "token_revoked"
 	CodeNonceInvalid         Code = "nonce_invalid"
 	CodeInvalidSignature     Code = "invalid_signature"
-	CodePartyMismatch        Code = "party_mismatch"
+	CodePartyMismatch             = ledger.CodePartyMismatch
 	CodeCrossOrigin          Code = "cross_origin"
 	CodeNotAllowlisted       Code = "not_allowlisted"
 	CodeNotFound             Code = "not_found"
 	CodePartyNotFound        Code = "party_not_found"
 	CodePreparedNotFound     Code = "prepared_not_found"
-	CodeStale                Code = "stale"
-	CodeConflict             Code = "conflict"
+	CodeStale                     = ledger.CodeStale
+	CodeConflict                  = ledger.CodeConflict
 	CodeInsufficientFunds    Code = "insufficient_funds"
-	CodePreapprovalRequired  Code = "preapproval_required"
+	CodePreapprovalRequired       = ledger.CodePreapprovalRequired
 	CodePreparedExpired      Code = "prepared_expired"
 	CodeRateLimited          Code = "rate_limited"
 	CodeInternal             Code = "internal"
@@ -47,30 +49,13 @@ const (
 	CodeTooManySubscriptions Code = "too_many_subscriptions"
 )
 
-// ProblemType is the code as a problem's type URI, the "type" of a problem+json body (and of a
-// GraphQL error's extensions that carry the same fields).
-func (c Code) ProblemType() string { return "urn:marketd:problem:" + string(c) }
-
-// Error is the one error type of the domain: a code for machines and a message for people.
-// The message is safe to show to the caller; wrapped causes are not.
-type Error struct {
-	Code    Code
-	Message string
-	Err     error // the cause, for logs only
-}
-
-func (e *Error) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
-	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
-}
-
-func (e *Error) Unwrap() error { return e.Err }
+// Error is the one error type of the domain (ledger.Error): a code for machines and a message
+// for people. The message is safe to show to the caller; wrapped causes are not.
+type Error = ledger.Error
 
 // Errorf returns an *Error with code and a formatted message.
 func Errorf(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	return ledger.Errorf(code, format, args...)
 }
 
 // ErrorCode returns the code of err: unavailable when the database cannot be reached or
