@@ -25,11 +25,20 @@ func TestLedger_EveryInstrumentIsConserved(t *testing.T) {
 				holding(alice, ledger.CC, "9.9999999999"), holding(alice, ledger.USDCx, "10")}},
 			"USDCx over": {Consume: []ledger.ContractRef{ref(cc), ref(usd)}, Create: []ledger.Contract{
 				holding(alice, ledger.CC, "10"), holding(alice, ledger.USDCx, "10.000001")}},
-			"swapped instruments": {Consume: []ledger.ContractRef{ref(cc)}, Create: []ledger.Contract{holding(alice, ledger.USDCx, "10")}},
-			"out of nothing":      {Create: []ledger.Contract{holding(alice, ledger.CC, "1")}},
+			"swapped instruments":  {Consume: []ledger.ContractRef{ref(cc)}, Create: []ledger.Contract{holding(alice, ledger.USDCx, "10")}},
+			"out of nothing":       {Create: []ledger.Contract{holding(alice, ledger.CC, "1")}},
+			"burns what it spends": {Consume: []ledger.ContractRef{ref(cc)}},
 		} {
 			_, err := e.commit(alice, tr)
 			wantRefused(t, name, err)
+		}
+		// A holding holds a positive amount, even where the sum is conserved.
+		for name, extra := range map[string][]ledger.Contract{
+			"a zero holding":     {holding(bob, ledger.CC, "10"), holding(alice, ledger.CC, "0")},
+			"a negative holding": {holding(bob, ledger.CC, "11"), holding(alice, ledger.CC, "-1")},
+		} {
+			_, err := e.commit(alice, &ledger.Transaction{Consume: []ledger.ContractRef{ref(cc)}, Create: extra})
+			wantCode(t, name, err, ledger.CodeInvalidRequest)
 		}
 		if !e.active(cc) || !e.active(usd) {
 			t.Error("a refused transaction consumed a holding")
@@ -53,16 +62,21 @@ func TestLedger_OnlyTheOwnerSpendsAHoldingAndOnlyOnce(t *testing.T) {
 		h := e.tap(alice, ledger.CC, "5")
 		_, err := e.commit(bob, &ledger.Transaction{Consume: []ledger.ContractRef{ref(h)}, Create: []ledger.Contract{holding(bob, ledger.CC, "5")}})
 		wantCode(t, "bob spends alice's holding", err, ledger.CodePartyMismatch)
-		if !e.active(h) {
-			t.Fatal("a refused spend consumed the holding")
+		own := e.tap(bob, ledger.CC, "1")
+		_, err = e.commit(bob, &ledger.Transaction{Consume: []ledger.ContractRef{ref(own), ref(h)}, Create: []ledger.Contract{holding(bob, ledger.CC, "6")}})
+		wantCode(t, "bob spends his holding and alice's", err, ledger.CodePartyMismatch)
+		_, err = e.commit(alice, &ledger.Transaction{Consume: []ledger.ContractRef{ref(h), ref(h)}, Create: []ledger.Contract{holding(alice, ledger.CC, "10")}})
+		wantRefused(t, "spending one holding twice in a transaction", err)
+		if !e.active(h) || !e.active(own) {
+			t.Fatal("a refused spend consumed a holding")
 		}
 		e.mustCommit(alice, &ledger.Transaction{Consume: []ledger.ContractRef{ref(h)}, Create: []ledger.Contract{holding(bob, ledger.CC, "5")}})
 		_, err = e.commit(alice, &ledger.Transaction{Consume: []ledger.ContractRef{ref(h)}, Create: []ledger.Contract{holding(alice, ledger.CC, "5")}})
 		wantCode(t, "spending a consumed holding", err, ledger.CodeStale)
 		_, err = e.commit(alice, &ledger.Transaction{Consume: []ledger.ContractRef{{Template: ledger.TemplateHolding, CID: "00never"}}})
 		wantCode(t, "spending a holding that never existed", err, ledger.CodeStale)
-		if got := e.balance(bob, ledger.CC); !got.Equal(ledger.MustAmount("5")) {
-			t.Errorf("bob holds %s, want 5", got)
+		if got := e.balance(bob, ledger.CC); !got.Equal(ledger.MustAmount("6")) {
+			t.Errorf("bob holds %s, want 6: his own and alice's 5", got)
 		}
 	})
 }
