@@ -7,14 +7,15 @@ import (
 )
 
 // Code is the machine-readable error code every problem+json body and GraphQL error carries
-// (ledger.Code: the ledger declares the codes it answers, the store the others). Each code has
+// (ledger.Code). Every code is declared here, those the ledger answers too (with the values it
+// gives them: TestCodes_TheLedgersAreTheStores holds them equal). Each code has
 // exactly one meaning, and a code is never reused for another; the front doors map it to an
 // HTTP status in one place each (rest/problem.go, graph/handler.go), and rest/openapi.yaml
 // lists which codes each endpoint answers.
 type Code = ledger.Code
 
 const (
-	CodeInvalidRequest            = ledger.CodeInvalidRequest
+	CodeInvalidRequest       Code = "invalid_request"
 	CodeInvalidCursor        Code = "invalid_cursor"
 	CodeUnauthenticated      Code = "unauthenticated"
 	CodeInvalidToken         Code = "invalid_token"
@@ -22,16 +23,16 @@ const (
 	CodeTokenRevoked         Code = "token_revoked"
 	CodeNonceInvalid         Code = "nonce_invalid"
 	CodeInvalidSignature     Code = "invalid_signature"
-	CodePartyMismatch             = ledger.CodePartyMismatch
+	CodePartyMismatch        Code = "party_mismatch"
 	CodeCrossOrigin          Code = "cross_origin"
 	CodeNotAllowlisted       Code = "not_allowlisted"
 	CodeNotFound             Code = "not_found"
 	CodePartyNotFound        Code = "party_not_found"
 	CodePreparedNotFound     Code = "prepared_not_found"
-	CodeStale                     = ledger.CodeStale
-	CodeConflict                  = ledger.CodeConflict
+	CodeStale                Code = "stale"
+	CodeConflict             Code = "conflict"
 	CodeInsufficientFunds    Code = "insufficient_funds"
-	CodePreapprovalRequired       = ledger.CodePreapprovalRequired
+	CodePreapprovalRequired  Code = "preapproval_required"
 	CodePreparedExpired      Code = "prepared_expired"
 	CodeRateLimited          Code = "rate_limited"
 	CodeInternal             Code = "internal"
