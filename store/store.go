@@ -11,12 +11,13 @@
 //     effect in one database transaction or none, and is idempotent: the same prepared
 //     transaction executed again answers its first receipt and applies nothing twice. An input
 //     consumed since the prepare makes it stale, changing nothing.
-//   - The embedded ledger (ledger.go) holds value as UTXO-style holdings of exact decimals, CC
-//     with 10 decimals and USDCx with 6, never floats; it conserves every instrument (only the
-//     dev tap mints), lets only a contract's owner spend it, and credits USDCx or an NFT to a
-//     party other than the signer only under that party's active receive-preapproval. A party's
-//     own signed offer (a listing, an LP quote) is its consent to receive what the offer pays it.
-//     Every committed transaction appends an update to the log, in commit order.
+//   - The embedded ledger (its core is the package marketd/store/ledger, named here in
+//     ledger.go) holds value as UTXO-style holdings of exact decimals, CC with 10 decimals and
+//     USDCx with 6, never floats; it conserves every instrument (only the dev tap mints), lets
+//     only a contract's owner spend it, and credits USDCx or an NFT to a party other than the
+//     signer only under that party's active receive-preapproval. A party's own signed offer (a
+//     listing, an LP quote) is its consent to receive what the offer pays it. Every committed
+//     transaction appends an update to the log, in commit order.
 //   - Errors carry a Code (errors.go), each with one meaning, which the front doors map to a
 //     status in one place each.
 //   - Lists are keyset pages (page.go): opaque signed cursors, 1 to 100 items, 20 by default,
