@@ -15,6 +15,7 @@ import (
 // contracts, update_events what each update consumed and created.
 type Embedded struct{}
 
+// Commit commits t as u: a batch of one.
 func (l Embedded) Commit(ctx context.Context, tx *Tx, u *Update, t *Transaction) error {
 	_, err := l.CommitBatch(ctx, tx, []*Update{u}, []*Transaction{t})
 	return err
@@ -33,6 +34,9 @@ func Identify(tx *Tx, u *Update, t *Transaction) {
 // CommitBatch archives what the whole batch consumes with one statement per template; what an
 // earlier transaction of the batch created is archived in memory, before it is written.
 func (Embedded) CommitBatch(ctx context.Context, tx *Tx, us []*Update, ts []*Transaction) (int, error) {
+	if len(us) != len(ts) {
+		return -1, fmt.Errorf("ledger: %d updates for %d transactions", len(us), len(ts))
+	}
 	created := map[string]Contract{} // by id: what the batch created and has not consumed yet
 	byTemplate := map[string][]batchConsume{}
 	consumed := make([][]Archived, len(ts))
