@@ -76,7 +76,7 @@ func (s *Store) CreateAdminUser(ctx context.Context, name string, role AdminRole
 	hash := hashAdminPassword(password)
 	var u *AdminUser
 	err := s.inTx(ctx, func(tx *Tx) error {
-		u = &AdminUser{Name: name, Role: role, PasswordHash: hash, CreatedAt: At(tx.now), PasswordAt: At(tx.now)}
+		u = &AdminUser{Name: name, Role: role, PasswordHash: hash, CreatedAt: At(tx.Now()), PasswordAt: At(tx.Now())}
 		if _, err := tx.NewInsert().Model(u).Exec(ctx); err != nil {
 			return err
 		}
@@ -117,7 +117,7 @@ func adminUserByName(ctx context.Context, db bun.IDB, name string) (*AdminUser, 
 // request; by's action goes to the audit log.
 func (s *Store) DisableAdminUser(ctx context.Context, name string, by AuditEntry) error {
 	return s.inTx(ctx, func(tx *Tx) error {
-		res, err := tx.NewUpdate().Model((*AdminUser)(nil)).Set("disabled_at = ?", At(tx.now)).
+		res, err := tx.NewUpdate().Model((*AdminUser)(nil)).Set("disabled_at = ?", At(tx.Now())).
 			Where("name = ?", name).Where("disabled_at IS NULL").Exec(ctx)
 		if err != nil {
 			return err
@@ -143,7 +143,7 @@ func (s *Store) ResetAdminPassword(ctx context.Context, name, password string, b
 	return s.inTx(ctx, func(tx *Tx) error {
 		res, err := tx.NewUpdate().Model((*AdminUser)(nil)).
 			Set("password_hash = ?", hash).
-			Set("password_at = ?", At(tx.now)).
+			Set("password_at = ?", At(tx.Now())).
 			Set("disabled_at = NULL").
 			Where("name = ?", name).Exec(ctx)
 		if err != nil {
@@ -242,7 +242,7 @@ func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
 }
 
 func (tx *Tx) audit(ctx context.Context, e AuditEntry) error {
-	e.ID, e.At = 0, At(tx.now)
+	e.ID, e.At = 0, At(tx.Now())
 	_, err := tx.NewInsert().Model(&e).Exec(ctx)
 	return err
 }

@@ -109,7 +109,7 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 				if err != nil {
 					return err
 				}
-				fresh = append(fresh, serviceKeyRow{KID: kidOf(pub), Purpose: purposeJWT, Secret: priv.Seed(), CreatedAt: At(tx.now)})
+				fresh = append(fresh, serviceKeyRow{KID: kidOf(pub), Purpose: purposeJWT, Secret: priv.Seed(), CreatedAt: At(tx.Now())})
 			}
 			for _, k := range []struct{ kid, purpose string }{{cursorKID, purposeCursor}, {nonceKID, purposeNonce}} {
 				if have[k.purpose] {
@@ -119,14 +119,14 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 				if _, err := rand.Read(secret); err != nil {
 					return err
 				}
-				fresh = append(fresh, serviceKeyRow{KID: k.kid, Purpose: k.purpose, Secret: secret, CreatedAt: At(tx.now)})
+				fresh = append(fresh, serviceKeyRow{KID: k.kid, Purpose: k.purpose, Secret: secret, CreatedAt: At(tx.Now())})
 			}
 			if !have[purposeLog] {
 				skey, err := s.newLogKey()
 				if err != nil {
 					return err
 				}
-				fresh = append(fresh, serviceKeyRow{KID: logKID, Purpose: purposeLog, Secret: []byte(skey), CreatedAt: At(tx.now)})
+				fresh = append(fresh, serviceKeyRow{KID: logKID, Purpose: purposeLog, Secret: []byte(skey), CreatedAt: At(tx.Now())})
 			}
 			// Two instances starting at once may both insert a signing key; both keep
 			// verifying, and every instance signs with the oldest.

@@ -109,7 +109,7 @@ func (s *Store) RotateIfDue(ctx context.Context, a *Auth) (*IssuedToken, error) 
 	var issued *IssuedToken
 	s.sessions.beginWrite()
 	err = s.inTx(ctx, func(tx *Tx) error {
-		t, err := s.signToken(keys, a.PartyID, a.SessionID, tx.now, a.SessionEndsAt)
+		t, err := s.signToken(keys, a.PartyID, a.SessionID, tx.Now(), a.SessionEndsAt)
 		if err != nil {
 			return err
 		}
@@ -126,7 +126,7 @@ func (s *Store) RotateIfDue(ctx context.Context, a *Auth) (*IssuedToken, error) 
 		if n, _ := res.RowsAffected(); n == 0 {
 			return nil // a concurrent request rotated it first, or logout won: nothing to do
 		}
-		old := &supersededToken{JTI: a.TokenID, SID: a.SessionID, SupersededAt: At(tx.now), ExpiresAt: At(a.ExpiresAt)}
+		old := &supersededToken{JTI: a.TokenID, SID: a.SessionID, SupersededAt: At(tx.Now()), ExpiresAt: At(a.ExpiresAt)}
 		if _, err := tx.NewInsert().Model(old).Exec(ctx); err != nil {
 			return err
 		}
@@ -160,7 +160,7 @@ func (s *Store) revokeSession(ctx context.Context, sid, partyID string, also fun
 	s.sessions.beginWrite()
 	err := s.inTx(ctx, func(tx *Tx) error {
 		_, err := tx.NewUpdate().Model((*Session)(nil)).
-			Set("revoked_at = ?", At(tx.now)).
+			Set("revoked_at = ?", At(tx.Now())).
 			Where("sid = ?", sid).Where("revoked_at IS NULL").
 			Exec(ctx)
 		if err != nil {

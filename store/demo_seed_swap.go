@@ -29,7 +29,7 @@ func (s *Store) seedSwapDemo(ctx context.Context, rng *mrand.Rand, parties []*de
 		return err
 	}
 	sum.Pools = append(sum.Pools, pool.PoolID)
-	oracle := MustAmount(demoOraclePrice).d
+	oracle := MustAmount(demoOraclePrice).Decimal()
 	expires := s.now().Add(demoQuoteLife).Unix()
 	// Each party quotes each side at 10 to 150 bps from the oracle, 50 to 500 CC.
 	quotes := make([][]LPQuoteTerms, len(parties))

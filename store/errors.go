@@ -2,14 +2,17 @@ package store
 
 import (
 	"errors"
-	"fmt"
+
+	"marketd/store/ledger"
 )
 
-// Code is the machine-readable error code every problem+json body and GraphQL error carries.
-// Each code has exactly one meaning, and a code is never reused for another; the front doors
-// map it to an HTTP status in one place each (rest/problem.go, graph/handler.go), and
-// rest/openapi.yaml lists which codes each endpoint answers.
-type Code string
+// Code is the machine-readable error code every problem+json body and GraphQL error carries
+// (ledger.Code). Every code is declared here, those the ledger answers too (with the values it
+// gives them: TestCodes_TheLedgersAreTheStores holds them equal). Each code has
+// exactly one meaning, and a code is never reused for another; the front doors map it to an
+// HTTP status in one place each (rest/problem.go, graph/handler.go), and rest/openapi.yaml
+// lists which codes each endpoint answers.
+type Code = ledger.Code
 
 const (
 	CodeInvalidRequest       Code = "invalid_request"
@@ -47,30 +50,13 @@ const (
 	CodeTooManySubscriptions Code = "too_many_subscriptions"
 )
 
-// ProblemType is the code as a problem's type URI, the "type" of a problem+json body (and of a
-// GraphQL error's extensions that carry the same fields).
-func (c Code) ProblemType() string { return "urn:marketd:problem:" + string(c) }
-
-// Error is the one error type of the domain: a code for machines and a message for people.
-// The message is safe to show to the caller; wrapped causes are not.
-type Error struct {
-	Code    Code
-	Message string
-	Err     error // the cause, for logs only
-}
-
-func (e *Error) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
-	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Message)
-}
-
-func (e *Error) Unwrap() error { return e.Err }
+// Error is the one error type of the domain (ledger.Error): a code for machines and a message
+// for people. The message is safe to show to the caller; wrapped causes are not.
+type Error = ledger.Error
 
 // Errorf returns an *Error with code and a formatted message.
 func Errorf(code Code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	return ledger.Errorf(code, format, args...)
 }
 
 // ErrorCode returns the code of err: unavailable when the database cannot be reached or

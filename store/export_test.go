@@ -63,21 +63,21 @@ func (s *Store) AggregatesFromContracts(ctx context.Context, poolID string) (*Po
 	for _, q := range quotes {
 		lps[q.LP] = true
 		if q.Instrument == p.Base {
-			tvl = tvl.Add(q.Amount.d.Mul(op.Price.d))
+			tvl = tvl.Add(q.Amount.Decimal().Mul(op.Price.Decimal()))
 		} else {
-			tvl = tvl.Add(q.Amount.d)
+			tvl = tvl.Add(q.Amount.Decimal())
 		}
-		depth = depth.Add(q.Remaining.d)
-		weighted = weighted.Add(q.Remaining.d.Mul(q.Price.d.Sub(op.Price.d).Abs()))
+		depth = depth.Add(q.Remaining.Decimal())
+		weighted = weighted.Add(q.Remaining.Decimal().Mul(q.Price.Decimal().Sub(op.Price.Decimal()).Abs()))
 	}
 	for _, f := range fees {
 		a.AccruedFees[f.Instrument] = a.AccruedFees[f.Instrument].Add(f.Amount)
 	}
-	a.TVL = Amount{tvl.Truncate(p.Quote.Decimals())}
+	a.TVL = amountOf(tvl.Truncate(p.Quote.Decimals()))
 	a.LPCount = len(lps)
 	a.DepthWeightedSpreadBps = Zero
 	if depth.IsPositive() {
-		a.DepthWeightedSpreadBps = Amount{weighted.Mul(decimal.NewFromInt(20000)).DivRound(op.Price.d.Mul(depth), 8).Truncate(2)}
+		a.DepthWeightedSpreadBps = amountOf(weighted.Mul(decimal.NewFromInt(20000)).DivRound(op.Price.Decimal().Mul(depth), 8).Truncate(2))
 	}
 	return a, nil
 }

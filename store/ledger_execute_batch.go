@@ -196,7 +196,7 @@ func (tx *Tx) lockPrepared(ctx context.Context, batch []*executeRequest, refused
 		return prepared, nil
 	}
 	var rows []PreparedTx
-	if err := tx.forUpdate(tx.NewSelect().Model(&rows).Where("hash IN (?)", bun.In(hashes))).Scan(ctx); err != nil {
+	if err := tx.ForUpdate(tx.NewSelect().Model(&rows).Where("hash IN (?)", bun.In(hashes))).Scan(ctx); err != nil {
 		return nil, err
 	}
 	for i := range rows {
@@ -266,13 +266,13 @@ func (tx *Tx) answerRepeats(results []executeResult, again map[int]int) {
 }
 
 // savepoint is where applyEach rolls an execute the ledger refuses back to.
-const savepoint = "SAVEPOINT execute"
+const savepoint = "execute"
 
 // applyEach applies the batch's executes one after the other, each under a savepoint: one
 // that fails with a refusal is rolled back and answered alone, and the next goes on. An
 // internal error fails the batch.
 func (tx *Tx) applyEach(ctx context.Context, batch []*executeRequest, prepared map[string]*PreparedTx, results []executeResult) error {
-	if _, err := tx.ExecContext(ctx, savepoint); err != nil {
+	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+savepoint); err != nil {
 		return err
 	}
 	for i, r := range batch {
@@ -286,7 +286,7 @@ func (tx *Tx) applyEach(ctx context.Context, batch []*executeRequest, prepared m
 		receipt, err := tx.executeLocked(ctx, p, r.x.Signature, &results[i].receipt)
 		if err == nil {
 			// The next execute reads what this one wrote, and may roll back to after it.
-			err = tx.savepoint(ctx)
+			err = tx.Savepoint(ctx, savepoint)
 		}
 		if err == nil {
 			results[i].receipt = receipt
@@ -295,7 +295,7 @@ func (tx *Tx) applyEach(ctx context.Context, batch []*executeRequest, prepared m
 		if err = staleOnCollision(err); ErrorCode(err) == CodeInternal || ErrorCode(err) == CodeUnavailable {
 			return err
 		}
-		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO "+savepoint); rerr != nil {
+		if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+savepoint); rerr != nil {
 			return rerr
 		}
 		tx.undo(mark)
@@ -307,20 +307,6 @@ func (tx *Tx) applyEach(ctx context.Context, batch []*executeRequest, prepared m
 	return nil
 }
 
-// savepoint sends the writes deferred so far and sets a new savepoint after them; on
-// PostgreSQL in the same round trip.
-func (tx *Tx) savepoint(ctx context.Context) error {
-	if tx.s.dialect == Postgres {
-		tx.deferred = append(tx.deferred, savepoint+";\n"...)
-		return tx.flush(ctx)
-	}
-	if err := tx.flush(ctx); err != nil {
-		return err
-	}
-	_, err := tx.ExecContext(ctx, savepoint)
-	return err
-}
-
 // txMark is how far a transaction's in-memory state went, to undo what a rolled-back
 // savepoint added to it.
 type txMark struct {
@@ -329,13 +315,14 @@ type txMark struct {
 }
 
 func (tx *Tx) mark() txMark {
-	return txMark{len(tx.deferred), len(tx.after), len(tx.logged), tx.markParts()}
+	return txMark{tx.Deferred(), len(tx.after), len(tx.logged), tx.markParts()}
 }
 
 // undo forgets what tx gathered since m: writes not sent, work for after the commit, updates
 // for the transparency log, and what each part gathered (its own undo says what it forgets).
 func (tx *Tx) undo(m txMark) {
-	tx.deferred, tx.after = tx.deferred[:min(m.deferred, len(tx.deferred))], tx.after[:m.after]
+	tx.Forget(m.deferred)
+	tx.after = tx.after[:m.after]
 	tx.logged = tx.logged[:min(m.logged, len(tx.logged))]
 	tx.undoParts(m.parts)
 }

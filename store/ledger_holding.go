@@ -8,33 +8,6 @@ import (
 	"github.com/uptrace/bun"
 )
 
-const templateHolding = "holdings"
-
-// Holding is a UTXO-style contract: an exact amount of one instrument owned by one party.
-type Holding struct {
-	bun.BaseModel `bun:"table:holdings"`
-	Lifecycle
-
-	Owner      string     `bun:"owner"`
-	Instrument Instrument `bun:"instrument"`
-	Amount     Amount     `bun:"amount"`
-}
-
-func (*Holding) Template() string              { return templateHolding }
-func (h *Holding) Controller() string          { return h.Owner }
-func (h *Holding) Holds() (Instrument, Amount) { return h.Instrument, h.Amount }
-
-// checkAmountBounds refuses an amount the store cannot hold exactly.
-func checkAmountBounds(a Amount) error {
-	if !a.IsPositive() {
-		return Errorf(CodeInvalidRequest, "a holding must hold a positive amount")
-	}
-	if a.d.Cmp(maxAmount) >= 0 {
-		return Errorf(CodeInvalidRequest, "amount %s is too large", a)
-	}
-	return nil
-}
-
 // spendableHoldings lists the party's unconsumed holdings of inst, and which of them an
 // unexpired prepared transaction would consume (claimed). A claim by a transaction that
 // executed names holdings it consumed, which are no longer listed. Claims only matter when

@@ -71,7 +71,7 @@ func (p *keyedParty) execute(t *testing.T, s *Store, kind string, prep *Prepared
 func commitAs(s *Store, actAs string, t *Transaction) error {
 	ctx := context.Background()
 	return s.commit(ctx, "test.commit", actAs, func(tx *Tx, u *Update) error {
-		return s.ledger.Commit(ctx, tx, u, t)
+		return s.ledger.Commit(ctx, tx.Tx, u, t)
 	})
 }
 
@@ -88,7 +88,7 @@ func mint(t *testing.T, s *Store, owner string, inst Instrument, amount string) 
 func spend(hs ...*Holding) []ContractRef {
 	refs := make([]ContractRef, len(hs))
 	for i, h := range hs {
-		refs[i] = ContractRef{templateHolding, h.CID}
+		refs[i] = ContractRef{Template: templateHolding, CID: h.CID}
 	}
 	return refs
 }

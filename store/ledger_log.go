@@ -130,16 +130,16 @@ type partySigned struct {
 }
 
 // logEntry is u's entry, once its offset is known.
-func (u *Update) logEntry() translog.Entry {
+func logEntry(u *Update) translog.Entry {
 	e := translog.Entry{
 		UpdateID: u.UpdateID, Offset: u.Offset, Kind: u.Kind, ActAs: u.ActAs,
 		RecordedAt:  u.RecordedAt.UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano),
 		CommittedBy: translog.CommittedByService,
 	}
-	if u.beforeLog {
+	if annex(u).beforeLog {
 		e.CommittedBy = translog.CommittedBeforeLog
 	}
-	if s := u.signed; s != nil {
+	if s := annex(u).signed; s != nil {
 		e.CommittedBy = translog.CommittedByParty
 		e.PreparedTransaction, e.Signature, e.PublicKey = s.p.Body, s.signature, s.p.SignerKey
 	}
@@ -164,7 +164,7 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 	if len(us) == 0 {
 		return nil
 	}
-	if tx.s.dialect == Postgres && !us[0].beforeLog {
+	if tx.s.dialect == Postgres && !annex(us[0]).beforeLog {
 		return tx.queueLogAppend(ctx, us)
 	}
 	us = slices.SortedFunc(slices.Values(us), func(a, b *Update) int { return cmp.Compare(a.Offset, b.Offset) })
@@ -187,10 +187,10 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 // from before the log: fillLog) with the transaction's deferred writes, one statement a table.
 func (tx *Tx) writeEntries(ctx context.Context, a *logAppend) error {
 	if tx.s.dialect == Postgres {
-		if err := tx.later(ctx, tx.NewInsert().Model(&a.entries)); err != nil {
+		if err := tx.Later(ctx, tx.NewInsert().Model(&a.entries)); err != nil {
 			return err
 		}
-		return tx.later(ctx, tx.NewInsert().Model(&a.hashes))
+		return tx.Later(ctx, tx.NewInsert().Model(&a.hashes))
 	}
 	st, err := tx.s.logWrites.prepared()
 	if err != nil {
@@ -286,7 +286,7 @@ func appendTo(head *logHead, us []*Update) (*logAppend, error) {
 	a := &logAppend{from: head.Size, entries: make([]logEntryRow, len(us))}
 	for i, u := range us {
 		n := head.Size + int64(i)
-		e := u.logEntry()
+		e := logEntry(u)
 		b, err := e.Marshal()
 		if err != nil {
 			return nil, err
@@ -413,7 +413,7 @@ type logPending struct {
 func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 	rows := make([]logPending, len(us))
 	for i, u := range us {
-		e := u.logEntry()
+		e := logEntry(u)
 		e.Offset = math.MaxInt64 // the longest an offset can be: the entry must fit a bundle with it
 		if _, err := e.Marshal(); err != nil {
 			return err
@@ -432,7 +432,7 @@ func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 		if r.EntryHead, r.EntryTail, err = aroundZero(b, `{"updateId":`+string(id)+`,"offset":`); err != nil {
 			return err
 		}
-		if s := u.signed; s != nil {
+		if s := annex(u).signed; s != nil {
 			receipt, err := committedReceipt(u.UpdateID, new(int64), s.result)
 			if err != nil {
 				return err
@@ -444,7 +444,7 @@ func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 			tx.unreceipted = append(tx.unreceipted, u)
 		}
 	}
-	return tx.later(ctx, tx.NewInsert().Model(&rows))
+	return tx.Later(ctx, tx.NewInsert().Model(&rows))
 }
 
 // aroundZero splits b, which must be prefix followed by the number 0, around that 0.
@@ -501,12 +501,12 @@ func (s *Store) completeReceipts(ctx context.Context, us []*Update) error {
 			Message: "the transaction committed, but its receipt could not be read back; send the same execute again: it answers the receipt"}
 	}
 	for _, u := range us {
-		n := at[u.UpdateID]
-		receipt, err := committedReceipt(u.UpdateID, &n, u.signed.result)
+		n, signed := at[u.UpdateID], annex(u).signed
+		receipt, err := committedReceipt(u.UpdateID, &n, signed.result)
 		if err != nil {
 			return err
 		}
-		u.signed.p.Result, *u.signed.receipt = receipt, receipt
+		signed.p.Result, *signed.receipt = receipt, receipt
 	}
 	return nil
 }
@@ -531,7 +531,7 @@ func (s *Store) readLogIndexes(ctx context.Context, ids []string, at map[string]
 // index (none when the log is skipped: the benchmark's switch) and stores it on the prepared
 // transaction, which every replay answers with.
 func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex *int64) error {
-	s := u.signed
+	s := annex(u).signed
 	if s == nil {
 		return nil
 	}
@@ -540,7 +540,7 @@ func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex *int64) err
 		return err
 	}
 	s.p.Result, *s.receipt = receipt, receipt
-	return tx.later(ctx, tx.NewUpdate().Model(s.p).Column("update_id", "result", "executed_at").WherePK())
+	return tx.Later(ctx, tx.NewUpdate().Model(s.p).Column("update_id", "result", "executed_at").WherePK())
 }
 
 // logKey is the transparency log's note signing key; its name is the log's origin.
@@ -763,7 +763,7 @@ func (s *Store) fillLog(ctx context.Context) error {
 				return fmt.Errorf("transparency log: read the updates before it: %w", err)
 			}
 			for _, u := range us {
-				u.beforeLog = true
+				u.Annex = updateAnnex{beforeLog: true}
 			}
 			filled, tx.logged = len(us), us
 			return nil

@@ -45,7 +45,7 @@ func (s *Store) ensureOperator(ctx context.Context) error {
 		return err
 	}
 	err := s.inTx(ctx, func(tx *Tx) error {
-		_, err := tx.NewInsert().Model(&serviceKeyRow{KID: operatorKID, Purpose: purposeOperator, Secret: seed, CreatedAt: At(tx.now)}).
+		_, err := tx.NewInsert().Model(&serviceKeyRow{KID: operatorKID, Purpose: purposeOperator, Secret: seed, CreatedAt: At(tx.Now())}).
 			On("CONFLICT DO NOTHING").Exec(ctx)
 		if err != nil {
 			return err
@@ -60,12 +60,12 @@ func (s *Store) ensureOperator(ctx context.Context) error {
 			return err
 		}
 		return tx.record(ctx, KindOnboard, id, func(u *Update) error {
-			p := &Party{PartyID: id, Hint: operatorHint, PublicKey: pub, OnboardedAt: At(tx.now), UpdateID: u.UpdateID}
+			p := &Party{PartyID: id, Hint: operatorHint, PublicKey: pub, OnboardedAt: At(tx.Now()), UpdateID: u.UpdateID}
 			if _, err := tx.NewInsert().Model(p).Exec(ctx); err != nil {
 				return err
 			}
-			expires := At(tx.now.Truncate(time.Second).Add(operatorConsent))
-			return tx.s.ledger.Commit(ctx, tx, u, &Transaction{Create: []Contract{
+			expires := At(tx.Now().Truncate(time.Second).Add(operatorConsent))
+			return tx.s.ledger.Commit(ctx, tx.Tx, u, &Transaction{Create: []Contract{
 				&Preapproval{PartyID: id, Kind: PreapprovalNFT, ExpiresAt: expires},
 				&Preapproval{PartyID: id, Kind: PreapprovalUSDCx, ExpiresAt: expires},
 			}})

@@ -108,7 +108,7 @@ func applyOnboard(ctx context.Context, tx *Tx, u *Update, e *onboardEffects) (an
 	if existing != nil {
 		return OnboardResult{PartyID: existing.PartyID}, nil
 	}
-	p := &Party{PartyID: e.PartyID, Hint: e.Hint, PublicKey: e.PublicKey, OnboardedAt: At(tx.now), UpdateID: u.UpdateID}
+	p := &Party{PartyID: e.PartyID, Hint: e.Hint, PublicKey: e.PublicKey, OnboardedAt: At(tx.Now()), UpdateID: u.UpdateID}
 	res, err := tx.NewInsert().Model(p).On("CONFLICT DO NOTHING").Exec(ctx)
 	if err != nil {
 		return nil, err

@@ -5,72 +5,19 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/ledger"
 )
-
-const templatePreapproval = "preapprovals"
-
-// PreapprovalKind is what a receive-preapproval consents to receive.
-type PreapprovalKind string
-
-const (
-	PreapprovalNFT   PreapprovalKind = "nft"
-	PreapprovalUSDCx PreapprovalKind = "usdcx"
-)
-
-// ParsePreapprovalKind accepts "nft" or "usdcx".
-func ParsePreapprovalKind(s string) (PreapprovalKind, error) {
-	switch PreapprovalKind(s) {
-	case PreapprovalNFT, PreapprovalUSDCx:
-		return PreapprovalKind(s), nil
-	}
-	return "", Errorf(CodeInvalidRequest, "kind must be \"nft\" or \"usdcx\", not %q", truncate(s, 40))
-}
-
-// Preapproval is a party's consent, until ExpiresAt, to be credited NFTs or USDCx by
-// transactions other parties sign.
-type Preapproval struct {
-	bun.BaseModel `bun:"table:preapprovals"`
-	Lifecycle
-
-	PartyID   string          `bun:"party_id"`
-	Kind      PreapprovalKind `bun:"kind"`
-	ExpiresAt Timestamp       `bun:"expires_at"`
-}
-
-func (*Preapproval) Template() string { return templatePreapproval }
-
-// ActiveAt tells whether the preapproval admits credits at t: until it expires.
-func (p *Preapproval) ActiveAt(t time.Time) bool { return t.Before(p.ExpiresAt.Time) }
-func (p *Preapproval) Controller() string        { return p.PartyID }
 
 // currentPreapproval returns the party's unconsumed preapproval of kind, expired or not, or nil.
 func currentPreapproval(ctx context.Context, db bun.IDB, partyID string, kind PreapprovalKind) (*Preapproval, error) {
-	p := new(Preapproval)
-	err := db.NewSelect().Model(p).
-		Where("party_id = ?", partyID).Where("kind = ?", kind).Where("consumed_update IS NULL").
-		OrderExpr("expires_at DESC").Limit(1).Scan(ctx)
-	if isNoRows(err) {
-		return nil, nil
-	}
-	return p, err
+	return ledger.CurrentPreapproval(ctx, db, partyID, kind)
 }
 
 // checkPreapproval returns preapproval_required unless partyID has an active preapproval of
 // kind at now.
 func checkPreapproval(ctx context.Context, db bun.IDB, partyID string, kind PreapprovalKind, now time.Time) error {
-	p, err := currentPreapproval(ctx, db, partyID, kind)
-	if err != nil {
-		return err
-	}
-	if p == nil || !p.ActiveAt(now) {
-		return Errorf(CodePreapprovalRequired, "%s has no active %s receive-preapproval; it must create one (POST /api/wallet/%s-preapproval/prepare) before it can be credited", partyID, kind, kind)
-	}
-	return nil
-}
-
-// requirePreapproval is checkPreapproval inside an execute.
-func (tx *Tx) requirePreapproval(ctx context.Context, partyID string, kind PreapprovalKind) error {
-	return checkPreapproval(ctx, tx, partyID, kind, tx.now)
+	return ledger.CheckPreapproval(ctx, db, partyID, kind, now)
 }
 
 // preapprovalEffects creates a preapproval, archiving the one it replaces.
@@ -126,14 +73,14 @@ func applyPreapproval(ctx context.Context, tx *Tx, u *Update, e *preapprovalEffe
 	p := &Preapproval{PartyID: e.PartyID, Kind: e.Kind, ExpiresAt: At(time.Unix(e.ExpiresAt, 0))}
 	t := &Transaction{Create: []Contract{p}}
 	if e.Replaces != "" {
-		t.Consume = []ContractRef{{templatePreapproval, e.Replaces}}
+		t.Consume = []ContractRef{{Template: templatePreapproval, CID: e.Replaces}}
 	} else if cur, err := currentPreapproval(ctx, tx, e.PartyID, e.Kind); err != nil {
 		return nil, err
 	} else if cur != nil {
 		// Prepared when the party had none; one was created since. One of each kind at a time.
 		return nil, Errorf(CodeStale, "a %s preapproval was created since this one was prepared; prepare again to replace it", e.Kind)
 	}
-	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
+	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
 		return nil, err
 	}
 	return PreapprovalResult{CID: p.CID, ExpiresAt: e.ExpiresAt}, nil
@@ -184,7 +131,7 @@ func activePreapproval(ctx context.Context, db bun.IDB, partyID string, kind Pre
 // applyRenewal applies a signed renewal: the preapproval it renews must still be active (the
 // ledger refuses it as stale when it was replaced since the prepare).
 func applyRenewal(ctx context.Context, tx *Tx, u *Update, e *preapprovalEffects) (any, error) {
-	if _, err := activePreapproval(ctx, tx, e.PartyID, e.Kind, tx.now); err != nil {
+	if _, err := activePreapproval(ctx, tx, e.PartyID, e.Kind, tx.Now()); err != nil {
 		return nil, err
 	}
 	return applyPreapproval(ctx, tx, u, e)
@@ -197,7 +144,7 @@ func applyRenewal(ctx context.Context, tx *Tx, u *Update, e *preapprovalEffects)
 func (s *Store) RenewPreapproval(ctx context.Context, partyID string, kind PreapprovalKind) (*PreapprovalResult, error) {
 	var out PreapprovalResult
 	err := s.commit(ctx, KindPreapprovalRenew, partyID, func(tx *Tx, u *Update) error {
-		e, err := renewal(ctx, tx, partyID, kind, tx.now, tx.s.cfg.PreapprovalTTL)
+		e, err := renewal(ctx, tx, partyID, kind, tx.Now(), tx.s.cfg.PreapprovalTTL)
 		if err != nil {
 			return err
 		}

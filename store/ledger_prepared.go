@@ -389,7 +389,7 @@ func (p *PreparedTx) batchKey() (batchKey, error) {
 // *receipt with the update's log index.
 func (tx *Tx) execute(ctx context.Context, x Execution, check bool, receipt *Receipt) (Receipt, error) {
 	p := new(PreparedTx)
-	err := tx.forUpdate(tx.NewSelect().Model(p).Where("hash = ?", x.Hash)).Scan(ctx)
+	err := tx.ForUpdate(tx.NewSelect().Model(p).Where("hash = ?", x.Hash)).Scan(ctx)
 	if isNoRows(err) {
 		return nil, x.notFound()
 	}
@@ -410,7 +410,7 @@ func (tx *Tx) due(p *PreparedTx) (receipt Receipt, done bool, err error) {
 	if p.Result != nil {
 		return p.Result, true, nil
 	}
-	if !tx.now.Before(p.ExpiresAt.Time) {
+	if !tx.Now().Before(p.ExpiresAt.Time) {
 		return nil, true, Errorf(CodePreparedExpired, "the prepared transaction expired at %s; prepare it again", p.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	return nil, false, nil
@@ -446,8 +446,8 @@ func (tx *Tx) executed(p *PreparedTx, u *Update, result any, signature []byte, f
 	if err != nil {
 		return nil, err
 	}
-	p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.now)
-	u.signed = &partySigned{p: p, signature: signature, result: result, receipt: final}
+	p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.Now())
+	u.Annex = updateAnnex{signed: &partySigned{p: p, signature: signature, result: result, receipt: final}}
 	return receipt, nil
 }
 

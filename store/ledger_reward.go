@@ -34,20 +34,20 @@ type rewardBalance struct {
 // creditReward adds amount to the party's reward balance.
 func (tx *Tx) creditReward(ctx context.Context, partyID string, amount Amount) error {
 	if tx.s.dialect == Postgres { // NUMERIC adds exactly, in one round trip
-		return tx.later(ctx, tx.NewInsert().Model(&rewardBalance{PartyID: partyID, Balance: amount, UpdatedAt: At(tx.now)}).
+		return tx.Later(ctx, tx.NewInsert().Model(&rewardBalance{PartyID: partyID, Balance: amount, UpdatedAt: At(tx.Now())}).
 			On("CONFLICT (party_id) DO UPDATE").
 			Set("balance = reward_balances.balance + EXCLUDED.balance").
 			Set("updated_at = EXCLUDED.updated_at"))
 	}
 	// SQLite keeps decimals as text, which its arithmetic would turn into floats: add in Go.
 	rb := new(rewardBalance)
-	err := tx.forUpdate(tx.NewSelect().Model(rb).Where("party_id = ?", partyID)).Scan(ctx)
+	err := tx.ForUpdate(tx.NewSelect().Model(rb).Where("party_id = ?", partyID)).Scan(ctx)
 	switch {
 	case isNoRows(err):
-		rb = &rewardBalance{PartyID: partyID, Balance: amount, UpdatedAt: At(tx.now)}
+		rb = &rewardBalance{PartyID: partyID, Balance: amount, UpdatedAt: At(tx.Now())}
 		_, err = tx.NewInsert().Model(rb).Exec(ctx)
 	case err == nil:
-		rb.Balance, rb.UpdatedAt = rb.Balance.Add(amount), At(tx.now)
+		rb.Balance, rb.UpdatedAt = rb.Balance.Add(amount), At(tx.Now())
 		_, err = tx.NewUpdate().Model(rb).Column("balance", "updated_at").WherePK().Exec(ctx)
 	}
 	return err

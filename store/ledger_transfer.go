@@ -32,7 +32,7 @@ type HoldingsResult struct {
 
 func applyTap(ctx context.Context, tx *Tx, u *Update, e *tapEffects) (any, error) {
 	h := &Holding{Owner: e.Owner, Instrument: e.Instrument, Amount: e.Amount}
-	if err := tx.s.ledger.Commit(ctx, tx, u, &Transaction{Create: []Contract{h}, Mint: true}); err != nil {
+	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, &Transaction{Create: []Contract{h}, Mint: true}); err != nil {
 		return nil, err
 	}
 	return HoldingsResult{CIDs: []string{h.CID}}, nil
@@ -102,14 +102,14 @@ func (s *Store) PrepareCCTransfer(ctx context.Context, sender, receiver string, 
 func applyTransfer(ctx context.Context, tx *Tx, u *Update, e *transferEffects) (any, error) {
 	t := &Transaction{}
 	for _, in := range e.Inputs {
-		t.Consume = append(t.Consume, ContractRef{templateHolding, in.CID})
+		t.Consume = append(t.Consume, ContractRef{Template: templateHolding, CID: in.CID})
 	}
 	out := make([]*Holding, len(e.Outputs))
 	for i, o := range e.Outputs {
 		out[i] = &Holding{Owner: o.Owner, Instrument: e.Instrument, Amount: o.Amount}
 		t.Create = append(t.Create, out[i])
 	}
-	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
+	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
 		return nil, err
 	}
 	if e.Receiver != e.Sender {

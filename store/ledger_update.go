@@ -2,27 +2,27 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/ledger"
 )
 
-// Update is one committed transaction in the ledger's append-only log. Offsets increase in
-// commit order, so a reader that has seen offset N has seen everything before it.
-type Update struct {
-	bun.BaseModel `bun:"table:updates"`
-
-	UpdateID   string    `bun:"update_id,pk"`
-	Offset     int64     `bun:"ledger_offset,nullzero"` // assigned at commit
-	Kind       string    `bun:"kind"`
-	ActAs      string    `bun:"act_as"`
-	RecordedAt Timestamp `bun:"recorded_at"`
-	Reward     *Amount   `bun:"reward"`             // the CC reward the update earned ActAs, if any
-	LogIndex   *int64    `bun:"log_index,scanonly"` // its entry in the transparency log, where a read asks for it
-
+// updateAnnex is what the store keeps beside an update it appends (its Annex), for the
+// transparency log.
+type updateAnnex struct {
 	signed    *partySigned // set by an execute: what the party signed (ledger_log.go)
 	beforeLog bool         // committed before the transparency log began (fillLog)
 }
+
+// annex is what the store keeps beside u; none for an update the store read back.
+func annex(u *Update) updateAnnex {
+	a, _ := u.Annex.(updateAnnex)
+	return a
+}
+
+// updateEvent is one row of the event log: an update consumed or created a contract.
+type updateEvent = ledger.EventRow
 
 // appendUpdate writes u to the log, and credits its reward; it is the last write of its
 // update (the commit appends it to the transparency log: appendLog). The store assigns the offset as the transaction commits (in commit order: see
@@ -39,40 +39,10 @@ func (tx *Tx) appendUpdates(ctx context.Context, us []*Update) error {
 				return err
 			}
 		}
-		u.RecordedAt = At(tx.now)
 	}
 	tx.logged = append(tx.logged, us...)
-	q := tx.NewInsert().Model(&us)
-	if tx.s.dialect == Postgres || tx.s.unlogged {
-		return tx.later(ctx, q)
-	}
-	return tx.insertTakingOffsets(ctx, q, us)
-}
-
-// insertTakingOffsets runs q, which writes us, on SQLite, where each row gets its offset as it
-// is written, and sets each update's Offset from what the insert returns: the transparency log
-// needs them (appendLog), and reading them back would be one more statement. Rows are matched
-// by id: RETURNING gives them in no promised order.
-func (tx *Tx) insertTakingOffsets(ctx context.Context, q *bun.InsertQuery, us []*Update) error {
-	var rows []struct {
-		UpdateID string `bun:"update_id"`
-		Offset   int64  `bun:"ledger_offset"`
-	}
-	if err := q.Returning("update_id, ledger_offset").Scan(ctx, &rows); err != nil {
-		return err
-	}
-	at := make(map[string]int64, len(rows))
-	for _, r := range rows {
-		at[r.UpdateID] = r.Offset
-	}
-	for _, u := range us {
-		o, ok := at[u.UpdateID]
-		if !ok {
-			return fmt.Errorf("the insert of update %s returned no offset", u.UpdateID)
-		}
-		u.Offset = o
-	}
-	return nil
+	// On SQLite the transparency log needs the offsets before the commit (appendLog).
+	return tx.AppendUpdates(ctx, us, !tx.s.unlogged)
 }
 
 // UpdateEvent is one contract an update consumed or created, in the update's order.

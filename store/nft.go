@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"marketd/store/internal/nftindex"
+	"marketd/store/ledger"
 )
 
 const templateNFT = "nfts"
@@ -35,7 +36,7 @@ func nftIDOf(collectionID string, serial int) string { return collectionID + "#"
 // An NFT contract carries its NFT, the asset the ledger conserves; crediting it to another
 // party needs that party's NFT preapproval.
 func init() {
-	registerTemplate(templateNFT, templateSpec{owner: "owner", asset: "nft_id", receive: func(Contract) PreapprovalKind { return PreapprovalNFT }})
+	ledger.RegisterTemplate(templateNFT, ledger.TemplateSpec{Owner: "owner", Asset: "nft_id", Receive: func(Contract) PreapprovalKind { return PreapprovalNFT }})
 }
 
 // nftItem is the read model of one live NFT: what the list endpoints filter and sort, with

@@ -244,16 +244,16 @@ func applyBuy(ctx context.Context, tx *Tx, u *Update, e *buyEffects) (any, error
 		if err != nil {
 			return nil, err
 		}
-		if it.ListExpires != nil && !tx.now.Before(it.ListExpires.Time) {
+		if it.ListExpires != nil && !tx.Now().Before(it.ListExpires.Time) {
 			return nil, Errorf(CodeStale, "listing %s expired at %s", p.Listing, it.ListExpires.UTC().Format(time.RFC3339))
 		}
 		items[i] = it
-		t.Consume = append(t.Consume, ContractRef{templateListing, p.Listing}, ContractRef{templateNFT, p.NFTCID})
+		t.Consume = append(t.Consume, ContractRef{Template: templateListing, CID: p.Listing}, ContractRef{Template: templateNFT, CID: p.NFTCID})
 		nfts[i] = &NFT{NFTID: p.NFTID, CollectionID: p.CollectionID, Serial: it.Serial, Owner: e.Buyer}
 		t.Create = append(t.Create, nfts[i])
 	}
 	e.Payment.add(t)
-	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
+	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
 		return nil, err
 	}
 	res := BuyResult{Settlement: e.Settlement}

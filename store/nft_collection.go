@@ -213,7 +213,7 @@ func (s *Store) CreateCollection(ctx context.Context, spec CollectionSpec) (*Col
 		Supply: spec.Supply, FloorKey: noKey, Volume: Zero, VolumeDescKey: descKey(Zero),
 	}
 	err := s.inTx(ctx, func(tx *Tx) error {
-		c.CreatedAt = At(tx.now)
+		c.CreatedAt = At(tx.Now())
 		if _, err := tx.NewInsert().Model(c).Exec(ctx); err != nil {
 			if isUniqueViolation(err) {
 				return Errorf(CodeConflict, "a collection with slug %q exists already", spec.Slug)

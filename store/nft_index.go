@@ -459,7 +459,7 @@ func (it *nftItem) indexed() nftindex.NFT {
 	n := nftindex.NFT{Serial: uint32(it.Serial), ContractID: it.ContractID, Name: it.Name, Image: it.Image, Owner: it.Owner}
 	_ = json.Unmarshal([]byte(it.Traits), &n.Traits) // as the SQL path's view reads them
 	if it.ListingCID != nil {
-		l := &nftindex.Listing{CID: *it.ListingCID, Price: it.ListPrice.d, Currency: string(*it.ListCurrency),
+		l := &nftindex.Listing{CID: *it.ListingCID, Price: it.ListPrice.Decimal(), Currency: string(*it.ListCurrency),
 			AscKey: it.PriceAscKey, DescKey: it.PriceDescKey}
 		if it.ListExpires != nil {
 			l.ExpiresAt = &it.ListExpires.Time
@@ -478,9 +478,9 @@ func indexView(n *nftindex.Entry, collectionID string, now time.Time) NFTView {
 	}
 	if n.ListedAt(now) {
 		l := n.Listing
-		v.Listing = &ListingView{CID: l.CID, Seller: n.Owner, Price: Amount{l.Price}, Currency: Instrument(l.Currency)}
+		v.Listing = &ListingView{CID: l.CID, Seller: n.Owner, Price: amountOf(l.Price), Currency: Instrument(l.Currency)}
 		if l.ExpiresAt != nil {
-			v.Listing.ExpiresAt = &Timestamp{*l.ExpiresAt}
+			v.Listing.ExpiresAt = &Timestamp{Time: *l.ExpiresAt}
 		}
 	}
 	return v

@@ -156,7 +156,7 @@ func applyList(ctx context.Context, tx *Tx, u *Update, e *listEffects) (any, err
 				return nil, err
 			}
 			if old.Active() {
-				t.Consume = append(t.Consume, ContractRef{templateListing, old.CID})
+				t.Consume = append(t.Consume, ContractRef{Template: templateListing, CID: old.CID})
 				cts[le.CollectionID].delisted()
 				p, cur := old.Price, old.Currency
 				events = append(events, nftActivity{NFTID: le.NFTID, CollectionID: le.CollectionID, Kind: EventDelisted, From: strPtr(e.Seller), Price: &p, Currency: &cur})
@@ -167,7 +167,7 @@ func applyList(ctx context.Context, tx *Tx, u *Update, e *listEffects) (any, err
 		l := &Listing{Seller: e.Seller, NFTCID: le.NFTCID, NFTID: le.NFTID, CollectionID: le.CollectionID, Price: le.Price, Currency: le.Currency}
 		if le.ExpiresAt != nil {
 			at := At(time.Unix(*le.ExpiresAt, 0))
-			if !tx.now.Before(at.Time) {
+			if !tx.Now().Before(at.Time) {
 				return nil, Errorf(CodeStale, "the listing of %s expired before it was executed; prepare it again", le.NFTCID)
 			}
 			l.ExpiresAt = &at
@@ -175,7 +175,7 @@ func applyList(ctx context.Context, tx *Tx, u *Update, e *listEffects) (any, err
 		listings[i] = l
 		t.Create = append(t.Create, l)
 	}
-	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
+	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
 		return nil, err
 	}
 	res := ListResult{}
@@ -273,9 +273,9 @@ func (tx *Tx) withdrawListings(ctx context.Context, u *Update, ls []listingRef, 
 		t = also
 	}
 	for _, l := range ls {
-		t.Consume = append(t.Consume, ContractRef{templateListing, l.CID})
+		t.Consume = append(t.Consume, ContractRef{Template: templateListing, CID: l.CID})
 	}
-	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
+	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
 		return err
 	}
 	events := make([]nftActivity, len(ls))

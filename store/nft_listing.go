@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/ledger"
 )
 
 const templateListing = "listings"
@@ -29,7 +31,7 @@ func (l *Listing) Escrowed() string   { return l.NFTCID }
 
 // A listing is its seller's offer, and locks the NFT contract it sells while it is active.
 func init() {
-	registerTemplate(templateListing, templateSpec{owner: "seller", offer: true, escrow: "nft_cid", escrowOf: templateNFT})
+	ledger.RegisterTemplate(templateListing, ledger.TemplateSpec{Owner: "seller", Offer: true, Escrow: "nft_cid", EscrowOf: templateNFT})
 }
 
 // ListingByCID returns a listing, active or not, or not_found.

@@ -142,15 +142,15 @@ func (tx *Tx) writeMinted(ctx context.Context, m *mintedRows) error {
 	if len(m.items) == 0 {
 		return nil
 	}
-	if err := tx.later(ctx, tx.NewInsert().Model(&m.items)); err != nil {
+	if err := tx.Later(ctx, tx.NewInsert().Model(&m.items)); err != nil {
 		return fmt.Errorf("nft: minted items: %w", err)
 	}
 	if len(m.traits) > 0 {
-		if err := tx.later(ctx, tx.NewInsert().Model(&m.traits)); err != nil {
+		if err := tx.Later(ctx, tx.NewInsert().Model(&m.traits)); err != nil {
 			return fmt.Errorf("nft: minted traits: %w", err)
 		}
 	}
-	if err := tx.later(ctx, tx.NewInsert().Model(&m.events)); err != nil {
+	if err := tx.Later(ctx, tx.NewInsert().Model(&m.events)); err != nil {
 		return fmt.Errorf("nft: minted events: %w", err)
 	}
 	into := tx.s.nftIndex.index.Collection(m.items[0].CollectionID)

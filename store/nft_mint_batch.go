@@ -119,7 +119,7 @@ func (tx *Tx) applyMints(ctx context.Context, us []*Update, es []*mintEffects) (
 		if !ok {
 			return nil, nil, -1, fmt.Errorf("nft: collection %s has no phase %q", c.ID, e.Phase)
 		}
-		if !ph.ActiveAt(tx.now) {
+		if !ph.ActiveAt(tx.Now()) {
 			errs[i] = Errorf(CodeStale, "phase %q of %s is not active any more; prepare again", ph.Name, c.Slug)
 			continue
 		}
@@ -147,7 +147,7 @@ func (tx *Tx) applyMints(ctx context.Context, us []*Update, es []*mintEffects) (
 	if len(staged) == 0 {
 		return results, errs, -1, nil
 	}
-	if k, err := tx.s.ledger.CommitBatch(ctx, tx, sus, ts); err != nil {
+	if k, err := tx.s.ledger.CommitBatch(ctx, tx.Tx, sus, ts); err != nil {
 		if k < 0 {
 			return nil, nil, -1, err
 		}
@@ -177,11 +177,11 @@ func (tx *Tx) applyMints(ctx context.Context, us []*Update, es []*mintEffects) (
 		phaseChanged[k.phase] = true
 	}
 	for _, name := range sortedKeys(phaseChanged) {
-		if err := tx.later(ctx, tx.NewUpdate().Model(byName[name]).Column("minted").WherePK()); err != nil {
+		if err := tx.Later(ctx, tx.NewUpdate().Model(byName[name]).Column("minted").WherePK()); err != nil {
 			return nil, nil, -1, err
 		}
 	}
-	if err := tx.later(ctx, tx.NewInsert().Model(&pms).On("CONFLICT (collection_id, phase, party_id) DO UPDATE").Set("minted = EXCLUDED.minted")); err != nil {
+	if err := tx.Later(ctx, tx.NewInsert().Model(&pms).On("CONFLICT (collection_id, phase, party_id) DO UPDATE").Set("minted = EXCLUDED.minted")); err != nil {
 		return nil, nil, -1, err
 	}
 	if err := ct.close(ctx); err != nil {

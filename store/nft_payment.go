@@ -63,7 +63,7 @@ func (p *payment) add(t *Transaction) {
 		return
 	}
 	for _, in := range p.Inputs {
-		t.Consume = append(t.Consume, ContractRef{templateHolding, in.CID})
+		t.Consume = append(t.Consume, ContractRef{Template: templateHolding, CID: in.CID})
 	}
 	for _, o := range p.Outputs {
 		t.Create = append(t.Create, &Holding{Owner: o.Owner, Instrument: p.Currency, Amount: o.Amount})

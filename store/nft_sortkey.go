@@ -15,7 +15,7 @@ const (
 
 // ascKey is a's position in ascending order.
 func ascKey(a Amount) string {
-	s := a.d.StringFixed(keyFracDigits)
+	s := a.Decimal().StringFixed(keyFracDigits)
 	whole, frac, _ := strings.Cut(s, ".")
 	return strings.Repeat("0", max(keyIntDigits-len(whole), 0)) + whole + "." + frac
 }

@@ -62,7 +62,7 @@ func (tx *Tx) lockCollection(ctx context.Context, id string) (*collectionTx, err
 	n := tx.nftPart()
 	n.touched = append(n.touched, id)
 	c := new(Collection)
-	err := tx.forUpdate(tx.NewSelect().Model(c).Where("collection_id = ?", id)).Scan(ctx)
+	err := tx.ForUpdate(tx.NewSelect().Model(c).Where("collection_id = ?", id)).Scan(ctx)
 	if isNoRows(err) {
 		return nil, Errorf(CodeNotFound, "no collection %q", truncate(id, 80))
 	}
@@ -127,7 +127,7 @@ func (ct *collectionTx) close(ctx context.Context) error {
 				c.Owners--
 			}
 			if after == 0 {
-				if err := tx.later(ctx, tx.NewDelete().Model((*collectionOwner)(nil)).Where("collection_id = ?", c.ID).Where("owner = ?", p)); err != nil {
+				if err := tx.Later(ctx, tx.NewDelete().Model((*collectionOwner)(nil)).Where("collection_id = ?", c.ID).Where("owner = ?", p)); err != nil {
 					return err
 				}
 				continue
@@ -135,14 +135,14 @@ func (ct *collectionTx) close(ctx context.Context) error {
 			upsert = append(upsert, collectionOwner{CollectionID: c.ID, Owner: p, NFTs: after})
 		}
 		if len(upsert) > 0 {
-			if err := tx.later(ctx, tx.NewInsert().Model(&upsert).On("CONFLICT (collection_id, owner) DO UPDATE").Set("nfts = EXCLUDED.nfts")); err != nil {
+			if err := tx.Later(ctx, tx.NewInsert().Model(&upsert).On("CONFLICT (collection_id, owner) DO UPDATE").Set("nfts = EXCLUDED.nfts")); err != nil {
 				return err
 			}
 		}
 	}
 	switch {
 	case ct.delists:
-		if err := tx.flush(ctx); err != nil { // the items' deferred writes first
+		if err := tx.Flush(ctx); err != nil { // the items' deferred writes first
 			return err
 		}
 		var floor []nftItem
@@ -160,7 +160,7 @@ func (ct *collectionTx) close(ctx context.Context) error {
 		c.FloorPrice, c.FloorKey = ct.lowest, ascKey(*ct.lowest)
 	}
 	c.VolumeDescKey = descKey(c.Volume)
-	return tx.later(ctx, tx.NewUpdate().Model(c).
+	return tx.Later(ctx, tx.NewUpdate().Model(c).
 		Column("minted", "burned", "floor_price", "floor_key", "listed_count", "owners", "volume", "volume_desc_key").WherePK())
 }
 
@@ -195,7 +195,7 @@ func (tx *Tx) items(ctx context.Context, nftIDs []string) (map[string]*nftItem, 
 // the deferred writes before it reads the floor back). The same transaction records the
 // NFT's history event ([Tx.nftEvents]): the NFT index finds the NFTs an update changed by them.
 func (tx *Tx) saveItem(ctx context.Context, it *nftItem) error {
-	return tx.later(ctx, tx.NewUpdate().Model(it).
+	return tx.Later(ctx, tx.NewUpdate().Model(it).
 		Column("owner", "contract_id", "listing_cid", "list_price", "list_currency", "list_expires", "price_asc_key", "price_desc_key").
 		WherePK())
 }
@@ -206,14 +206,14 @@ func (tx *Tx) nftEvents(ctx context.Context, u *Update, events []nftActivity) er
 		return nil
 	}
 	tx.stampEvents(u, events)
-	return tx.later(ctx, tx.NewInsert().Model(&events))
+	return tx.Later(ctx, tx.NewInsert().Model(&events))
 }
 
 // stampEvents dates NFT history events as the update u's, and notes their NFTs for the index.
 func (tx *Tx) stampEvents(u *Update, events []nftActivity) {
 	n := tx.nftPart()
 	for i := range events {
-		events[i].UpdateID, events[i].At = u.UpdateID, At(tx.now)
+		events[i].UpdateID, events[i].At = u.UpdateID, At(tx.Now())
 		n.nfts = append(n.nfts, events[i].NFTID)
 	}
 }

@@ -88,16 +88,16 @@ func applyMove(ctx context.Context, tx *Tx, u *Update, e *moveEffects) (any, err
 		// Listed since the prepare: prepared again, the transaction withdraws that listing.
 		return nil, Errorf(CodeStale, "NFT %s was listed (listing %s) since this transaction was prepared; prepare it again", e.NFTID, *it.ListingCID)
 	}
-	t := &Transaction{Consume: []ContractRef{{templateNFT, e.NFTCID}}, BurnAssets: e.Receiver == ""}
+	t := &Transaction{Consume: []ContractRef{{Template: templateNFT, CID: e.NFTCID}}, BurnAssets: e.Receiver == ""}
 	if e.Listing != "" {
-		t.Consume = append(t.Consume, ContractRef{templateListing, e.Listing})
+		t.Consume = append(t.Consume, ContractRef{Template: templateListing, CID: e.Listing})
 	}
 	var next *NFT
 	if e.Receiver != "" {
 		next = &NFT{NFTID: e.NFTID, CollectionID: e.CollectionID, Serial: it.Serial, Owner: e.Receiver}
 		t.Create = []Contract{next}
 	}
-	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
+	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
 		return nil, err
 	}
 	if e.Listing != "" {
@@ -118,7 +118,7 @@ func applyMove(ctx context.Context, tx *Tx, u *Update, e *moveEffects) (any, err
 		if _, err := tx.NewDelete().Model(it).WherePK().Exec(ctx); err != nil {
 			return nil, err
 		}
-		if err := tx.later(ctx, tx.NewDelete().Model((*nftTrait)(nil)).Where("collection_id = ?", e.CollectionID).Where("serial = ?", it.Serial)); err != nil {
+		if err := tx.Later(ctx, tx.NewDelete().Model((*nftTrait)(nil)).Where("collection_id = ?", e.CollectionID).Where("serial = ?", it.Serial)); err != nil {
 			return nil, err
 		}
 		ct.move(e.Owner, "")

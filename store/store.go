@@ -11,12 +11,13 @@
 //     effect in one database transaction or none, and is idempotent: the same prepared
 //     transaction executed again answers its first receipt and applies nothing twice. An input
 //     consumed since the prepare makes it stale, changing nothing.
-//   - The embedded ledger (ledger.go) holds value as UTXO-style holdings of exact decimals, CC
-//     with 10 decimals and USDCx with 6, never floats; it conserves every instrument (only the
-//     dev tap mints), lets only a contract's owner spend it, and credits USDCx or an NFT to a
-//     party other than the signer only under that party's active receive-preapproval. A party's
-//     own signed offer (a listing, an LP quote) is its consent to receive what the offer pays it.
-//     Every committed transaction appends an update to the log, in commit order.
+//   - The embedded ledger (its core is the package marketd/store/ledger, named here in
+//     ledger.go) holds value as UTXO-style holdings of exact decimals, CC with 10 decimals and
+//     USDCx with 6, never floats; it conserves every instrument (only the dev tap mints), lets
+//     only a contract's owner spend it, and credits USDCx or an NFT to a party other than the
+//     signer only under that party's active receive-preapproval. A party's own signed offer (a
+//     listing, an LP quote) is its consent to receive what the offer pays it. Every committed
+//     transaction appends an update to the log, in commit order.
 //   - Errors carry a Code (errors.go), each with one meaning, which the front doors map to a
 //     status in one place each.
 //   - Lists are keyset pages (page.go): opaque signed cursors, 1 to 100 items, 20 by default,
@@ -58,16 +59,9 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
-	"github.com/uptrace/bun/schema"
 	_ "modernc.org/sqlite" // the embedded store's driver, pure Go
-)
 
-// Dialect names the SQL database behind the store.
-type Dialect string
-
-const (
-	Postgres Dialect = "postgres"
-	SQLite   Dialect = "sqlite"
+	"marketd/store/ledger"
 )
 
 // Config is everything the domain needs to know about its deployment.
@@ -211,7 +205,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.tokens = newTokenCache()
 	s.collectionPages = newPageCache[collectionPageKey, Page[Collection]](maxCachedCollections, cfg.PageCacheTTL)
 	s.nftPages = newPageCache[nftPageKey, Page[NFTView]](maxCachedNFTs, cfg.PageCacheTTL)
-	s.ledger = embeddedLedger{}
+	s.ledger = ledger.Embedded{}
 	s.nftIndex = newNFTIndex(s)
 	switch {
 	case strings.HasPrefix(cfg.DB, "postgres://"), strings.HasPrefix(cfg.DB, "postgresql://"):
@@ -367,13 +361,12 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Tx is one database transaction of the domain. It carries the instant the transaction
-// runs at, so every row it writes agrees on the time.
+// Tx is one database transaction of the domain. Its ledger part (ledger.Tx) is the database
+// transaction itself: the instant it runs at, so every row it writes agrees on the time, its
+// locks and its deferred writes. The rest is what only the store needs.
 type Tx struct {
-	bun.Tx
+	*ledger.Tx
 	s           *Store
-	now         time.Time
-	deferred    []byte // writes sent in one round trip before the commit (PostgreSQL)
 	after       []func()
 	recorded    string    // the kind of the ledger update this transaction appended, if any
 	logged      []*Update // the updates it appended, for the transparency log (appendLog)
@@ -411,7 +404,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		}
 	}
 	err = s.runWriteTx(ctx, release, kept, func(ctx context.Context, btx bun.Tx) error {
-		tx := &Tx{Tx: btx, s: s, now: s.now(), parts: parts}
+		tx := &Tx{Tx: ledger.Begin(btx, s.wdb, s.now()), s: s, parts: parts}
 		defer func() { parts, ended, edge, unreceipted = tx.parts, tx.ended, tx.edge, tx.unreceipted }()
 		if err := fn(tx); err != nil {
 			return err
@@ -423,7 +416,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		if err := tx.appendLog(ctx); err != nil {
 			return err
 		}
-		if err := tx.flush(ctx); err != nil {
+		if err := tx.Flush(ctx); err != nil {
 			return err
 		}
 		committing = true
@@ -473,37 +466,7 @@ func (s *Store) runWriteTx(ctx context.Context, release, committed func(), fn fu
 }
 
 // writeQuery is a bun write that can render itself as SQL.
-type writeQuery interface {
-	Exec(ctx context.Context, dest ...any) (sql.Result, error)
-	AppendQuery(gen schema.QueryGen, b []byte) ([]byte, error)
-}
-
-// later runs a write whose result nobody reads. SQLite runs it at once, in process; PostgreSQL
-// gets it with the transaction's other deferred writes in one round trip just before the
-// commit. The same transaction must not read back what a deferred write writes.
-func (tx *Tx) later(ctx context.Context, q writeQuery) error {
-	if tx.s.dialect != Postgres {
-		_, err := q.Exec(ctx)
-		return err
-	}
-	b, err := q.AppendQuery(tx.s.wdb.QueryGen(), tx.deferred)
-	if err != nil {
-		return err
-	}
-	tx.deferred = append(b, ";\n"...)
-	return nil
-}
-
-// flush sends the deferred writes. A simple-protocol query may hold several statements.
-func (tx *Tx) flush(ctx context.Context) error {
-	if len(tx.deferred) == 0 {
-		return nil
-	}
-	q := string(tx.deferred)
-	tx.deferred = nil
-	_, err := tx.Tx.Tx.ExecContext(ctx, q)
-	return err
-}
+type writeQuery = ledger.WriteQuery
 
 // writeAll applies the writes atomically: on PostgreSQL as one multi-statement query, which
 // the server runs as one implicit transaction, in one round trip.
@@ -522,21 +485,12 @@ func (s *Store) writeAll(ctx context.Context, qs ...writeQuery) error {
 	}
 	return s.inTx(ctx, func(tx *Tx) error {
 		for _, stmt := range stmts {
-			if _, err := tx.Tx.Tx.ExecContext(ctx, stmt); err != nil {
+			if _, err := tx.SQL().ExecContext(ctx, stmt); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-}
-
-// forUpdate locks the selected rows on PostgreSQL. SQLite rejects FOR UPDATE, and needs no
-// row locks: its write transactions begin IMMEDIATE and run one at a time.
-func (tx *Tx) forUpdate(q *bun.SelectQuery) *bun.SelectQuery {
-	if tx.s.dialect == Postgres {
-		return q.For("UPDATE")
-	}
-	return q
 }
 
 // isUniqueViolation tells whether err is a unique constraint refusing a row, on either dialect.

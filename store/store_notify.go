@@ -36,7 +36,7 @@ func (tx *Tx) notifyCollections(ctx context.Context, ids []string) error {
 		return nil // SQLite serves one process
 	}
 	for _, id := range ids {
-		if err := tx.later(ctx, tx.NewRaw("SELECT pg_notify(?, ?)", collectionChannel, tx.s.payload(id))); err != nil {
+		if err := tx.Later(ctx, tx.NewRaw("SELECT pg_notify(?, ?)", collectionChannel, tx.s.payload(id))); err != nil {
 			return err
 		}
 	}

@@ -20,7 +20,7 @@ type Pruned struct {
 func (s *Store) Prune(ctx context.Context) (Pruned, error) {
 	var out Pruned
 	err := s.inTx(ctx, func(tx *Tx) error {
-		cutoff := At(tx.now.Add(-keepExpired))
+		cutoff := At(tx.Now().Add(-keepExpired))
 		steps := []struct {
 			n     *int64
 			table string

@@ -5,6 +5,8 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/uptrace/bun"
+
+	"marketd/store/ledger"
 )
 
 // Kinds of swap update. Each prepared kind is an entry of actions (registerKind).
@@ -51,9 +53,9 @@ func init() {
 // the fill's fee added); LP quotes and fees give their observers their pool and, for a quote,
 // its price and remaining size (the pool figures, swap_pool_figures.go).
 func init() {
-	registerTemplate(templateLPQuote, templateSpec{owner: "lp", valued: true, offer: true, payload: [3]string{"pool_id", "price", "remaining"}})
-	registerTemplate(templateLPFee, templateSpec{owner: "lp", valued: true, folds: true, payload: [3]string{"pool_id", "", ""}})
-	registerTemplate(templateIntent, templateSpec{owner: "taker", valued: true, offer: true})
+	ledger.RegisterTemplate(templateLPQuote, ledger.TemplateSpec{Owner: "lp", Valued: true, Offer: true, Payload: [3]string{"pool_id", "price", "remaining"}})
+	ledger.RegisterTemplate(templateLPFee, ledger.TemplateSpec{Owner: "lp", Valued: true, Folds: true, Payload: [3]string{"pool_id", "", ""}})
+	ledger.RegisterTemplate(templateIntent, ledger.TemplateSpec{Owner: "taker", Valued: true, Offer: true})
 }
 
 // LPQuote is one version of an LP's standing offer on a pool: an ask sells up to Remaining
@@ -80,8 +82,10 @@ type LPQuote struct {
 func (*LPQuote) Template() string              { return templateLPQuote }
 func (q *LPQuote) Controller() string          { return q.LP }
 func (q *LPQuote) Holds() (Instrument, Amount) { return q.Instrument, q.Amount }
-func (q *LPQuote) payload() contractPayload {
-	return contractPayload{q.PoolID, [2]Amount{q.Price, q.Remaining}}
+
+// Payload is what the pool figures read of a quote: its pool, price and remaining size.
+func (q *LPQuote) Payload() ledger.Payload {
+	return ledger.Payload{Key: q.PoolID, Figures: [2]Amount{q.Price, q.Remaining}}
 }
 
 // LPFee is what the pool's fills retained for the LP in one instrument, until claim-fees
@@ -102,7 +106,9 @@ type LPFee struct {
 func (*LPFee) Template() string              { return templateLPFee }
 func (f *LPFee) Controller() string          { return f.LP }
 func (f *LPFee) Holds() (Instrument, Amount) { return f.Instrument, f.Amount }
-func (f *LPFee) payload() contractPayload    { return contractPayload{Key: f.PoolID} }
+
+// Payload is what the pool figures read of a fee: its pool.
+func (f *LPFee) Payload() ledger.Payload { return ledger.Payload{Key: f.PoolID} }
 
 // SwapIntent is a pending intent: it holds what the taker sells until it fills, is
 // cancelled or expires.

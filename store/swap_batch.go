@@ -63,7 +63,7 @@ func (tx *Tx) applyIntents(ctx context.Context, batch []*executeRequest, prepare
 	if len(stage) == 0 {
 		return nil
 	}
-	if k, err := tx.s.ledger.CommitBatch(ctx, tx, us, ts); err != nil {
+	if k, err := tx.s.ledger.CommitBatch(ctx, tx.Tx, us, ts); err != nil {
 		if k < 0 || ErrorCode(err) == CodeInternal {
 			return err
 		}

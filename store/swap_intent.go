@@ -9,6 +9,8 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/uptrace/bun"
+
+	"marketd/store/ledger"
 )
 
 // SwapTerms is what a taker asks for.
@@ -95,7 +97,7 @@ func applySwapIntent(ctx context.Context, tx *Tx, u *Update, e *intentEffects) (
 	if err != nil {
 		return nil, err
 	}
-	if err := tx.s.ledger.Commit(ctx, tx, u, st.t); err != nil {
+	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, st.t); err != nil {
 		return nil, err
 	}
 	v, fills := st.rows(tx, u)
@@ -120,11 +122,11 @@ func (tx *Tx) stageIntent(ctx context.Context, u *Update, e *intentEffects) (*st
 		return nil, err
 	}
 	deadline := At(time.Unix(e.Deadline, 0))
-	if !tx.now.Before(deadline.Time) {
+	if !tx.Now().Before(deadline.Time) {
 		return nil, Errorf(CodeStale, "the intent's deadline passed before it was submitted; prepare it again")
 	}
 	view := &IntentView{Taker: e.Taker, PoolID: e.PoolID, Sell: e.Sell, Amount: e.Amount, MinReceive: e.MinReceive,
-		Deadline: deadline, Status: IntentPending, Receive: e.Receive, CreatedAt: At(tx.now)}
+		Deadline: deadline, Status: IntentPending, Receive: e.Receive, CreatedAt: At(tx.Now())}
 	plan, err := tx.planFill(ctx, pool, e.Taker, e.Sell, e.Amount, e.MinReceive)
 	if err != nil {
 		return nil, err
@@ -134,7 +136,7 @@ func (tx *Tx) stageIntent(ctx context.Context, u *Update, e *intentEffects) (*st
 		in := &SwapIntent{Taker: e.Taker, PoolID: e.PoolID, Instrument: e.Sell, Amount: e.Amount, MinReceive: e.MinReceive, Deadline: deadline}
 		st.t.Create = append(st.t.Create, in)
 		e.Lock.add(st.t, e.Taker)
-		identify(tx, u, st.t)
+		ledger.Identify(tx.Tx, u, st.t)
 		view.IntentCID = in.CID
 		st.result = IntentResult{IntentCID: in.CID, IntentStatus: IntentPending}
 		return st, nil
@@ -146,7 +148,7 @@ func (tx *Tx) stageIntent(ctx context.Context, u *Update, e *intentEffects) (*st
 	// It never waited, so no intent contract exists: its id is the one the ledger would
 	// give the update's next contract, which no other contract can have.
 	view.IntentCID = contractID(u.UpdateID, len(st.t.Create))
-	identify(tx, u, st.t) // the quotes' next versions get their ids, for the next fill to consume
+	ledger.Identify(tx.Tx, u, st.t) // the quotes' next versions get their ids, for the next fill to consume
 	tx.settled(pool, e.Sell, plan)
 	st.result = IntentResult{IntentCID: view.IntentCID, IntentStatus: IntentFilled}
 	return st, nil
@@ -204,16 +206,16 @@ func walkBook(pool *Pool, quotes []LPQuote, sell Instrument, amount Amount) ([]p
 			// The bid buys up to its remaining base and pays price per base, rounded down.
 			f.in = minAmount(left, q.Remaining)
 			f.taken = f.in
-			f.out = f.in.MulFloor(q.Price.d, pool.Quote.Decimals())
+			f.out = f.in.MulFloor(q.Price.Decimal(), pool.Quote.Decimals())
 		} else {
 			// The ask sells up to its remaining base; the taker pays price per base, the
 			// last chunk rounded up so the ask is never short.
-			whole := Amount{q.Remaining.d.Mul(q.Price.d).RoundCeil(pool.Quote.Decimals())}
+			whole := amountOf(q.Remaining.Decimal().Mul(q.Price.Decimal()).RoundCeil(pool.Quote.Decimals()))
 			if left.Cmp(whole) >= 0 {
 				f.in, f.out = whole, q.Remaining
 			} else {
 				f.in = left
-				f.out = Amount{left.d.Div(q.Price.d).Truncate(pool.Base.Decimals())}
+				f.out = amountOf(left.Decimal().Div(q.Price.Decimal()).Truncate(pool.Base.Decimals()))
 				if f.out.Cmp(q.Remaining) > 0 {
 					f.out = q.Remaining
 				}
@@ -264,7 +266,7 @@ func (tx *Tx) planFill(ctx context.Context, pool *Pool, taker string, sell Instr
 	}
 	quotes := make([]LPQuote, 0, len(all))
 	for _, q := range all {
-		if q.LP != taker && q.ExpiresAt.After(tx.now) {
+		if q.LP != taker && q.ExpiresAt.After(tx.Now()) {
 			quotes = append(quotes, *q)
 		}
 	}
@@ -289,7 +291,7 @@ func (tx *Tx) planFill(ctx context.Context, pool *Pool, taker string, sell Instr
 // change them.
 func (tx *Tx) book(ctx context.Context, pool *Pool, sell Instrument) ([]*LPQuote, error) {
 	// Versions created earlier in this transaction must be written before a fill consumes them.
-	if err := tx.flush(ctx); err != nil {
+	if err := tx.Flush(ctx); err != nil {
 		return nil, err
 	}
 	key := pool.PoolID + "/" + string(sell)
@@ -299,7 +301,7 @@ func (tx *Tx) book(ctx context.Context, pool *Pool, sell Instrument) ([]*LPQuote
 	}
 	var qs []LPQuote
 	if err := tx.NewSelect().Model(&qs).Where("pool_id = ?", pool.PoolID).Where("consumed_update IS NULL").
-		Where("expires_at > ?", At(tx.now)).Scan(ctx); err != nil {
+		Where("expires_at > ?", At(tx.Now())).Scan(ctx); err != nil {
 		return nil, err
 	}
 	if w.books == nil {
@@ -362,7 +364,7 @@ func (tx *Tx) addFills(ctx context.Context, t *Transaction, p *fillPlan, taker s
 	}
 	for _, f := range p.fills {
 		q := f.q
-		t.Consume = append(t.Consume, ContractRef{templateLPQuote, q.CID})
+		t.Consume = append(t.Consume, ContractRef{Template: templateLPQuote, CID: q.CID})
 		next := *q
 		next.Lifecycle = Lifecycle{}
 		next.Remaining = q.Remaining.Sub(f.taken)
@@ -396,7 +398,7 @@ func (tx *Tx) foldFee(t *Transaction, k feeKey, quoteID string, fee Amount) {
 	}
 	sum := fee
 	for _, old := range r.live {
-		t.Consume = append(t.Consume, ContractRef{templateLPFee, old.CID})
+		t.Consume = append(t.Consume, ContractRef{Template: templateLPFee, CID: old.CID})
 		sum = sum.Add(old.Amount)
 	}
 	next := &LPFee{LP: k.lp, PoolID: k.pool, QuoteID: quoteID, Instrument: k.instrument, Amount: sum}
@@ -441,16 +443,16 @@ func (tx *Tx) recordFill(ctx context.Context, u *Update, v *IntentView, p *fillP
 	if fresh {
 		return tx.recordIntents(ctx, []*IntentView{v}, fills)
 	}
-	if err := tx.later(ctx, tx.NewUpdate().Model(v).Column("status", "received", "fee", "closed_update", "closed_at").WherePK()); err != nil {
+	if err := tx.Later(ctx, tx.NewUpdate().Model(v).Column("status", "received", "fee", "closed_update", "closed_at").WherePK()); err != nil {
 		return err
 	}
-	return tx.later(ctx, tx.NewInsert().Model(&fills))
+	return tx.Later(ctx, tx.NewInsert().Model(&fills))
 }
 
 // fillRows marks v filled by p in update u and returns the rows of its fills.
 func (tx *Tx) fillRows(u *Update, v *IntentView, p *fillPlan) []Fill {
 	v.Status, v.Received, v.Fee = IntentFilled, &p.received, &p.fee
-	v.ClosedUpdate, v.ClosedAt = &u.UpdateID, AtPtr(tx.now)
+	v.ClosedUpdate, v.ClosedAt = &u.UpdateID, AtPtr(tx.Now())
 	fills := make([]Fill, len(p.fills))
 	for i, f := range p.fills {
 		fills[i] = Fill{IntentCID: v.IntentCID, Seq: i, UpdateID: u.UpdateID, PoolID: v.PoolID, QuoteID: f.q.QuoteID, LP: f.q.LP,
@@ -461,13 +463,13 @@ func (tx *Tx) fillRows(u *Update, v *IntentView, p *fillPlan) []Fill {
 
 // recordIntents writes new intents' rows and their fills, one statement each.
 func (tx *Tx) recordIntents(ctx context.Context, views []*IntentView, fills []Fill) error {
-	if err := tx.later(ctx, tx.NewInsert().Model(&views)); err != nil {
+	if err := tx.Later(ctx, tx.NewInsert().Model(&views)); err != nil {
 		return err
 	}
 	if len(fills) == 0 {
 		return nil
 	}
-	return tx.later(ctx, tx.NewInsert().Model(&fills))
+	return tx.Later(ctx, tx.NewInsert().Model(&fills))
 }
 
 type intentCancelEffects struct {
@@ -522,13 +524,13 @@ func applyIntentCancel(ctx context.Context, tx *Tx, u *Update, e *intentCancelEf
 // closeIntent archives a pending intent, returns what it locks to the taker and records
 // why (cancelled or expired).
 func (tx *Tx) closeIntent(ctx context.Context, u *Update, in *SwapIntent, status string) error {
-	err := tx.s.ledger.Commit(ctx, tx, u, &Transaction{
-		Consume: []ContractRef{{templateIntent, in.CID}},
+	err := tx.s.ledger.Commit(ctx, tx.Tx, u, &Transaction{
+		Consume: []ContractRef{{Template: templateIntent, CID: in.CID}},
 		Create:  []Contract{&Holding{Owner: in.Taker, Instrument: in.Instrument, Amount: in.Amount}},
 	})
 	if err != nil {
 		return err
 	}
-	return tx.later(ctx, tx.NewUpdate().Model((*IntentView)(nil)).Set("status = ?", status).
-		Set("closed_update = ?", u.UpdateID).Set("closed_at = ?", At(tx.now)).Where("intent_cid = ?", in.CID))
+	return tx.Later(ctx, tx.NewUpdate().Model((*IntentView)(nil)).Set("status = ?", status).
+		Set("closed_update = ?", u.UpdateID).Set("closed_at = ?", At(tx.Now())).Where("intent_cid = ?", in.CID))
 }

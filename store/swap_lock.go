@@ -38,7 +38,7 @@ func (s *Store) prepareLock(ctx context.Context, party string, inst Instrument, 
 // add consumes the locked holdings in t and returns the change to owner.
 func (l *lockFunds) add(t *Transaction, owner string) {
 	for _, in := range l.Inputs {
-		t.Consume = append(t.Consume, ContractRef{templateHolding, in.CID})
+		t.Consume = append(t.Consume, ContractRef{Template: templateHolding, CID: in.CID})
 	}
 	if l.Change.IsPositive() {
 		t.Create = append(t.Create, &Holding{Owner: owner, Instrument: l.Instrument, Amount: l.Change})

@@ -54,7 +54,7 @@ func (s *Store) PrepareLPQuote(ctx context.Context, lp string, q LPQuoteTerms) (
 	}
 	inst, lock := pool.Base, size
 	if q.Side == SideBid {
-		inst, lock = pool.Quote, Amount{price.d.Mul(size.d).RoundCeil(pool.Quote.Decimals())}
+		inst, lock = pool.Quote, amountOf(price.Decimal().Mul(size.Decimal()).RoundCeil(pool.Quote.Decimals()))
 	}
 	if err := checkAmountBounds(lock); err != nil {
 		return nil, err
@@ -88,7 +88,7 @@ type QuoteResult struct {
 
 func applyLPQuote(ctx context.Context, tx *Tx, u *Update, e *lpQuoteEffects) (any, error) {
 	expires := At(time.Unix(e.ExpiresAt, 0))
-	if !tx.now.Before(expires.Time) {
+	if !tx.Now().Before(expires.Time) {
 		return nil, Errorf(CodeStale, "the LP quote expired before it was executed; prepare it again")
 	}
 	if _, err := poolByID(ctx, tx, e.PoolID); err != nil {
@@ -97,11 +97,11 @@ func applyLPQuote(ctx context.Context, tx *Tx, u *Update, e *lpQuoteEffects) (an
 	q := &LPQuote{
 		QuoteID: contractID(u.UpdateID, 0), PoolID: e.PoolID, LP: e.LP, Side: e.Side, Price: e.Price, Size: e.Size,
 		Remaining: e.Size, FeesAccrued: Zero, Instrument: e.Lock.Instrument, Amount: e.Lock.Amount,
-		PostedAt: At(tx.now), ExpiresAt: expires,
+		PostedAt: At(tx.Now()), ExpiresAt: expires,
 	}
 	t := &Transaction{Create: []Contract{q}}
 	e.Lock.add(t, e.LP)
-	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
+	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
 		return nil, err
 	}
 	if q.CID != q.QuoteID {
@@ -176,8 +176,8 @@ func applyLPQuoteCancel(ctx context.Context, tx *Tx, u *Update, e *lpCancelEffec
 
 // releaseQuote archives a quote version and returns what it locks to its LP.
 func (tx *Tx) releaseQuote(ctx context.Context, u *Update, q *LPQuote) error {
-	return tx.s.ledger.Commit(ctx, tx, u, &Transaction{
-		Consume: []ContractRef{{templateLPQuote, q.CID}},
+	return tx.s.ledger.Commit(ctx, tx.Tx, u, &Transaction{
+		Consume: []ContractRef{{Template: templateLPQuote, CID: q.CID}},
 		Create:  []Contract{&Holding{Owner: q.LP, Instrument: q.Instrument, Amount: q.Amount}},
 	})
 }
@@ -236,7 +236,7 @@ func applyClaimFees(ctx context.Context, tx *Tx, u *Update, e *claimEffects) (an
 	for _, f := range fees {
 		if e.Payout[f.Instrument].IsPositive() {
 			live[f.Instrument] = live[f.Instrument].Add(f.Amount)
-			t.Consume = append(t.Consume, ContractRef{templateLPFee, f.CID})
+			t.Consume = append(t.Consume, ContractRef{Template: templateLPFee, CID: f.CID})
 		}
 	}
 	claimed := map[Instrument]Amount{CC: Zero, USDCx: Zero}
@@ -254,7 +254,7 @@ func applyClaimFees(ctx context.Context, tx *Tx, u *Update, e *claimEffects) (an
 		}
 		claimed[inst] = pay
 	}
-	if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
+	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
 		return nil, err
 	}
 	return map[string]any{"claimed": claimed}, nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/ledger"
 )
 
 const (
@@ -31,7 +33,7 @@ func (*Pool) Template() string     { return templatePool }
 func (p *Pool) Controller() string { return p.Operator }
 
 // A pool is the operator's contract.
-func init() { registerTemplate(templatePool, templateSpec{owner: "operator"}) }
+func init() { ledger.RegisterTemplate(templatePool, ledger.TemplateSpec{Owner: "operator"}) }
 
 // PoolIDFor is the id of the pool of base/quote with feeBps: "CC-USDCx-30".
 func PoolIDFor(base, quote Instrument, feeBps int) string {
@@ -60,10 +62,10 @@ func (s *Store) CreatePool(ctx context.Context, base, quote Instrument, feeBps i
 	}
 	p := &Pool{PoolID: PoolIDFor(base, quote, feeBps), Operator: op, Base: base, Quote: quote, FeeBps: feeBps}
 	err = s.commit(ctx, KindPoolCreate, op, func(tx *Tx, u *Update) error {
-		if err := tx.s.ledger.Commit(ctx, tx, u, &Transaction{Create: []Contract{p}}); err != nil {
+		if err := tx.s.ledger.Commit(ctx, tx.Tx, u, &Transaction{Create: []Contract{p}}); err != nil {
 			return err
 		}
-		return tx.later(ctx, tx.NewInsert().Model(newPoolFigures(p, price.Price)))
+		return tx.Later(ctx, tx.NewInsert().Model(newPoolFigures(p, price.Price)))
 	})
 	if isUniqueViolation(err) {
 		return nil, Errorf(CodeConflict, "pool %s exists already", p.PoolID)
@@ -102,7 +104,7 @@ func (tx *Tx) lockPool(ctx context.Context, poolID string) (*Pool, error) {
 		return p, nil
 	}
 	var ps []Pool
-	if err := tx.forUpdate(tx.NewSelect().Model(&ps).Where("pool_id = ?", poolID).Where("consumed_update IS NULL")).Scan(ctx); err != nil {
+	if err := tx.ForUpdate(tx.NewSelect().Model(&ps).Where("pool_id = ?", poolID).Where("consumed_update IS NULL")).Scan(ctx); err != nil {
 		return nil, err
 	}
 	if len(ps) == 0 {

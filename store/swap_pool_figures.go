@@ -8,6 +8,8 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/uptrace/bun"
+
+	"marketd/store/ledger"
 )
 
 // A pool's aggregates are read from running figures, not from its contracts: what its open
@@ -76,7 +78,7 @@ func shareOf(template, lp string, inst Instrument, amount, price, remaining Amou
 // add counts s in the figures (s.sign says whether it comes or goes).
 func (f *poolFigures) add(s poolShare) {
 	sign := decimal.NewFromInt(int64(s.sign))
-	amount := Amount{s.amount.d.Mul(sign)}
+	amount := amountOf(s.amount.Decimal().Mul(sign))
 	if !s.quote {
 		switch s.instrument {
 		case f.Base:
@@ -92,12 +94,12 @@ func (f *poolFigures) add(s poolShare) {
 	case f.Quote:
 		f.QuoteLocked = f.QuoteLocked.Add(amount)
 	}
-	f.addDepth(s.price, Amount{s.remaining.d.Mul(sign)})
+	f.addDepth(s.price, amountOf(s.remaining.Decimal().Mul(sign)))
 }
 
 // addDepth counts remaining at price in the depth sums, on its side of the pivot.
 func (f *poolFigures) addDepth(price, remaining Amount) {
-	value := Amount{remaining.d.Mul(price.d)}
+	value := amountOf(remaining.Decimal().Mul(price.Decimal()))
 	if price.Cmp(f.Pivot) < 0 {
 		f.BelowDepth, f.BelowValue = f.BelowDepth.Add(remaining), f.BelowValue.Add(value)
 	} else {
@@ -114,7 +116,7 @@ func (f *poolFigures) splitAt(price Amount, open []LPQuote) {
 }
 
 // The pool figures observe every commit of the ledger.
-func init() { observeLedger(countInPools) }
+func init() { ledger.Observe(countInPools) }
 
 // pooled tells whether a template's contracts count in their pool's running figures: LP
 // quotes and LP fees, whose payload is their pool and, for a quote, its price and remaining size.
@@ -122,13 +124,13 @@ func pooled(template string) bool { return template == templateLPQuote || templa
 
 // countInPools changes the running figures of every pool a batch's transactions change:
 // consumed are the contracts each archives, ts what each creates.
-func countInPools(ctx context.Context, tx *Tx, consumed [][]consumedContract, ts []*Transaction) error {
+func countInPools(ctx context.Context, tx *ledger.Tx, consumed [][]ledger.Archived, ts []*Transaction) error {
 	shares := map[string][]poolShare{}
 	for _, cs := range consumed {
 		for _, c := range cs {
-			if pooled(c.template) {
+			if pooled(c.Template) {
 				p := c.Payload
-				shares[p.Key] = append(shares[p.Key], shareOf(c.template, c.Owner, c.Instrument, c.Amount, p.Figures[0], p.Figures[1], -1))
+				shares[p.Key] = append(shares[p.Key], shareOf(c.Template, c.Owner, c.Instrument, c.Amount, p.Figures[0], p.Figures[1], -1))
 			}
 		}
 	}
@@ -137,7 +139,7 @@ func countInPools(ctx context.Context, tx *Tx, consumed [][]consumedContract, ts
 			if !pooled(c.Template()) {
 				continue
 			}
-			p := c.(payloadContract).payload()
+			p := c.(ledger.PayloadContract).Payload()
 			inst, amount := c.(ValuedContract).Holds()
 			shares[p.Key] = append(shares[p.Key], shareOf(c.Template(), c.Controller(), inst, amount, p.Figures[0], p.Figures[1], +1))
 		}
@@ -147,7 +149,7 @@ func countInPools(ctx context.Context, tx *Tx, consumed [][]consumedContract, ts
 	}
 	pools := slices.Sorted(maps.Keys(shares))
 	var figs []poolFigures
-	if err := tx.forUpdate(tx.NewSelect().Model(&figs).Where("pool_id IN (?)", bun.In(pools)).Order("pool_id")).Scan(ctx); err != nil {
+	if err := tx.ForUpdate(tx.NewSelect().Model(&figs).Where("pool_id IN (?)", bun.In(pools)).Order("pool_id")).Scan(ctx); err != nil {
 		return err
 	}
 	if len(figs) != len(pools) {
@@ -162,10 +164,10 @@ func countInPools(ctx context.Context, tx *Tx, consumed [][]consumedContract, ts
 				quotes[s.lp] += s.sign
 			}
 		}
-		if err := tx.countLPs(ctx, f, quotes); err != nil {
+		if err := countLPs(ctx, tx, f, quotes); err != nil {
 			return err
 		}
-		if err := tx.later(ctx, tx.NewUpdate().Model(f).WherePK()); err != nil {
+		if err := tx.Later(ctx, tx.NewUpdate().Model(f).WherePK()); err != nil {
 			return err
 		}
 	}
@@ -173,7 +175,7 @@ func countInPools(ctx context.Context, tx *Tx, consumed [][]consumedContract, ts
 }
 
 // countLPs changes the LPs' open-quote counts in f's pool by delta, and f's LP count with them.
-func (tx *Tx) countLPs(ctx context.Context, f *poolFigures, delta map[string]int) error {
+func countLPs(ctx context.Context, tx *ledger.Tx, f *poolFigures, delta map[string]int) error {
 	var lps []string
 	for lp, d := range delta {
 		if d != 0 {
@@ -211,12 +213,12 @@ func (tx *Tx) countLPs(ctx context.Context, f *poolFigures, delta map[string]int
 		}
 	}
 	if len(keep) > 0 {
-		if err := tx.later(ctx, tx.NewInsert().Model(&keep).On("CONFLICT (pool_id, lp) DO UPDATE").Set("open_quotes = EXCLUDED.open_quotes")); err != nil {
+		if err := tx.Later(ctx, tx.NewInsert().Model(&keep).On("CONFLICT (pool_id, lp) DO UPDATE").Set("open_quotes = EXCLUDED.open_quotes")); err != nil {
 			return err
 		}
 	}
 	if len(gone) > 0 {
-		return tx.later(ctx, tx.NewDelete().Model((*poolLP)(nil)).Where("pool_id = ?", f.PoolID).Where("lp IN (?)", bun.In(gone)))
+		return tx.Later(ctx, tx.NewDelete().Model((*poolLP)(nil)).Where("pool_id = ?", f.PoolID).Where("lp IN (?)", bun.In(gone)))
 	}
 	return nil
 }
@@ -296,7 +298,7 @@ func (s *Store) fillPoolFigures(ctx context.Context) error {
 // changes to it in the same transaction.
 func (tx *Tx) repivot(ctx context.Context, base, quote Instrument, price Amount) error {
 	var figs []poolFigures
-	if err := tx.forUpdate(tx.NewSelect().Model(&figs).Where("base = ?", base).Where("quote = ?", quote).Order("pool_id")).Scan(ctx); err != nil {
+	if err := tx.ForUpdate(tx.NewSelect().Model(&figs).Where("base = ?", base).Where("quote = ?", quote).Order("pool_id")).Scan(ctx); err != nil {
 		return err
 	}
 	for i := range figs {
@@ -309,7 +311,7 @@ func (tx *Tx) repivot(ctx context.Context, base, quote Instrument, price Amount)
 			return err
 		}
 		f.splitAt(price, open)
-		if err := tx.later(ctx, tx.NewUpdate().Model(f).Column("pivot", "below_depth", "below_value", "above_depth", "above_value").WherePK()); err != nil {
+		if err := tx.Later(ctx, tx.NewUpdate().Model(f).Column("pivot", "below_depth", "below_value", "above_depth", "above_value").WherePK()); err != nil {
 			return err
 		}
 	}
@@ -359,14 +361,14 @@ func (s *Store) Aggregates(ctx context.Context, poolID string) (*PoolAggregates,
 
 // aggregates are the figures valued at oracle, which must be their pivot.
 func (f *poolFigures) aggregates(p *Pool, oracle Amount) *PoolAggregates {
-	o := oracle.d
+	o := oracle.Decimal()
 	a := &PoolAggregates{Pool: p, LPCount: f.LPCount, AccruedFees: map[Instrument]Amount{f.Base: f.BaseFees, f.Quote: f.QuoteFees}}
-	a.TVL = Amount{f.BaseLocked.d.Mul(o).Add(f.QuoteLocked.d).Truncate(f.Quote.Decimals())}
-	depth := f.BelowDepth.d.Add(f.AboveDepth.d)
+	a.TVL = amountOf(f.BaseLocked.Decimal().Mul(o).Add(f.QuoteLocked.Decimal()).Truncate(f.Quote.Decimals()))
+	depth := f.BelowDepth.Decimal().Add(f.AboveDepth.Decimal())
 	a.DepthWeightedSpreadBps = Zero
 	if depth.IsPositive() {
-		weighted := f.AboveValue.d.Sub(o.Mul(f.AboveDepth.d)).Add(o.Mul(f.BelowDepth.d).Sub(f.BelowValue.d))
-		a.DepthWeightedSpreadBps = Amount{weighted.Mul(decimal.NewFromInt(20000)).DivRound(o.Mul(depth), 8).Truncate(2)}
+		weighted := f.AboveValue.Decimal().Sub(o.Mul(f.AboveDepth.Decimal())).Add(o.Mul(f.BelowDepth.Decimal()).Sub(f.BelowValue.Decimal()))
+		a.DepthWeightedSpreadBps = amountOf(weighted.Mul(decimal.NewFromInt(20000)).DivRound(o.Mul(depth), 8).Truncate(2))
 	}
 	return a
 }

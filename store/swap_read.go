@@ -87,9 +87,9 @@ func (s *Store) quoteIn(ctx context.Context, p *Pool, sell Instrument, amount Am
 	fee := decimal.NewFromInt(int64(p.FeeBps)).Div(bpsDivisor)
 	var gross Amount
 	if sell == p.Base {
-		gross = amount.MulFloor(op.Price.d, recv.Decimals())
+		gross = amount.MulFloor(op.Price.Decimal(), recv.Decimals())
 	} else {
-		gross = Amount{amount.d.Div(op.Price.d).Truncate(recv.Decimals())}
+		gross = amountOf(amount.Decimal().Div(op.Price.Decimal()).Truncate(recv.Decimals()))
 	}
 	q := &SwapQuote{Pool: p, Sell: sell, Amount: amount, Oracle: op, OracleEstimate: gross.Sub(gross.MulFloor(fee, recv.Decimals())), Fills: []Fill{}}
 	book, err := bookFor(ctx, s.db, p, "", sell, s.now())

@@ -41,7 +41,7 @@ func (s *Store) FillWaiting(ctx context.Context, poolID string) (int, error) {
 		}
 		var intents []SwapIntent
 		if err := tx.NewSelect().Model(&intents).Where("pool_id = ?", poolID).Where("consumed_update IS NULL").
-			Where("deadline > ?", At(tx.now)).OrderExpr("created_at, cid").Limit(maxBookWalk).Scan(ctx); err != nil {
+			Where("deadline > ?", At(tx.Now())).OrderExpr("created_at, cid").Limit(maxBookWalk).Scan(ctx); err != nil {
 			return err
 		}
 		for i := range intents {
@@ -54,11 +54,11 @@ func (s *Store) FillWaiting(ctx context.Context, poolID string) (int, error) {
 				continue
 			}
 			err = tx.record(ctx, KindSwapFill, op, func(u *Update) error {
-				t := &Transaction{Consume: []ContractRef{{templateIntent, in.CID}}}
+				t := &Transaction{Consume: []ContractRef{{Template: templateIntent, CID: in.CID}}}
 				if err := tx.addFills(ctx, t, plan, in.Taker, in.Instrument); err != nil {
 					return err
 				}
-				if err := tx.s.ledger.Commit(ctx, tx, u, t); err != nil {
+				if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
 					return err
 				}
 				tx.settled(pool, in.Instrument, plan)

@@ -1,4 +1,4 @@
-package store
+package ledger
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ var maxAmount = decimal.New(1, 28)
 // ParseAmount parses a wire amount of inst: a plain decimal string, positive, with no more
 // fractional digits than the instrument has.
 func ParseAmount(s string, inst Instrument) (Amount, error) {
-	a, err := parseDecimal(s, inst.Decimals())
+	a, err := ParseDecimal(s, inst.Decimals())
 	if err != nil {
 		return Amount{}, err
 	}
@@ -64,8 +64,8 @@ func ParseAmount(s string, inst Instrument) (Amount, error) {
 	return a, nil
 }
 
-// parseDecimal parses a non-negative decimal string with at most decimals fractional digits.
-func parseDecimal(s string, decimals int32) (Amount, error) {
+// ParseDecimal parses a non-negative decimal string with at most decimals fractional digits.
+func ParseDecimal(s string, decimals int32) (Amount, error) {
 	if len(s) > 64 || !amountPattern.MatchString(s) {
 		return Amount{}, Errorf(CodeInvalidRequest, "amount %q is not a decimal string like \"12.5\"", truncate(s, 40))
 	}
@@ -93,6 +93,22 @@ func MustAmount(s string) Amount {
 
 // Zero is the zero amount.
 var Zero = Amount{decimal.Zero}
+
+// AmountOf is d as an Amount, for arithmetic beyond Amount's own (prices, rounding); d keeps
+// every digit it has.
+func AmountOf(d decimal.Decimal) Amount { return Amount{d} }
+
+// CheckAmountBounds refuses an amount a contract cannot hold exactly: not positive, or
+// beyond what NUMERIC(38,10) holds.
+func CheckAmountBounds(a Amount) error {
+	if !a.IsPositive() {
+		return Errorf(CodeInvalidRequest, "a holding must hold a positive amount")
+	}
+	if a.d.Cmp(maxAmount) >= 0 {
+		return Errorf(CodeInvalidRequest, "amount %s is too large", a)
+	}
+	return nil
+}
 
 func (a Amount) String() string           { return string(a.AppendText(nil)) }
 func (a Amount) Add(b Amount) Amount      { return Amount{a.d.Add(b.d)} }

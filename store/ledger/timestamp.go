@@ -1,4 +1,4 @@
-package store
+package ledger
 
 import (
 	"database/sql/driver"

@@ -1,0 +1,80 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/uptrace/bun"
+)
+
+// Update is one committed transaction in the ledger's append-only log. Offsets increase in
+// commit order, so a reader that has seen offset N has seen everything before it.
+type Update struct {
+	bun.BaseModel `bun:"table:updates"`
+
+	UpdateID   string    `bun:"update_id,pk"`
+	Offset     int64     `bun:"ledger_offset,nullzero"` // assigned at commit
+	Kind       string    `bun:"kind"`
+	ActAs      string    `bun:"act_as"`
+	RecordedAt Timestamp `bun:"recorded_at"`
+	Reward     *Amount   `bun:"reward"`             // the CC reward the update earned ActAs, if any
+	LogIndex   *int64    `bun:"log_index,scanonly"` // its entry in the transparency log, where a read asks for it
+
+	// Annex is what the service that appends the update keeps beside it until its
+	// transaction ends (what a party signed, for its transparency log); the ledger neither
+	// reads nor writes it, and it is not stored.
+	Annex any `bun:"-" json:"-"`
+}
+
+// EventRow is one row of the event log: an update consumed or created a contract.
+type EventRow struct {
+	bun.BaseModel `bun:"table:update_events"`
+
+	UpdateID string `bun:"update_id,pk"`
+	Seq      int    `bun:"seq,pk"`
+	Event    string `bun:"event"` // "consumed" or "created"
+	Template string `bun:"template"`
+	CID      string `bun:"cid"`
+}
+
+// AppendUpdates writes us to the update log, in their order, with one statement, each
+// recorded at the transaction's instant. The database assigns the offsets in commit order (on
+// PostgreSQL as the transaction commits, so the write is deferred; on SQLite as the row is
+// written). With offsets, on SQLite, each update's Offset is set from what the insert
+// returns, which a caller that needs them before the commit asks for.
+func (tx *Tx) AppendUpdates(ctx context.Context, us []*Update, offsets bool) error {
+	for _, u := range us {
+		u.RecordedAt = At(tx.Now())
+	}
+	q := tx.NewInsert().Model(&us)
+	if tx.dialect == Postgres || !offsets {
+		return tx.Later(ctx, q)
+	}
+	return insertTakingOffsets(ctx, q, us)
+}
+
+// insertTakingOffsets runs q, which writes us, on SQLite, where each row gets its offset as it
+// is written, and sets each update's Offset from what the insert returns: reading them back
+// would be one more statement. Rows are matched by id: RETURNING gives them in no promised
+// order.
+func insertTakingOffsets(ctx context.Context, q *bun.InsertQuery, us []*Update) error {
+	var rows []struct {
+		UpdateID string `bun:"update_id"`
+		Offset   int64  `bun:"ledger_offset"`
+	}
+	if err := q.Returning("update_id, ledger_offset").Scan(ctx, &rows); err != nil {
+		return err
+	}
+	at := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		at[r.UpdateID] = r.Offset
+	}
+	for _, u := range us {
+		o, ok := at[u.UpdateID]
+		if !ok {
+			return fmt.Errorf("the insert of update %s returned no offset", u.UpdateID)
+		}
+		u.Offset = o
+	}
+	return nil
+}
