@@ -174,23 +174,29 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 	}
 	for i, u := range us {
 		n := a.from + int64(i)
+		u.LogIndex = &n
 		if err := tx.receiptLogged(ctx, u, &n); err != nil {
 			return err
 		}
 	}
 	tx.edge = a.head
-	return tx.writeEntries(ctx, a)
+	return tx.writeEntries(ctx, a, us)
 }
 
-// writeEntries writes the append's entries and stored hashes: on SQLite by the store's
-// prepared statements, run once a row; on PostgreSQL (where the Go append serves the updates
-// from before the log: fillLog) with the transaction's deferred writes, one statement a table.
-func (tx *Tx) writeEntries(ctx context.Context, a *logAppend) error {
+// writeEntries writes the append's entries and stored hashes, and each update's log index
+// on its row (us are the append's updates, in its order): on SQLite by the store's prepared
+// statements, run once a row; on PostgreSQL (where the Go append serves the updates from
+// before the log: fillLog) with the transaction's deferred writes, one statement a table.
+func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) error {
 	if tx.s.dialect == Postgres {
 		if err := tx.later(ctx, tx.NewInsert().Model(&a.entries)); err != nil {
 			return err
 		}
-		return tx.later(ctx, tx.NewInsert().Model(&a.hashes))
+		if err := tx.later(ctx, tx.NewInsert().Model(&a.hashes)); err != nil {
+			return err
+		}
+		return tx.later(ctx, tx.NewRaw("UPDATE updates SET log_index = e.log_index FROM log_entries AS e "+
+			"WHERE e.log_index >= ? AND e.log_index < ? AND updates.update_id = e.update_id", a.from, a.head.Size))
 	}
 	st, err := tx.s.logWrites.prepared()
 	if err != nil {
@@ -208,6 +214,14 @@ func (tx *Tx) writeEntries(ctx context.Context, a *logAppend) error {
 			return fmt.Errorf("transparency log: write stored hash %d: %w", h.HashIndex, err)
 		}
 	}
+	// The update's row was written by this transaction: its page is written with the commit
+	// anyway, so the index costs no page of its own.
+	index := tx.Tx.Tx.StmtContext(ctx, st.index)
+	for i, u := range us {
+		if _, err := index.ExecContext(ctx, a.from+int64(i), u.Offset); err != nil {
+			return fmt.Errorf("transparency log: write the log index of update %s: %w", u.UpdateID, err)
+		}
+	}
 	return nil
 }
 
@@ -216,9 +230,9 @@ func (tx *Tx) writeEntries(ctx context.Context, a *logAppend) error {
 // before a write transaction begins (inTx): the connection is then free, and the tables exist
 // once the store is migrated.
 type logStatements struct {
-	mu                sync.Mutex
-	head, entry, hash *sql.Stmt
-	err               error // why the last attempt to prepare them failed
+	mu                       sync.Mutex
+	head, entry, hash, index *sql.Stmt
+	err                      error // why the last attempt to prepare them failed
 }
 
 // prepare prepares the statements on db unless they are.
@@ -228,11 +242,12 @@ func (ls *logStatements) prepare(ctx context.Context, db *sql.DB) {
 	if ls.hash != nil {
 		return
 	}
-	var st [3]*sql.Stmt
+	var st [4]*sql.Stmt
 	for i, q := range []string{
 		"UPDATE log_head SET size = ?, frontier = ? WHERE id = 1 AND size = ? AND frontier = ?",
 		"INSERT INTO log_entries (log_index, update_id, entry) VALUES (?, ?, ?)",
 		"INSERT INTO log_hashes (hash_index, hash) VALUES (?, ?)",
+		"UPDATE updates SET log_index = ? WHERE ledger_offset = ?",
 	} {
 		if st[i], ls.err = db.PrepareContext(ctx, q); ls.err != nil {
 			for _, p := range st[:i] {
@@ -241,7 +256,7 @@ func (ls *logStatements) prepare(ctx context.Context, db *sql.DB) {
 			return
 		}
 	}
-	ls.head, ls.entry, ls.hash = st[0], st[1], st[2]
+	ls.head, ls.entry, ls.hash, ls.index = st[0], st[1], st[2], st[3]
 }
 
 // prepared is the statements, or why they could not be prepared.
@@ -259,12 +274,12 @@ func (ls *logStatements) close() error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	var errs []error
-	for _, p := range []*sql.Stmt{ls.head, ls.entry, ls.hash} {
+	for _, p := range []*sql.Stmt{ls.head, ls.entry, ls.hash, ls.index} {
 		if p != nil {
 			errs = append(errs, p.Close())
 		}
 	}
-	ls.head, ls.entry, ls.hash = nil, nil, nil
+	ls.head, ls.entry, ls.hash, ls.index = nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -516,13 +531,14 @@ func (s *Store) readLogIndexes(ctx context.Context, ids []string, at map[string]
 	if len(ids) == 0 {
 		return nil
 	}
-	var rows []logEntryRow
-	err := s.wdb.NewSelect().Model(&rows).Column("log_index", "update_id").Where("update_id IN (?)", bun.In(ids)).Scan(ctx)
+	var rows []Update
+	err := s.wdb.NewSelect().Model(&rows).Column("log_index", "update_id").
+		Where("update_id IN (?)", bun.In(ids)).Where("log_index IS NOT NULL").Scan(ctx)
 	if err == nil && len(rows) != len(ids) {
 		err = fmt.Errorf("%d of %d entries found", len(rows), len(ids))
 	}
 	for _, r := range rows {
-		at[r.UpdateID] = r.LogIndex
+		at[r.UpdateID] = *r.LogIndex
 	}
 	return err
 }
@@ -742,7 +758,7 @@ func (s *Store) fillLog(ctx context.Context) error {
 	// (a fill cut short fills from the oldest up): a start reads one row of each table.
 	var unlogged []string
 	err := s.db.NewSelect().Model((*Update)(nil)).Column("update_id").
-		Where("NOT EXISTS (SELECT 1 FROM log_entries AS e WHERE e.update_id = ?TableAlias.update_id)").
+		Where("log_index IS NULL").
 		Where("ledger_offset = (SELECT MAX(ledger_offset) FROM updates)").Scan(ctx, &unlogged)
 	if err != nil || len(unlogged) == 0 {
 		return err
@@ -757,7 +773,7 @@ func (s *Store) fillLog(ctx context.Context) error {
 			}
 			var us []*Update
 			err := tx.NewSelect().Model(&us).
-				Where("NOT EXISTS (SELECT 1 FROM log_entries AS e WHERE e.update_id = ?TableAlias.update_id)").
+				Where("log_index IS NULL").
 				Order("ledger_offset").Limit(1000).Scan(ctx)
 			if err != nil {
 				return fmt.Errorf("transparency log: read the updates before it: %w", err)

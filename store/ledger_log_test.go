@@ -204,7 +204,7 @@ func TestTransparencyLog_MigrateLogsTheUpdatesCommittedBeforeTheLogBegan(t *test
 			t.Fatal(err)
 		}
 		defer raw.Close()
-		for _, q := range []string{"DELETE FROM log_entries", "DELETE FROM log_hashes", "UPDATE log_head SET size = 0, frontier = " + empty} {
+		for _, q := range []string{"DELETE FROM log_entries", "DELETE FROM log_hashes", "UPDATE log_head SET size = 0, frontier = " + empty, "UPDATE updates SET log_index = NULL"} {
 			if _, err := raw.Exec(q); err != nil {
 				t.Fatal(err)
 			}

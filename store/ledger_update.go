@@ -17,8 +17,8 @@ type Update struct {
 	Kind       string    `bun:"kind"`
 	ActAs      string    `bun:"act_as"`
 	RecordedAt Timestamp `bun:"recorded_at"`
-	Reward     *Amount   `bun:"reward"`             // the CC reward the update earned ActAs, if any
-	LogIndex   *int64    `bun:"log_index,scanonly"` // its entry in the transparency log, where a read asks for it
+	Reward     *Amount   `bun:"reward"`    // the CC reward the update earned ActAs, if any
+	LogIndex   *int64    `bun:"log_index"` // its entry in the transparency log, written with the entry (nil before)
 
 	signed    *partySigned // set by an execute: what the party signed (ledger_log.go)
 	beforeLog bool         // committed before the transparency log began (fillLog)
