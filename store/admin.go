@@ -350,8 +350,7 @@ func (s *Store) UpdatesPage(ctx context.Context, party string, r PageRequest) (P
 		return Page[Update]{}, err
 	}
 	var us []Update
-	sel := s.db.NewSelect().Model(&us).ColumnExpr("?TableAlias.*").ColumnExpr("e.log_index").
-		Join("LEFT JOIN log_entries AS e ON e.update_id = ?TableAlias.update_id").Where("ledger_offset IS NOT NULL")
+	sel := s.db.NewSelect().Model(&us).Where("ledger_offset IS NOT NULL")
 	if party != "" {
 		sel = sel.Where("act_as = ?", party)
 	}

@@ -37,8 +37,10 @@ import (
 // read after the commit (noticed). On SQLite, which runs one
 // writer at a time, appendLog writes the entries as the transaction's last step before COMMIT.
 // The log keeps, per entry, the entry's bytes and the tree's stored hashes (sumdb/tlog's
-// layout), and one head row (the size and the hashes of the maximal complete subtrees), so the
-// checkpoint is one read and a tile one indexed read.
+// layout), and each update's row its log index; the head (the size and the hashes of the
+// maximal complete subtrees) is one row on PostgreSQL and read off the last entry's index and
+// those stored hashes on SQLite (readHead), so the checkpoint is one or two reads and a tile
+// one indexed read.
 
 // logEntryRow is one entry of the log.
 type logEntryRow struct {
@@ -57,7 +59,8 @@ type logHashRow struct {
 	Hash      []byte `bun:"hash"`
 }
 
-// logHead is the tree's size and the hashes of its maximal complete subtrees, largest first.
+// logHead is the tree's size and the hashes of its maximal complete subtrees, largest first:
+// on PostgreSQL the row of log_head, on SQLite read off the log (readHead).
 type logHead struct {
 	bun.BaseModel `bun:"table:log_head"`
 
@@ -174,23 +177,29 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 	}
 	for i, u := range us {
 		n := a.from + int64(i)
+		u.LogIndex = &n
 		if err := tx.receiptLogged(ctx, u, &n); err != nil {
 			return err
 		}
 	}
 	tx.edge = a.head
-	return tx.writeEntries(ctx, a)
+	return tx.writeEntries(ctx, a, us)
 }
 
-// writeEntries writes the append's entries and stored hashes: on SQLite by the store's
-// prepared statements, run once a row; on PostgreSQL (where the Go append serves the updates
-// from before the log: fillLog) with the transaction's deferred writes, one statement a table.
-func (tx *Tx) writeEntries(ctx context.Context, a *logAppend) error {
+// writeEntries writes the append's entries and stored hashes, and each update's log index
+// on its row (us are the append's updates, in its order): on SQLite by the store's prepared
+// statements, run once a row; on PostgreSQL (where the Go append serves the updates from
+// before the log: fillLog) with the transaction's deferred writes, one statement a table.
+func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) error {
 	if tx.s.dialect == Postgres {
 		if err := tx.Later(ctx, tx.NewInsert().Model(&a.entries)); err != nil {
 			return err
 		}
-		return tx.Later(ctx, tx.NewInsert().Model(&a.hashes))
+		if err := tx.Later(ctx, tx.NewInsert().Model(&a.hashes)); err != nil {
+			return err
+		}
+		return tx.Later(ctx, tx.NewRaw("UPDATE updates SET log_index = e.log_index FROM log_entries AS e "+
+			"WHERE e.log_index >= ? AND e.log_index < ? AND updates.update_id = e.update_id", a.from, a.head.Size))
 	}
 	st, err := tx.s.logWrites.prepared()
 	if err != nil {
@@ -208,17 +217,38 @@ func (tx *Tx) writeEntries(ctx context.Context, a *logAppend) error {
 			return fmt.Errorf("transparency log: write stored hash %d: %w", h.HashIndex, err)
 		}
 	}
+	// The update's row was written by this transaction: its page is written with the commit
+	// anyway, so the index costs no page of its own.
+	index := tx.Tx.Tx.StmtContext(ctx, st.index)
+	for i, u := range us {
+		if _, err := index.ExecContext(ctx, a.from+int64(i), u.Offset); err != nil {
+			return fmt.Errorf("transparency log: write the log index of update %s: %w", u.UpdateID, err)
+		}
+	}
 	return nil
 }
 
-// logStatements are the log's writes on SQLite, prepared once on the writer's connection: an
+// logSize is the number of entries the log holds, read in this transaction (SQLite).
+func (tx *Tx) logSize(ctx context.Context) (int64, error) {
+	st, err := tx.s.logWrites.prepared()
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	if err := tx.Tx.Tx.StmtContext(ctx, st.size).QueryRowContext(ctx).Scan(&n); err != nil {
+		return 0, fmt.Errorf("transparency log: read the size: %w", err)
+	}
+	return n, nil
+}
+
+// logStatements are the log's statements on SQLite, prepared once on the writer's connection: an
 // append binds its values to them, so SQLite parses none of them again. They are prepared
 // before a write transaction begins (inTx): the connection is then free, and the tables exist
 // once the store is migrated.
 type logStatements struct {
-	mu                sync.Mutex
-	head, entry, hash *sql.Stmt
-	err               error // why the last attempt to prepare them failed
+	mu                       sync.Mutex
+	size, entry, hash, index *sql.Stmt
+	err                      error // why the last attempt to prepare them failed
 }
 
 // prepare prepares the statements on db unless they are.
@@ -228,11 +258,12 @@ func (ls *logStatements) prepare(ctx context.Context, db *sql.DB) {
 	if ls.hash != nil {
 		return
 	}
-	var st [3]*sql.Stmt
+	var st [4]*sql.Stmt
 	for i, q := range []string{
-		"UPDATE log_head SET size = ?, frontier = ? WHERE id = 1 AND size = ? AND frontier = ?",
+		"SELECT COALESCE(MAX(log_index) + 1, 0) FROM log_entries",
 		"INSERT INTO log_entries (log_index, update_id, entry) VALUES (?, ?, ?)",
 		"INSERT INTO log_hashes (hash_index, hash) VALUES (?, ?)",
+		"UPDATE updates SET log_index = ? WHERE ledger_offset = ?",
 	} {
 		if st[i], ls.err = db.PrepareContext(ctx, q); ls.err != nil {
 			for _, p := range st[:i] {
@@ -241,7 +272,7 @@ func (ls *logStatements) prepare(ctx context.Context, db *sql.DB) {
 			return
 		}
 	}
-	ls.head, ls.entry, ls.hash = st[0], st[1], st[2]
+	ls.size, ls.entry, ls.hash, ls.index = st[0], st[1], st[2], st[3]
 }
 
 // prepared is the statements, or why they could not be prepared.
@@ -259,12 +290,12 @@ func (ls *logStatements) close() error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	var errs []error
-	for _, p := range []*sql.Stmt{ls.head, ls.entry, ls.hash} {
+	for _, p := range []*sql.Stmt{ls.size, ls.entry, ls.hash, ls.index} {
 		if p != nil {
 			errs = append(errs, p.Close())
 		}
 	}
-	ls.head, ls.entry, ls.hash = nil, nil, nil
+	ls.size, ls.entry, ls.hash, ls.index = nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -313,29 +344,41 @@ func appendTo(head *logHead, us []*Update) (*logAppend, error) {
 	return a, nil
 }
 
-// moveHead appends us to the tree and writes its new head, with one statement when the head
-// row still holds what this process's last append left there (Store.logEdge): the update
-// writes the row only if it holds exactly that size and those hashes, which determine every
-// hash an append computes. Anything else (another process appended to the same database, a
-// failover, a transaction that did not commit) makes the row differ, and the head is then
-// read in this transaction, under its write lock, and the append computed again from it.
+// moveHead appends us to the tree and, on PostgreSQL, writes its new head, starting from
+// what this process's last append left (Store.logEdge) when the log still ends there. On
+// PostgreSQL the update writes the head row only if it holds exactly that size and those
+// hashes, which determine every hash an append computes; on SQLite, whose writers take turns
+// and whose head is read off the log (readHead), the log must still hold that many entries.
+// Anything else (another process appended to the same database, a failover, a transaction
+// that did not commit) makes them differ, and the head is then read in this transaction,
+// under its write lock, and the append computed again from it.
 func (tx *Tx) moveHead(ctx context.Context, us []*Update) (*logAppend, error) {
 	if edge := tx.s.logEdge.get(); edge != nil {
-		a, err := appendTo(edge, us)
-		if err != nil {
-			return nil, err
-		}
-		if moved, err := tx.replaceHead(ctx, edge, a.head); err != nil || moved {
-			return a, err
+		if tx.s.dialect == SQLite {
+			size, err := tx.logSize(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if size == edge.Size {
+				return appendTo(edge, us)
+			}
+		} else {
+			a, err := appendTo(edge, us)
+			if err != nil {
+				return nil, err
+			}
+			if moved, err := tx.replaceHead(ctx, edge, a.head); err != nil || moved {
+				return a, err
+			}
 		}
 	}
-	head := new(logHead)
-	if err := tx.NewSelect().Model(head).Where("id = 1").Scan(ctx); err != nil {
-		return nil, fmt.Errorf("transparency log: read the head: %w", err)
-	}
-	a, err := appendTo(head, us)
+	head, err := tx.s.readHead(ctx, tx)
 	if err != nil {
 		return nil, err
+	}
+	a, err := appendTo(head, us)
+	if err != nil || tx.s.dialect == SQLite {
+		return a, err
 	}
 	moved, err := tx.replaceHead(ctx, head, a.head)
 	if err == nil && !moved {
@@ -344,19 +387,11 @@ func (tx *Tx) moveHead(ctx context.Context, us []*Update) (*logAppend, error) {
 	return a, err
 }
 
-// replaceHead writes head next over head old, and tells whether the row held old.
+// replaceHead writes head next over head old (PostgreSQL's head row), and tells whether the
+// row held old.
 func (tx *Tx) replaceHead(ctx context.Context, old, next *logHead) (bool, error) {
-	var res sql.Result
-	var err error
-	if tx.s.dialect == Postgres {
-		res, err = tx.NewUpdate().Model(next).Column("size", "frontier").WherePK().
-			Where("size = ?", old.Size).Where("frontier = ?", nonNil(old.Frontier)).Exec(ctx)
-	} else {
-		var st *logStatements
-		if st, err = tx.s.logWrites.prepared(); err == nil {
-			res, err = tx.Tx.Tx.StmtContext(ctx, st.head).ExecContext(ctx, next.Size, next.Frontier, old.Size, nonNil(old.Frontier))
-		}
-	}
+	res, err := tx.NewUpdate().Model(next).Column("size", "frontier").WherePK().
+		Where("size = ?", old.Size).Where("frontier = ?", nonNil(old.Frontier)).Exec(ctx)
 	if err != nil {
 		return false, fmt.Errorf("transparency log: write the head: %w", err)
 	}
@@ -516,13 +551,14 @@ func (s *Store) readLogIndexes(ctx context.Context, ids []string, at map[string]
 	if len(ids) == 0 {
 		return nil
 	}
-	var rows []logEntryRow
-	err := s.wdb.NewSelect().Model(&rows).Column("log_index", "update_id").Where("update_id IN (?)", bun.In(ids)).Scan(ctx)
+	var rows []Update
+	err := s.wdb.NewSelect().Model(&rows).Column("log_index", "update_id").
+		Where("update_id IN (?)", bun.In(ids)).Where("log_index IS NOT NULL").Scan(ctx)
 	if err == nil && len(rows) != len(ids) {
 		err = fmt.Errorf("%d of %d entries found", len(rows), len(ids))
 	}
 	for _, r := range rows {
-		at[r.UpdateID] = r.LogIndex
+		at[r.UpdateID] = *r.LogIndex
 	}
 	return err
 }
@@ -585,9 +621,35 @@ func (s *Store) LogVerifierKey(ctx context.Context) (string, error) {
 
 // readLogHead reads the log's head.
 func (s *Store) readLogHead(ctx context.Context) (*logHead, error) {
-	h := new(logHead)
-	if err := s.db.NewSelect().Model(h).Where("id = 1").Scan(ctx); err != nil {
-		return nil, fmt.Errorf("transparency log: read the head: %w", err)
+	return s.readHead(ctx, s.db)
+}
+
+// readHead reads the log's head through db. PostgreSQL keeps it in its row, which the COMMIT's
+// append reads and writes. SQLite keeps no such row (an append would write one more page
+// for it): the size is one past the last entry's index, and the frontier the stored hashes at
+// frontierIndexes(size), which the appends that completed those subtrees wrote and nothing
+// rewrites.
+func (s *Store) readHead(ctx context.Context, db bun.IDB) (*logHead, error) {
+	h := &logHead{ID: 1, Frontier: []byte{}}
+	if s.dialect == Postgres {
+		if err := db.NewSelect().Model(h).Where("id = 1").Scan(ctx); err != nil {
+			return nil, fmt.Errorf("transparency log: read the head: %w", err)
+		}
+		return h, nil
+	}
+	if err := db.NewSelect().Table("log_entries").ColumnExpr("COALESCE(MAX(log_index) + 1, 0)").Scan(ctx, &h.Size); err != nil {
+		return nil, fmt.Errorf("transparency log: read the size: %w", err)
+	}
+	idx := frontierIndexes(h.Size)
+	if len(idx) == 0 {
+		return h, nil
+	}
+	hs, err := readStoredHashes(ctx, db, idx)
+	if err != nil {
+		return nil, fmt.Errorf("transparency log: read the head of %d entries: %w", h.Size, err)
+	}
+	for _, x := range hs {
+		h.Frontier = append(h.Frontier, x[:]...)
 	}
 	return h, nil
 }
@@ -716,8 +778,13 @@ func (s *Store) logBundle(ctx context.Context, t tlog.Tile) ([]byte, error) {
 
 // readLogHashes reads stored hashes by index, in the order asked.
 func (s *Store) readLogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash, error) {
+	return readStoredHashes(ctx, s.db, indexes)
+}
+
+// readStoredHashes reads stored hashes by index through db, in the order asked.
+func readStoredHashes(ctx context.Context, db bun.IDB, indexes []int64) ([]tlog.Hash, error) {
 	var rows []logHashRow
-	if err := s.db.NewSelect().Model(&rows).Where("hash_index IN (?)", bun.In(indexes)).Scan(ctx); err != nil {
+	if err := db.NewSelect().Model(&rows).Where("hash_index IN (?)", bun.In(indexes)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("transparency log: read hashes: %w", err)
 	}
 	by := make(map[int64][]byte, len(rows))
@@ -742,7 +809,7 @@ func (s *Store) fillLog(ctx context.Context) error {
 	// (a fill cut short fills from the oldest up): a start reads one row of each table.
 	var unlogged []string
 	err := s.db.NewSelect().Model((*Update)(nil)).Column("update_id").
-		Where("NOT EXISTS (SELECT 1 FROM log_entries AS e WHERE e.update_id = ?TableAlias.update_id)").
+		Where("log_index IS NULL").
 		Where("ledger_offset = (SELECT MAX(ledger_offset) FROM updates)").Scan(ctx, &unlogged)
 	if err != nil || len(unlogged) == 0 {
 		return err
@@ -757,7 +824,7 @@ func (s *Store) fillLog(ctx context.Context) error {
 			}
 			var us []*Update
 			err := tx.NewSelect().Model(&us).
-				Where("NOT EXISTS (SELECT 1 FROM log_entries AS e WHERE e.update_id = ?TableAlias.update_id)").
+				Where("log_index IS NULL").
 				Order("ledger_offset").Limit(1000).Scan(ctx)
 			if err != nil {
 				return fmt.Errorf("transparency log: read the updates before it: %w", err)

@@ -60,15 +60,15 @@ func TestTransparencyLog_AnExecutesReceiptReadsNoLogEntryBack(t *testing.T) {
 			}
 			last = n
 		}
-		tree, err := s.LogTree(ctx)
+		if n := reads.n.Load(); n != 0 {
+			t.Errorf("3 executes read the log's entries %d times, want 0", n)
+		}
+		tree, err := s.LogTree(ctx) // on SQLite the head is read off the entries: after the count
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tree.N != last+1 {
 			t.Errorf("the log holds %d entries, want %d (up to the last tap's)", tree.N, last+1)
-		}
-		if n := reads.n.Load(); n != 0 {
-			t.Errorf("3 executes read the log's entries %d times, want 0", n)
 		}
 	})
 }

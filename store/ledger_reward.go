@@ -86,8 +86,7 @@ func (s *Store) RewardHistory(ctx context.Context, partyID string, r PageRequest
 		return Page[RewardEntry]{}, err
 	}
 	var rows []Update
-	sel := withLogIndex(s.db.NewSelect().Model(&rows).ColumnExpr("?TableAlias.*"), "update_id").
-		Where("act_as = ?", partyID).Where("reward IS NOT NULL")
+	sel := s.db.NewSelect().Model(&rows).Where("act_as = ?", partyID).Where("reward IS NOT NULL")
 	sel = q.seek(sel, true, []string{"ledger_offset"}, q.at(func(o int64) []any { return []any{o} }))
 	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
 		return Page[RewardEntry]{}, err

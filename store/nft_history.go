@@ -107,11 +107,12 @@ func (a *nftActivity) event() NFTEvent {
 }
 
 // withLogIndex has q read, in the same statement, log_index: the transparency log's index of
-// the update that the column updateColumn of q's model names, NULL while the log has no entry
-// of it. q must select its model's columns itself: a column expression replaces bun's default.
+// the update that the column updateColumn of q's model names (the update's own column), NULL
+// while the log has no entry of it. q must select its model's columns itself: a column
+// expression replaces bun's default.
 func withLogIndex(q *bun.SelectQuery, updateColumn string) *bun.SelectQuery {
-	return q.ColumnExpr("log_entry.log_index").
-		Join("LEFT JOIN log_entries AS log_entry ON log_entry.update_id = ?TableAlias.?", bun.Ident(updateColumn))
+	return q.ColumnExpr("log_update.log_index").
+		Join("LEFT JOIN updates AS log_update ON log_update.update_id = ?TableAlias.?", bun.Ident(updateColumn))
 }
 
 func eventsOf(acts []nftActivity) []NFTEvent {

@@ -16,20 +16,27 @@ import (
 )
 
 // checkLogAfterCrash checks the transparency log after a kill: one entry per committed update
-// and none without its update, in offset order, and the restarted instance serves a checkpoint,
-// signed by its key, whose root the entries it serves hash to (translog.Audit, every
-// party-signed entry's signature checked).
-func checkLogAfterCrash(t *testing.T, db *sql.DB, base string) {
+// and none without its update, in offset order, each update's row naming its entry's index,
+// and the restarted instance serves a checkpoint, signed by its key, whose root the entries it
+// serves hash to (translog.Audit, every party-signed entry's signature checked). SQLite keeps
+// no head row: its head's size is one past the last entry's index.
+func checkLogAfterCrash(t *testing.T, db *sql.DB, sqlite bool, base string) {
 	t.Helper()
-	var updates, entries, size, orphans int64
+	var updates, entries, size, orphans, indexed int64
+	head := "SELECT size FROM log_head"
+	if sqlite {
+		head = "SELECT COALESCE(MAX(log_index) + 1, 0) FROM log_entries"
+	}
 	// One statement, one snapshot: the restarted instance may be committing meanwhile.
-	err := db.QueryRow(`SELECT (SELECT count(*) FROM updates), (SELECT count(*) FROM log_entries), (SELECT size FROM log_head),
-		(SELECT count(*) FROM log_entries e LEFT JOIN updates u ON u.update_id = e.update_id WHERE u.update_id IS NULL)`).Scan(&updates, &entries, &size, &orphans)
+	err := db.QueryRow(`SELECT (SELECT count(*) FROM updates), (SELECT count(*) FROM log_entries), (`+head+`),
+		(SELECT count(*) FROM log_entries e LEFT JOIN updates u ON u.update_id = e.update_id WHERE u.update_id IS NULL),
+		(SELECT count(*) FROM updates u JOIN log_entries e ON e.log_index = u.log_index AND e.update_id = u.update_id)`).
+		Scan(&updates, &entries, &size, &orphans, &indexed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if updates != entries || entries != size || orphans != 0 {
-		t.Fatalf("%d updates, %d log entries (%d without their update), a head of %d", updates, entries, orphans, size)
+	if updates != entries || entries != size || orphans != 0 || indexed != updates {
+		t.Fatalf("%d updates (%d naming their entry's index), %d log entries (%d without their update), a head of %d", updates, indexed, entries, orphans, size)
 	}
 	get := func(path string) []byte {
 		res, err := http.Get(base + "/log/" + path)

@@ -57,7 +57,7 @@ func TestFailover_ASynchronousStandbyPromotedUnderWritesHasEveryAcknowledgedWrit
 	checkDrop(t, sdb, market.drop)
 	// The log on the new primary holds one entry per update, and the checkpoint the same
 	// process serves audits against it.
-	checkLogAfterCrash(t, sdb, in.url)
+	checkLogAfterCrash(t, sdb, false, in.url)
 	waitFor(t, "the instance to be ready", func() bool { return ready(c, in.url) })
 	bySQL := startInstance(t, append(env, "MARKETD_NFT_INDEX=off")...)
 	comparePages(t, c, in.url, bySQL.url, market.col, traders)
@@ -159,7 +159,7 @@ func TestFailover_AnAsynchronousStandbyPromotedWithoutTheLastWritesIsServedAsItI
 	// with them, and the checkpoint the same process serves (it served a larger tree before)
 	// audits against it. A client that kept the larger checkpoint sees a rewrite, which is what
 	// an asynchronous standby allows.
-	checkLogAfterCrash(t, sdb, in.url)
+	checkLogAfterCrash(t, sdb, false, in.url)
 }
 
 // startReplicated starts a primary and a streaming standby of it, and returns the multi-host

@@ -95,6 +95,9 @@ func (w *ctlWorld) rewriteHistory(n int) {
 			frontier = append(frontier, h[:]...)
 		}
 	}
+	if w.store.Dialect() == store.SQLite {
+		return // its head is read off the hashes just written
+	}
 	if _, err := db.Exec("UPDATE log_head SET frontier = "+arg(1)+" WHERE id = 1", frontier); err != nil {
 		t.Fatal(err)
 	}
