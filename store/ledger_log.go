@@ -36,27 +36,31 @@ import (
 // the COMMIT tells the session an execute's log index in a notice, so its receipt needs no
 // read after the commit (noticed). On SQLite, which runs one
 // writer at a time, appendLog writes the entries as the transaction's last step before COMMIT.
-// The log keeps, per entry, the entry's bytes and the tree's stored hashes (sumdb/tlog's
-// layout), and each update's row its log index; the head (the size and the hashes of the
+// The log keeps, per entry, one row: the entry's bytes and the tree's stored hashes its append
+// added (sumdb/tlog's layout: the leaf's and those of the subtrees it completed), and each
+// update's row its log index; the head (the size and the hashes of the
 // maximal complete subtrees) is one row on PostgreSQL and read off the last entry's index and
 // those stored hashes on SQLite (readHead), so the checkpoint is one or two reads and a tile
 // one indexed read.
 
-// logEntryRow is one entry of the log.
+// logEntryRow is one entry of the log, with the stored hashes its append added: those at
+// tlog.StoredHashIndex(0, LogIndex) and on, 32 bytes each, the leaf's first, then one per
+// subtree the entry completed, level by level (tlog.StoredHashes). One row per append, so an
+// append writes one row of one table.
 type logEntryRow struct {
 	bun.BaseModel `bun:"table:log_entries"`
 
 	LogIndex int64  `bun:"log_index,pk"`
 	UpdateID string `bun:"update_id"`
 	Entry    []byte `bun:"entry"`
+	Hashes   []byte `bun:"hashes"`
 }
 
-// logHashRow is one stored hash of the tree (tlog.StoredHashIndex).
-type logHashRow struct {
-	bun.BaseModel `bun:"table:log_hashes"`
-
-	HashIndex int64  `bun:"hash_index,pk"`
-	Hash      []byte `bun:"hash"`
+// storedAt is where the stored hash at index x is kept: in the row of the entry whose append
+// completed its subtree, at position level (tlog.SplitStoredHashIndex).
+func storedAt(x int64) (entry int64, level int) {
+	level, k := tlog.SplitStoredHashIndex(x)
+	return (k+1)<<level - 1, level
 }
 
 // logHead is the tree's size and the hashes of its maximal complete subtrees, largest first:
@@ -195,9 +199,6 @@ func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) erro
 		if err := tx.Later(ctx, tx.NewInsert().Model(&a.entries)); err != nil {
 			return err
 		}
-		if err := tx.Later(ctx, tx.NewInsert().Model(&a.hashes)); err != nil {
-			return err
-		}
 		return tx.Later(ctx, tx.NewRaw("UPDATE updates SET log_index = e.log_index FROM log_entries AS e "+
 			"WHERE e.log_index >= ? AND e.log_index < ? AND updates.update_id = e.update_id", a.from, a.head.Size))
 	}
@@ -207,14 +208,8 @@ func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) erro
 	}
 	entry := tx.Tx.Tx.StmtContext(ctx, st.entry)
 	for _, e := range a.entries {
-		if _, err := entry.ExecContext(ctx, e.LogIndex, e.UpdateID, e.Entry); err != nil {
+		if _, err := entry.ExecContext(ctx, e.LogIndex, e.UpdateID, e.Entry, e.Hashes); err != nil {
 			return fmt.Errorf("transparency log: write entry %d: %w", e.LogIndex, err)
-		}
-	}
-	hash := tx.Tx.Tx.StmtContext(ctx, st.hash)
-	for _, h := range a.hashes {
-		if _, err := hash.ExecContext(ctx, h.HashIndex, h.Hash); err != nil {
-			return fmt.Errorf("transparency log: write stored hash %d: %w", h.HashIndex, err)
 		}
 	}
 	// The update's row was written by this transaction: its page is written with the commit
@@ -246,23 +241,22 @@ func (tx *Tx) logSize(ctx context.Context) (int64, error) {
 // before a write transaction begins (inTx): the connection is then free, and the tables exist
 // once the store is migrated.
 type logStatements struct {
-	mu                       sync.Mutex
-	size, entry, hash, index *sql.Stmt
-	err                      error // why the last attempt to prepare them failed
+	mu                 sync.Mutex
+	size, entry, index *sql.Stmt
+	err                error // why the last attempt to prepare them failed
 }
 
 // prepare prepares the statements on db unless they are.
 func (ls *logStatements) prepare(ctx context.Context, db *sql.DB) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.hash != nil {
+	if ls.index != nil {
 		return
 	}
-	var st [4]*sql.Stmt
+	var st [3]*sql.Stmt
 	for i, q := range []string{
 		"SELECT COALESCE(MAX(log_index) + 1, 0) FROM log_entries",
-		"INSERT INTO log_entries (log_index, update_id, entry) VALUES (?, ?, ?)",
-		"INSERT INTO log_hashes (hash_index, hash) VALUES (?, ?)",
+		"INSERT INTO log_entries (log_index, update_id, entry, hashes) VALUES (?, ?, ?, ?)",
 		"UPDATE updates SET log_index = ? WHERE ledger_offset = ?",
 	} {
 		if st[i], ls.err = db.PrepareContext(ctx, q); ls.err != nil {
@@ -272,14 +266,14 @@ func (ls *logStatements) prepare(ctx context.Context, db *sql.DB) {
 			return
 		}
 	}
-	ls.size, ls.entry, ls.hash, ls.index = st[0], st[1], st[2], st[3]
+	ls.size, ls.entry, ls.index = st[0], st[1], st[2]
 }
 
 // prepared is the statements, or why they could not be prepared.
 func (ls *logStatements) prepared() (*logStatements, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.hash == nil {
+	if ls.index == nil {
 		return nil, fmt.Errorf("transparency log: the writes could not be prepared: %w", ls.err)
 	}
 	return ls, nil
@@ -290,21 +284,20 @@ func (ls *logStatements) close() error {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	var errs []error
-	for _, p := range []*sql.Stmt{ls.size, ls.entry, ls.hash, ls.index} {
+	for _, p := range []*sql.Stmt{ls.size, ls.entry, ls.index} {
 		if p != nil {
 			errs = append(errs, p.Close())
 		}
 	}
-	ls.size, ls.entry, ls.hash, ls.index = nil, nil, nil, nil
+	ls.size, ls.entry, ls.index = nil, nil, nil
 	return errors.Join(errs...)
 }
 
-// logAppend is what appending entries to a tree writes: the entries from index from, the
-// stored hashes they add, and the tree's new head.
+// logAppend is what appending entries to a tree writes: the entries from index from, with the
+// stored hashes each adds, and the tree's new head.
 type logAppend struct {
 	from    int64
 	entries []logEntryRow
-	hashes  []logHashRow
 	head    *logHead
 }
 
@@ -326,12 +319,12 @@ func appendTo(head *logHead, us []*Update) (*logAppend, error) {
 		if err != nil {
 			return nil, fmt.Errorf("transparency log: entry %d: %w", n, err)
 		}
+		stored := make([]byte, 0, len(hs)*tlog.HashSize)
 		for j, h := range hs {
-			x := tlog.StoredHashIndex(0, n) + int64(j)
-			known[x] = h
-			a.hashes = append(a.hashes, logHashRow{HashIndex: x, Hash: h[:]})
+			known[tlog.StoredHashIndex(0, n)+int64(j)] = h
+			stored = append(stored, h[:]...)
 		}
-		a.entries[i] = logEntryRow{LogIndex: n, UpdateID: u.UpdateID, Entry: b}
+		a.entries[i] = logEntryRow{LogIndex: n, UpdateID: u.UpdateID, Entry: b, Hashes: stored}
 	}
 	a.head = &logHead{ID: 1, Size: head.Size + int64(len(us)), Frontier: []byte{}}
 	for _, x := range frontierIndexes(a.head.Size) {
@@ -781,23 +774,29 @@ func (s *Store) readLogHashes(ctx context.Context, indexes []int64) ([]tlog.Hash
 	return readStoredHashes(ctx, s.db, indexes)
 }
 
-// readStoredHashes reads stored hashes by index through db, in the order asked.
+// readStoredHashes reads stored hashes by index through db, in the order asked, from the rows
+// of the entries whose appends added them (storedAt).
 func readStoredHashes(ctx context.Context, db bun.IDB, indexes []int64) ([]tlog.Hash, error) {
-	var rows []logHashRow
-	if err := db.NewSelect().Model(&rows).Where("hash_index IN (?)", bun.In(indexes)).Scan(ctx); err != nil {
+	entries := make([]int64, len(indexes))
+	for i, x := range indexes {
+		entries[i], _ = storedAt(x)
+	}
+	var rows []logEntryRow
+	if err := db.NewSelect().Model(&rows).Column("log_index", "hashes").Where("log_index IN (?)", bun.In(entries)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("transparency log: read hashes: %w", err)
 	}
 	by := make(map[int64][]byte, len(rows))
 	for _, r := range rows {
-		by[r.HashIndex] = r.Hash
+		by[r.LogIndex] = r.Hashes
 	}
 	out := make([]tlog.Hash, len(indexes))
 	for i, x := range indexes {
-		h, ok := by[x]
-		if !ok || len(h) != tlog.HashSize {
+		n, level := storedAt(x)
+		hs := by[n]
+		if len(hs) < (level+1)*tlog.HashSize {
 			return nil, fmt.Errorf("transparency log: stored hash %d is missing", x)
 		}
-		out[i] = tlog.Hash(h)
+		out[i] = tlog.Hash(hs[level*tlog.HashSize:])
 	}
 	return out, nil
 }

@@ -3,12 +3,17 @@ package store
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io/fs"
+	"math/bits"
 	"strings"
 	"testing"
 	"text/template"
 
+	"golang.org/x/mod/sumdb/tlog"
+
 	"marketd/migrations"
+	"marketd/store/translog"
 )
 
 // On SQLite the head is read off the log, and the migration that stopped keeping its row
@@ -20,7 +25,12 @@ func TestTransparencyLog_SQLiteHeadRowComesBackAsTheLogHoldsIt(t *testing.T) {
 			t.Skip("PostgreSQL keeps the head's row")
 		}
 		ctx := context.Background()
-		down := renderMigration(t, "log_head_read_off_the_log_on_sqlite.tx.down.sql")
+		// Rolled back as a rollback runs: the hashes back in their table first.
+		var down []string
+		for _, m := range []string{"log_hashes_in_entries.tx.down.sql", "log_head_read_off_the_log_on_sqlite.tx.down.sql"} {
+			down = append(down, renderMigration(t, s, m)...)
+		}
+		up := renderMigration(t, s, "log_hashes_in_entries.tx.up.sql")
 		alice := onboardKeyed(t, s, "alice")
 		for _, want := range []int64{2, 6, 11, 15} {
 			for {
@@ -56,12 +66,18 @@ func TestTransparencyLog_SQLiteHeadRowComesBackAsTheLogHoldsIt(t *testing.T) {
 			if _, err := s.wdb.ExecContext(ctx, "DROP TABLE log_head"); err != nil {
 				t.Fatal(err)
 			}
+			for _, stmt := range up {
+				if _, err := s.wdb.ExecContext(ctx, stmt); err != nil {
+					t.Fatalf("%s: %v", stmt, err)
+				}
+			}
 		}
 	})
 }
 
-// renderMigration is the statements of the SQLite migration whose file name ends with suffix.
-func renderMigration(t *testing.T, suffix string) []string {
+// renderMigration is the statements, for s's dialect, of the migration whose file name ends
+// with suffix.
+func renderMigration(t *testing.T, s *Store, suffix string) []string {
 	t.Helper()
 	names, err := fs.Glob(migrations.Files, "*_"+suffix)
 	if err != nil || len(names) != 1 {
@@ -72,7 +88,7 @@ func renderMigration(t *testing.T, suffix string) []string {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	if err := template.Must(template.New(names[0]).Parse(string(text))).Execute(&b, migrations.TypesFor("sqlite")); err != nil {
+	if err := template.Must(template.New(names[0]).Parse(string(text))).Execute(&b, migrations.TypesFor(string(s.dialect))); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
@@ -82,4 +98,82 @@ func renderMigration(t *testing.T, suffix string) []string {
 		}
 	}
 	return out
+}
+
+// The migration that keeps an entry's stored hashes in its row moves them there from their
+// table, and back when it rolls back, whatever the log's size: the tree, every hash tile and
+// every later append are the same either way.
+func TestTransparencyLog_StoredHashesMoveIntoTheEntriesAndBack(t *testing.T) {
+	eachLedgerStore(t, func(t *testing.T, s *Store, _ *ledgerClock) {
+		ctx := context.Background()
+		down := renderMigration(t, s, "log_hashes_in_entries.tx.down.sql")
+		up := renderMigration(t, s, "log_hashes_in_entries.tx.up.sql")
+		run := func(stmts []string) {
+			t.Helper()
+			err := s.inTx(ctx, func(tx *Tx) error {
+				for _, stmt := range stmts {
+					if _, err := tx.ExecContext(ctx, stmt); err != nil {
+						return fmt.Errorf("%s: %w", stmt, err)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		alice := onboardKeyed(t, s, "alice")
+		for range 11 { // 13 entries with the onboarding's: a frontier of three subtrees
+			prep, err := s.PrepareTap(ctx, alice.id, CC, MustAmount("1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			alice.execute(t, s, KindTap, prep)
+		}
+		before, err := s.LogTree(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tile := tlog.TileForIndex(translog.TileHeight, tlog.StoredHashIndex(0, before.N-1))
+		tileBefore, err := s.LogTile(ctx, tile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run(down)
+		var stored int64
+		if err := s.db.NewSelect().Table("log_hashes").ColumnExpr("count(*)").Scan(ctx, &stored); err != nil {
+			t.Fatal(err)
+		}
+		if want := 2*before.N - int64(bits.OnesCount64(uint64(before.N))); stored != want {
+			t.Fatalf("rolled back to %d stored hashes, a tree of %d entries has %d", stored, before.N, want)
+		}
+		run(up)
+		s.fullTiles.forget() // what was served before is not evidence of what is stored now
+		after, err := s.LogTree(ctx)
+		if err != nil || after != before {
+			t.Fatalf("the tree was %v and is %v after the hashes moved there and back (%v)", before, after, err)
+		}
+		tileAfter, err := s.LogTile(ctx, tile)
+		if err != nil || !bytes.Equal(tileAfter, tileBefore) {
+			t.Fatalf("tile %v changed after the hashes moved there and back (%v)", tile, err)
+		}
+		prep, err := s.PrepareTap(ctx, alice.id, CC, MustAmount("1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		alice.execute(t, s, KindTap, prep)
+		next, err := s.LogTree(ctx)
+		if err != nil || next.N != before.N+1 {
+			t.Fatalf("the next append made %v of %v (%v)", next, before, err)
+		}
+		hs, err := readStoredHashes(ctx, s.db, []int64{tlog.StoredHashIndex(0, before.N)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err := tlog.ProveRecord(next.N, before.N, tlog.HashReaderFunc(func(xs []int64) ([]tlog.Hash, error) {
+			return s.readLogHashes(ctx, xs)
+		})); err != nil || tlog.CheckRecord(p, next.N, next.Hash, before.N, hs[0]) != nil {
+			t.Fatalf("the new entry's inclusion in %v does not check: %v", next, err)
+		}
+	})
 }

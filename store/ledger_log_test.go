@@ -204,7 +204,7 @@ func TestTransparencyLog_MigrateLogsTheUpdatesCommittedBeforeTheLogBegan(t *test
 			t.Fatal(err)
 		}
 		defer raw.Close()
-		before := []string{"DELETE FROM log_entries", "DELETE FROM log_hashes", "UPDATE updates SET log_index = NULL"}
+		before := []string{"DELETE FROM log_entries", "UPDATE updates SET log_index = NULL"}
 		if b.Dialect == store.Postgres { // SQLite reads the head off the log: it has no row
 			before = append(before, "UPDATE log_head SET size = 0, frontier = "+empty)
 		}
@@ -254,13 +254,13 @@ func TestTransparencyLog_AppendsAfterARollbackAndAnotherWritersAppendsKeepTheTre
 		}
 
 		driver, dsn := "pgx", s.Config().DB
-		refuse := []string{`CREATE FUNCTION refuse_hash() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`,
-			`CREATE TRIGGER refuse_hashes BEFORE INSERT ON log_hashes FOR EACH ROW EXECUTE FUNCTION refuse_hash()`}
-		allow := []string{"DROP TRIGGER refuse_hashes ON log_hashes", "DROP FUNCTION refuse_hash"}
+		refuse := []string{`CREATE FUNCTION refuse_entry() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`,
+			`CREATE TRIGGER refuse_entries BEFORE INSERT ON log_entries FOR EACH ROW EXECUTE FUNCTION refuse_entry()`}
+		allow := []string{"DROP TRIGGER refuse_entries ON log_entries", "DROP FUNCTION refuse_entry"}
 		if b.Dialect == store.SQLite {
 			driver, dsn = "sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://")+"?_pragma=busy_timeout(10000)"
-			refuse = []string{"CREATE TRIGGER refuse_hashes BEFORE INSERT ON log_hashes BEGIN SELECT RAISE(ABORT, 'refused'); END"}
-			allow = []string{"DROP TRIGGER refuse_hashes"}
+			refuse = []string{"CREATE TRIGGER refuse_entries BEFORE INSERT ON log_entries BEGIN SELECT RAISE(ABORT, 'refused'); END"}
+			allow = []string{"DROP TRIGGER refuse_entries"}
 		}
 		raw, err := sql.Open(driver, dsn)
 		if err != nil {
@@ -277,7 +277,7 @@ func TestTransparencyLog_AppendsAfterARollbackAndAnotherWritersAppendsKeepTheTre
 		}
 		exec(refuse)
 		if err := tapLogged(s); err == nil {
-			t.Fatal("a tap committed while the database refused the log's hashes")
+			t.Fatal("a tap committed while the database refused the log's entries")
 		}
 		exec(allow)
 		if err := tapLogged(s); err != nil {

@@ -63,9 +63,6 @@ func (w *ctlWorld) rewriteHistory(n int) {
 	if _, err := db.Exec("UPDATE log_entries SET entry = "+arg(1)+" WHERE log_index = "+arg(2), entries[n], n); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec("DELETE FROM log_hashes"); err != nil {
-		t.Fatal(err)
-	}
 	hashes := map[int64]tlog.Hash{}
 	read := tlog.HashReaderFunc(func(xs []int64) ([]tlog.Hash, error) {
 		out := make([]tlog.Hash, len(xs))
@@ -79,12 +76,13 @@ func (w *ctlWorld) rewriteHistory(n int) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var stored []byte // an entry's row keeps the stored hashes its append added
 		for j, h := range hs {
-			x := tlog.StoredHashIndex(0, int64(i)) + int64(j)
-			hashes[x] = h
-			if _, err := db.Exec("INSERT INTO log_hashes (hash_index, hash) VALUES ("+arg(1)+", "+arg(2)+")", x, h[:]); err != nil {
-				t.Fatal(err)
-			}
+			hashes[tlog.StoredHashIndex(0, int64(i))+int64(j)] = h
+			stored = append(stored, h[:]...)
+		}
+		if _, err := db.Exec("UPDATE log_entries SET hashes = "+arg(1)+" WHERE log_index = "+arg(2), stored, i); err != nil {
+			t.Fatal(err)
 		}
 	}
 	size := int64(len(entries))
