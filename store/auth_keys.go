@@ -20,7 +20,7 @@ const (
 	cursorKID     = "cursor-1"
 	purposeNonce  = "nonce-hmac" // secret: the HMAC-SHA256 key that seals sign-in nonces
 	nonceKID      = "nonce-1"
-	purposeLog    = "log-note" // secret: the note signer key of the transparency log (ledger_log.go)
+	purposeLog    = "log-note" // secret: the note signer key of the transparency log (ledger_log_serve.go)
 	logKID        = "log-1"
 )
 

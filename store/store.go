@@ -167,7 +167,7 @@ type Store struct {
 
 	history historySeen // where this instance last found the store's history (ledger_failover.go)
 
-	fullTiles  tileCache     // the transparency log's full tiles, which never change (ledger_log.go)
+	fullTiles  tileCache     // the transparency log's full tiles, which never change (ledger_log_serve.go)
 	logEdge    logEdge       // the log's head as this process's last append committed it (ledger_log.go)
 	logIndexes sync.Map      // update ID -> log index, as a COMMIT's notice gave it (ledger_log.go)
 	logWrites  logStatements // the log's writes, prepared once (SQLite)
