@@ -138,3 +138,27 @@ func trackedFiles(t *testing.T, root string) []string {
 	}
 	return files
 }
+
+// A file of the domain layer stays small enough to read as one part: a file that grows past
+// 800 lines is split along its own seams (ledger_log.go and ledger_log_serve.go, say), so its
+// name keeps saying what it holds.
+func TestStoreFiles_AreAtMost800Lines(t *testing.T) {
+	root := moduleRoot(t)
+	err := filepath.WalkDir(filepath.Join(root, "store"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if n := bytes.Count(b, []byte("\n")); n > 800 {
+			rel, _ := filepath.Rel(root, path)
+			t.Errorf("%s has %d lines: split it along its parts, at most 800 each", rel, n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
