@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"marketd/store"
+	"marketd/store/ledger"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -393,8 +394,8 @@ type NFTResolver interface {
 type PoolResolver interface {
 	ID(ctx context.Context, obj *store.Pool) (string, error)
 
-	OraclePrice(ctx context.Context, obj *store.Pool) (*store.Amount, error)
-	PriceAt(ctx context.Context, obj *store.Pool) (*store.Timestamp, error)
+	OraclePrice(ctx context.Context, obj *store.Pool) (*ledger.Amount, error)
+	PriceAt(ctx context.Context, obj *store.Pool) (*ledger.Timestamp, error)
 	Aggregates(ctx context.Context, obj *store.Pool) (*PoolAggregates, error)
 	LpQuotes(ctx context.Context, obj *store.Pool, first *int, after *string, last *int, before *string) (*LPQuoteConnection, error)
 	Outcomes(ctx context.Context, obj *store.Pool, first *int, after *string, last *int, before *string) (*OutcomeConnection, error)
@@ -404,7 +405,7 @@ type PoolConnectionResolver interface {
 	TotalCount(ctx context.Context, obj *PoolConnection) (int, error)
 }
 type PreapprovalResolver interface {
-	Active(ctx context.Context, obj *store.Preapproval) (bool, error)
+	Active(ctx context.Context, obj *ledger.Preapproval) (bool, error)
 }
 type QueryResolver interface {
 	Node(ctx context.Context, id string) (Node, error)
@@ -428,7 +429,7 @@ type SubscriptionResolver interface {
 }
 type WalletResolver interface {
 	Balances(ctx context.Context, obj *Wallet) ([]*store.Balance, error)
-	Preapprovals(ctx context.Context, obj *Wallet) ([]*store.Preapproval, error)
+	Preapprovals(ctx context.Context, obj *Wallet) ([]*ledger.Preapproval, error)
 	Rewards(ctx context.Context, obj *Wallet) (*Rewards, error)
 }
 
@@ -3192,8 +3193,8 @@ func (ec *executionContext) _Balance_instrument(ctx context.Context, field graph
 			return obj.Instrument, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3215,8 +3216,8 @@ func (ec *executionContext) _Balance_amount(ctx context.Context, field graphql.C
 			return obj.Amount, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3238,8 +3239,8 @@ func (ec *executionContext) _Balance_locked(ctx context.Context, field graphql.C
 			return obj.Locked, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3445,8 +3446,8 @@ func (ec *executionContext) _Collection_currency(ctx context.Context, field grap
 			return obj.Currency, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3560,8 +3561,8 @@ func (ec *executionContext) _Collection_floorPrice(ctx context.Context, field gr
 			return obj.FloorPrice, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *store.Amount) graphql.Marshaler {
-			return ec.marshalODecimal2ᚖmarketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
+			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		false,
@@ -3629,8 +3630,8 @@ func (ec *executionContext) _Collection_volume(ctx context.Context, field graphq
 			return obj.Volume, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3652,8 +3653,8 @@ func (ec *executionContext) _Collection_createdAt(ctx context.Context, field gra
 			return obj.CreatedAt, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
-			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3889,8 +3890,8 @@ func (ec *executionContext) _CollectionActivity_at(ctx context.Context, field gr
 			return obj.At, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
-			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3958,8 +3959,8 @@ func (ec *executionContext) _CollectionActivity_price(ctx context.Context, field
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *store.Amount) graphql.Marshaler {
-			return ec.marshalODecimal2ᚖmarketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
+			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		false,
@@ -3981,8 +3982,8 @@ func (ec *executionContext) _CollectionActivity_currency(ctx context.Context, fi
 			return obj.Currency, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *store.Instrument) graphql.Marshaler {
-			return ec.marshalOInstrument2ᚖmarketdᚋstoreᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Instrument) graphql.Marshaler {
+			return ec.marshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
 		},
 		true,
 		false,
@@ -4192,8 +4193,8 @@ func (ec *executionContext) _Fill_price(ctx context.Context, field graphql.Colle
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4215,8 +4216,8 @@ func (ec *executionContext) _Fill_amountIn(ctx context.Context, field graphql.Co
 			return obj.AmountIn, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4238,8 +4239,8 @@ func (ec *executionContext) _Fill_amountOut(ctx context.Context, field graphql.C
 			return obj.AmountOut, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4261,8 +4262,8 @@ func (ec *executionContext) _Fill_fee(ctx context.Context, field graphql.Collect
 			return obj.Fee, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4284,8 +4285,8 @@ func (ec *executionContext) _InstrumentAmount_instrument(ctx context.Context, fi
 			return obj.Instrument, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4307,8 +4308,8 @@ func (ec *executionContext) _InstrumentAmount_amount(ctx context.Context, field 
 			return obj.Amount, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4445,8 +4446,8 @@ func (ec *executionContext) _Intent_sell(ctx context.Context, field graphql.Coll
 			return obj.Sell, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4468,8 +4469,8 @@ func (ec *executionContext) _Intent_amount(ctx context.Context, field graphql.Co
 			return obj.Amount, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4491,8 +4492,8 @@ func (ec *executionContext) _Intent_minReceive(ctx context.Context, field graphq
 			return obj.MinReceive, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4514,8 +4515,8 @@ func (ec *executionContext) _Intent_deadline(ctx context.Context, field graphql.
 			return obj.Deadline, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
-			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4537,8 +4538,8 @@ func (ec *executionContext) _Intent_received(ctx context.Context, field graphql.
 			return obj.Received, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *store.Amount) graphql.Marshaler {
-			return ec.marshalODecimal2ᚖmarketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
+			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		false,
@@ -4826,8 +4827,8 @@ func (ec *executionContext) _LPQuote_price(ctx context.Context, field graphql.Co
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4849,8 +4850,8 @@ func (ec *executionContext) _LPQuote_size(ctx context.Context, field graphql.Col
 			return obj.Size, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4872,8 +4873,8 @@ func (ec *executionContext) _LPQuote_remaining(ctx context.Context, field graphq
 			return obj.Remaining, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4895,8 +4896,8 @@ func (ec *executionContext) _LPQuote_feesAccrued(ctx context.Context, field grap
 			return obj.FeesAccrued, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4918,8 +4919,8 @@ func (ec *executionContext) _LPQuote_expiresAt(ctx context.Context, field graphq
 			return obj.ExpiresAt, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
-			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5106,8 +5107,8 @@ func (ec *executionContext) _Listing_price(ctx context.Context, field graphql.Co
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5129,8 +5130,8 @@ func (ec *executionContext) _Listing_currency(ctx context.Context, field graphql
 			return obj.Currency, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5152,8 +5153,8 @@ func (ec *executionContext) _Listing_expiresAt(ctx context.Context, field graphq
 			return obj.ExpiresAt, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *store.Timestamp) graphql.Marshaler {
-			return ec.marshalOUnixTime2ᚖmarketdᚋstoreᚐTimestamp(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalOUnixTime2ᚖmarketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
 		},
 		true,
 		false,
@@ -5198,8 +5199,8 @@ func (ec *executionContext) _MintPhase_price(ctx context.Context, field graphql.
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5221,8 +5222,8 @@ func (ec *executionContext) _MintPhase_start(ctx context.Context, field graphql.
 			return obj.Start, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
-			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5244,8 +5245,8 @@ func (ec *executionContext) _MintPhase_end(ctx context.Context, field graphql.Co
 			return obj.End, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
-			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5894,8 +5895,8 @@ func (ec *executionContext) _NFTEvent_at(ctx context.Context, field graphql.Coll
 			return obj.At, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
-			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5963,8 +5964,8 @@ func (ec *executionContext) _NFTEvent_price(ctx context.Context, field graphql.C
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *store.Amount) graphql.Marshaler {
-			return ec.marshalODecimal2ᚖmarketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
+			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		false,
@@ -5986,8 +5987,8 @@ func (ec *executionContext) _NFTEvent_currency(ctx context.Context, field graphq
 			return obj.Currency, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *store.Instrument) graphql.Marshaler {
-			return ec.marshalOInstrument2ᚖmarketdᚋstoreᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Instrument) graphql.Marshaler {
+			return ec.marshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
 		},
 		true,
 		false,
@@ -6307,8 +6308,8 @@ func (ec *executionContext) _Outcome_fee(ctx context.Context, field graphql.Coll
 			return obj.Fee, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6330,8 +6331,8 @@ func (ec *executionContext) _Outcome_at(ctx context.Context, field graphql.Colle
 			return obj.At, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
-			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6610,8 +6611,8 @@ func (ec *executionContext) _Pool_base(ctx context.Context, field graphql.Collec
 			return obj.Base, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6633,8 +6634,8 @@ func (ec *executionContext) _Pool_quote(ctx context.Context, field graphql.Colle
 			return obj.Quote, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6679,8 +6680,8 @@ func (ec *executionContext) _Pool_oraclePrice(ctx context.Context, field graphql
 			return ec.Resolvers.Pool().OraclePrice(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2ᚖmarketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6702,8 +6703,8 @@ func (ec *executionContext) _Pool_priceAt(ctx context.Context, field graphql.Col
 			return ec.Resolvers.Pool().PriceAt(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *store.Timestamp) graphql.Marshaler {
-			return ec.marshalNUnixTime2ᚖmarketdᚋstoreᚐTimestamp(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2ᚖmarketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6889,8 +6890,8 @@ func (ec *executionContext) _PoolAggregates_tvl(ctx context.Context, field graph
 			return obj.Tvl, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6967,8 +6968,8 @@ func (ec *executionContext) _PoolAggregates_depthWeightedSpreadBps(ctx context.C
 			return obj.DepthWeightedSpreadBps, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7175,7 +7176,7 @@ func (ec *executionContext) fieldContext_PoolOutcome_outcome(_ context.Context, 
 	return fc, nil
 }
 
-func (ec *executionContext) _Preapproval_cid(ctx context.Context, field graphql.CollectedField, obj *store.Preapproval) (ret graphql.Marshaler) {
+func (ec *executionContext) _Preapproval_cid(ctx context.Context, field graphql.CollectedField, obj *ledger.Preapproval) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7198,7 +7199,7 @@ func (ec *executionContext) fieldContext_Preapproval_cid(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("Preapproval", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
-func (ec *executionContext) _Preapproval_kind(ctx context.Context, field graphql.CollectedField, obj *store.Preapproval) (ret graphql.Marshaler) {
+func (ec *executionContext) _Preapproval_kind(ctx context.Context, field graphql.CollectedField, obj *ledger.Preapproval) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7210,8 +7211,8 @@ func (ec *executionContext) _Preapproval_kind(ctx context.Context, field graphql
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.PreapprovalKind) graphql.Marshaler {
-			return ec.marshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.PreapprovalKind) graphql.Marshaler {
+			return ec.marshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7221,7 +7222,7 @@ func (ec *executionContext) fieldContext_Preapproval_kind(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Preapproval", field, false, false, errors.New("field of type PreapprovalKind does not have child fields"))
 }
 
-func (ec *executionContext) _Preapproval_expiresAt(ctx context.Context, field graphql.CollectedField, obj *store.Preapproval) (ret graphql.Marshaler) {
+func (ec *executionContext) _Preapproval_expiresAt(ctx context.Context, field graphql.CollectedField, obj *ledger.Preapproval) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7233,8 +7234,8 @@ func (ec *executionContext) _Preapproval_expiresAt(ctx context.Context, field gr
 			return obj.ExpiresAt, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
-			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7244,7 +7245,7 @@ func (ec *executionContext) fieldContext_Preapproval_expiresAt(_ context.Context
 	return graphql.NewScalarFieldContext("Preapproval", field, false, false, errors.New("field of type UnixTime does not have child fields"))
 }
 
-func (ec *executionContext) _Preapproval_active(ctx context.Context, field graphql.CollectedField, obj *store.Preapproval) (ret graphql.Marshaler) {
+func (ec *executionContext) _Preapproval_active(ctx context.Context, field graphql.CollectedField, obj *ledger.Preapproval) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -7983,8 +7984,8 @@ func (ec *executionContext) _RewardEntry_amount(ctx context.Context, field graph
 			return obj.Amount, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8006,8 +8007,8 @@ func (ec *executionContext) _RewardEntry_at(ctx context.Context, field graphql.C
 			return obj.At, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
-			return ec.marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8029,8 +8030,8 @@ func (ec *executionContext) _Rewards_balance(ctx context.Context, field graphql.
 			return obj.Balance, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8052,8 +8053,8 @@ func (ec *executionContext) _Rewards_instrument(ctx context.Context, field graph
 			return obj.Instrument, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v store.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8352,8 +8353,8 @@ func (ec *executionContext) _Wallet_preapprovals(ctx context.Context, field grap
 			return ec.Resolvers.Wallet().Preapprovals(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v []*store.Preapproval) graphql.Marshaler {
-			return ec.marshalNPreapproval2ᚕᚖmarketdᚋstoreᚐPreapprovalᚄ(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v []*ledger.Preapproval) graphql.Marshaler {
+			return ec.marshalNPreapproval2ᚕᚖmarketdᚋstoreᚋledgerᚐPreapprovalᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9497,14 +9498,14 @@ func (ec *executionContext) unmarshalInputNFTFilter(ctx context.Context, obj any
 			it.Listed = data
 		case "minPrice":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minPrice"))
-			data, err := ec.unmarshalODecimal2ᚖmarketdᚋstoreᚐAmount(ctx, v)
+			data, err := ec.unmarshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.MinPrice = data
 		case "maxPrice":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxPrice"))
-			data, err := ec.unmarshalODecimal2ᚖmarketdᚋstoreᚐAmount(ctx, v)
+			data, err := ec.unmarshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -12018,7 +12019,7 @@ func (ec *executionContext) _PoolOutcome(ctx context.Context, sel ast.SelectionS
 
 var preapprovalImplementors = []string{"Preapproval"}
 
-func (ec *executionContext) _Preapproval(ctx context.Context, sel ast.SelectionSet, obj *store.Preapproval) graphql.Marshaler {
+func (ec *executionContext) _Preapproval(ctx context.Context, sel ast.SelectionSet, obj *ledger.Preapproval) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, preapprovalImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -13311,12 +13312,12 @@ func (ec *executionContext) marshalNCollectionEdge2ᚖmarketdᚋgraphᚐCollecti
 	return ec._CollectionEdge(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNDecimal2marketdᚋstoreᚐAmount(ctx context.Context, v any) (store.Amount, error) {
+func (ec *executionContext) unmarshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx context.Context, v any) (ledger.Amount, error) {
 	res, err := UnmarshalDecimal(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNDecimal2marketdᚋstoreᚐAmount(ctx context.Context, sel ast.SelectionSet, v store.Amount) graphql.Marshaler {
+func (ec *executionContext) marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx context.Context, sel ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
 	_ = sel
 	res := MarshalDecimal(v)
 	if res == graphql.Null {
@@ -13327,12 +13328,12 @@ func (ec *executionContext) marshalNDecimal2marketdᚋstoreᚐAmount(ctx context
 	return res
 }
 
-func (ec *executionContext) unmarshalNDecimal2ᚖmarketdᚋstoreᚐAmount(ctx context.Context, v any) (*store.Amount, error) {
+func (ec *executionContext) unmarshalNDecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx context.Context, v any) (*ledger.Amount, error) {
 	res, err := UnmarshalDecimal(v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNDecimal2ᚖmarketdᚋstoreᚐAmount(ctx context.Context, sel ast.SelectionSet, v *store.Amount) graphql.Marshaler {
+func (ec *executionContext) marshalNDecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx context.Context, sel ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -13436,15 +13437,15 @@ func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast
 	return ret
 }
 
-func (ec *executionContext) unmarshalNInstrument2marketdᚋstoreᚐInstrument(ctx context.Context, v any) (store.Instrument, error) {
+func (ec *executionContext) unmarshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx context.Context, v any) (ledger.Instrument, error) {
 	tmp, err := graphql.UnmarshalString(v)
-	res := unmarshalNInstrument2marketdᚋstoreᚐInstrument[tmp]
+	res := unmarshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNInstrument2marketdᚋstoreᚐInstrument(ctx context.Context, sel ast.SelectionSet, v store.Instrument) graphql.Marshaler {
+func (ec *executionContext) marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx context.Context, sel ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(marshalNInstrument2marketdᚋstoreᚐInstrument[v])
+	res := graphql.MarshalString(marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument[v])
 	if res == graphql.Null {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -13454,11 +13455,11 @@ func (ec *executionContext) marshalNInstrument2marketdᚋstoreᚐInstrument(ctx 
 }
 
 var (
-	unmarshalNInstrument2marketdᚋstoreᚐInstrument = map[string]store.Instrument{
+	unmarshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument = map[string]ledger.Instrument{
 		"CC":    store.CC,
 		"USDCx": store.USDCx,
 	}
-	marshalNInstrument2marketdᚋstoreᚐInstrument = map[store.Instrument]string{
+	marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument = map[ledger.Instrument]string{
 		store.CC:    "CC",
 		store.USDCx: "USDCx",
 	}
@@ -13948,11 +13949,11 @@ func (ec *executionContext) marshalNPoolOutcome2ᚖmarketdᚋgraphᚐPoolOutcome
 	return ec._PoolOutcome(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNPreapproval2ᚕᚖmarketdᚋstoreᚐPreapprovalᚄ(ctx context.Context, sel ast.SelectionSet, v []*store.Preapproval) graphql.Marshaler {
+func (ec *executionContext) marshalNPreapproval2ᚕᚖmarketdᚋstoreᚋledgerᚐPreapprovalᚄ(ctx context.Context, sel ast.SelectionSet, v []*ledger.Preapproval) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNPreapproval2ᚖmarketdᚋstoreᚐPreapproval(ctx, sel, v[i])
+		return ec.marshalNPreapproval2ᚖmarketdᚋstoreᚋledgerᚐPreapproval(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -13964,7 +13965,7 @@ func (ec *executionContext) marshalNPreapproval2ᚕᚖmarketdᚋstoreᚐPreappro
 	return ret
 }
 
-func (ec *executionContext) marshalNPreapproval2ᚖmarketdᚋstoreᚐPreapproval(ctx context.Context, sel ast.SelectionSet, v *store.Preapproval) graphql.Marshaler {
+func (ec *executionContext) marshalNPreapproval2ᚖmarketdᚋstoreᚋledgerᚐPreapproval(ctx context.Context, sel ast.SelectionSet, v *ledger.Preapproval) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -13974,15 +13975,15 @@ func (ec *executionContext) marshalNPreapproval2ᚖmarketdᚋstoreᚐPreapproval
 	return ec._Preapproval(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind(ctx context.Context, v any) (store.PreapprovalKind, error) {
+func (ec *executionContext) unmarshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind(ctx context.Context, v any) (ledger.PreapprovalKind, error) {
 	tmp, err := graphql.UnmarshalString(v)
-	res := unmarshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind[tmp]
+	res := unmarshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind(ctx context.Context, sel ast.SelectionSet, v store.PreapprovalKind) graphql.Marshaler {
+func (ec *executionContext) marshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind(ctx context.Context, sel ast.SelectionSet, v ledger.PreapprovalKind) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(marshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind[v])
+	res := graphql.MarshalString(marshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind[v])
 	if res == graphql.Null {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -13992,11 +13993,11 @@ func (ec *executionContext) marshalNPreapprovalKind2marketdᚋstoreᚐPreapprova
 }
 
 var (
-	unmarshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind = map[string]store.PreapprovalKind{
+	unmarshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind = map[string]ledger.PreapprovalKind{
 		"NFT":   store.PreapprovalNFT,
 		"USDCX": store.PreapprovalUSDCx,
 	}
-	marshalNPreapprovalKind2marketdᚋstoreᚐPreapprovalKind = map[store.PreapprovalKind]string{
+	marshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind = map[ledger.PreapprovalKind]string{
 		store.PreapprovalNFT:   "NFT",
 		store.PreapprovalUSDCx: "USDCX",
 	}
@@ -14154,12 +14155,12 @@ func (ec *executionContext) unmarshalNTraitFilter2ᚖmarketdᚋgraphᚐTraitFilt
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) unmarshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx context.Context, v any) (store.Timestamp, error) {
+func (ec *executionContext) unmarshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx context.Context, v any) (ledger.Timestamp, error) {
 	res, err := UnmarshalUnixTime(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx context.Context, sel ast.SelectionSet, v store.Timestamp) graphql.Marshaler {
+func (ec *executionContext) marshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx context.Context, sel ast.SelectionSet, v ledger.Timestamp) graphql.Marshaler {
 	_ = sel
 	res := MarshalUnixTime(v)
 	if res == graphql.Null {
@@ -14170,12 +14171,12 @@ func (ec *executionContext) marshalNUnixTime2marketdᚋstoreᚐTimestamp(ctx con
 	return res
 }
 
-func (ec *executionContext) unmarshalNUnixTime2ᚖmarketdᚋstoreᚐTimestamp(ctx context.Context, v any) (*store.Timestamp, error) {
+func (ec *executionContext) unmarshalNUnixTime2ᚖmarketdᚋstoreᚋledgerᚐTimestamp(ctx context.Context, v any) (*ledger.Timestamp, error) {
 	res, err := UnmarshalUnixTime(v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNUnixTime2ᚖmarketdᚋstoreᚐTimestamp(ctx context.Context, sel ast.SelectionSet, v *store.Timestamp) graphql.Marshaler {
+func (ec *executionContext) marshalNUnixTime2ᚖmarketdᚋstoreᚋledgerᚐTimestamp(ctx context.Context, sel ast.SelectionSet, v *ledger.Timestamp) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -14395,7 +14396,7 @@ func (ec *executionContext) marshalOCollectionSort2ᚖmarketdᚋgraphᚐCollecti
 	return v
 }
 
-func (ec *executionContext) unmarshalODecimal2ᚖmarketdᚋstoreᚐAmount(ctx context.Context, v any) (*store.Amount, error) {
+func (ec *executionContext) unmarshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx context.Context, v any) (*ledger.Amount, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -14403,7 +14404,7 @@ func (ec *executionContext) unmarshalODecimal2ᚖmarketdᚋstoreᚐAmount(ctx co
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalODecimal2ᚖmarketdᚋstoreᚐAmount(ctx context.Context, sel ast.SelectionSet, v *store.Amount) graphql.Marshaler {
+func (ec *executionContext) marshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx context.Context, sel ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -14431,31 +14432,31 @@ func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.Se
 	return res
 }
 
-func (ec *executionContext) unmarshalOInstrument2ᚖmarketdᚋstoreᚐInstrument(ctx context.Context, v any) (*store.Instrument, error) {
+func (ec *executionContext) unmarshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument(ctx context.Context, v any) (*ledger.Instrument, error) {
 	if v == nil {
 		return nil, nil
 	}
 	tmp, err := graphql.UnmarshalString(v)
-	res := unmarshalOInstrument2ᚖmarketdᚋstoreᚐInstrument[tmp]
+	res := unmarshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument[tmp]
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalOInstrument2ᚖmarketdᚋstoreᚐInstrument(ctx context.Context, sel ast.SelectionSet, v *store.Instrument) graphql.Marshaler {
+func (ec *executionContext) marshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument(ctx context.Context, sel ast.SelectionSet, v *ledger.Instrument) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	_ = sel
 	_ = ctx
-	res := graphql.MarshalString(marshalOInstrument2ᚖmarketdᚋstoreᚐInstrument[*v])
+	res := graphql.MarshalString(marshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument[*v])
 	return res
 }
 
 var (
-	unmarshalOInstrument2ᚖmarketdᚋstoreᚐInstrument = map[string]store.Instrument{
+	unmarshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument = map[string]ledger.Instrument{
 		"CC":    store.CC,
 		"USDCx": store.USDCx,
 	}
-	marshalOInstrument2ᚖmarketdᚋstoreᚐInstrument = map[store.Instrument]string{
+	marshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument = map[ledger.Instrument]string{
 		store.CC:    "CC",
 		store.USDCx: "USDCx",
 	}
@@ -14584,7 +14585,7 @@ func (ec *executionContext) unmarshalOTraitFilter2ᚕᚖmarketdᚋgraphᚐTraitF
 	return res, nil
 }
 
-func (ec *executionContext) unmarshalOUnixTime2ᚖmarketdᚋstoreᚐTimestamp(ctx context.Context, v any) (*store.Timestamp, error) {
+func (ec *executionContext) unmarshalOUnixTime2ᚖmarketdᚋstoreᚋledgerᚐTimestamp(ctx context.Context, v any) (*ledger.Timestamp, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -14592,7 +14593,7 @@ func (ec *executionContext) unmarshalOUnixTime2ᚖmarketdᚋstoreᚐTimestamp(ct
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalOUnixTime2ᚖmarketdᚋstoreᚐTimestamp(ctx context.Context, sel ast.SelectionSet, v *store.Timestamp) graphql.Marshaler {
+func (ec *executionContext) marshalOUnixTime2ᚖmarketdᚋstoreᚋledgerᚐTimestamp(ctx context.Context, sel ast.SelectionSet, v *ledger.Timestamp) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}

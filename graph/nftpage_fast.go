@@ -294,7 +294,7 @@ func (a *fastAnswer) time(t store.Timestamp) {
 	a.w.Write(strconv.AppendInt(a.scratch[:0], t.Unix(), 10))
 }
 func (a *fastAnswer) instrument(v store.Instrument) {
-	a.str(marshalNInstrument2marketdᚋstoreᚐInstrument[v])
+	a.str(marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument[v])
 }
 
 // list writes n items, each by item; false as soon as one is.

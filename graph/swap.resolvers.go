@@ -9,6 +9,7 @@ import (
 	"context"
 	"log/slog"
 	"marketd/store"
+	"marketd/store/ledger"
 	"time"
 )
 
@@ -33,7 +34,7 @@ func (r *poolResolver) ID(ctx context.Context, obj *store.Pool) (string, error) 
 }
 
 // OraclePrice is the field oraclePrice.
-func (r *poolResolver) OraclePrice(ctx context.Context, obj *store.Pool) (*store.Amount, error) {
+func (r *poolResolver) OraclePrice(ctx context.Context, obj *store.Pool) (*ledger.Amount, error) {
 	p, err := loadersOf(ctx).oracle.Load(ctx, [2]store.Instrument{obj.Base, obj.Quote})()
 	if err != nil {
 		return nil, err
@@ -42,7 +43,7 @@ func (r *poolResolver) OraclePrice(ctx context.Context, obj *store.Pool) (*store
 }
 
 // PriceAt is the field priceAt.
-func (r *poolResolver) PriceAt(ctx context.Context, obj *store.Pool) (*store.Timestamp, error) {
+func (r *poolResolver) PriceAt(ctx context.Context, obj *store.Pool) (*ledger.Timestamp, error) {
 	p, err := loadersOf(ctx).oracle.Load(ctx, [2]store.Instrument{obj.Base, obj.Quote})()
 	if err != nil {
 		return nil, err

@@ -8,10 +8,11 @@ package graph
 import (
 	"context"
 	"marketd/store"
+	"marketd/store/ledger"
 )
 
 // Active is the field active.
-func (r *preapprovalResolver) Active(ctx context.Context, obj *store.Preapproval) (bool, error) {
+func (r *preapprovalResolver) Active(ctx context.Context, obj *ledger.Preapproval) (bool, error) {
 	return obj.ActiveAt(r.store.Now()), nil
 }
 
@@ -50,7 +51,7 @@ func (r *walletResolver) Balances(ctx context.Context, obj *Wallet) ([]*store.Ba
 }
 
 // Preapprovals is the field preapprovals.
-func (r *walletResolver) Preapprovals(ctx context.Context, obj *Wallet) ([]*store.Preapproval, error) {
+func (r *walletResolver) Preapprovals(ctx context.Context, obj *Wallet) ([]*ledger.Preapproval, error) {
 	ps, err := r.store.Preapprovals(ctx, obj.PartyID)
 	return pointers(ps), err
 }
