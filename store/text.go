@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"marketd/store/ledger"
 )
 
 // Text the store reads and writes: numbers in decimal, map keys in a stable order, a
@@ -50,10 +52,5 @@ func clean(s string, n int) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, ""), "\x00", "")
 }
 
-// truncate shortens s to n bytes to quote it in an error, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
+// truncate shortens s to n bytes to quote it in an error, marking the cut (ledger.Truncate).
+func truncate(s string, n int) string { return ledger.Truncate(s, n) }

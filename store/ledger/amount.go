@@ -67,17 +67,17 @@ func ParseAmount(s string, inst Instrument) (Amount, error) {
 // ParseDecimal parses a non-negative decimal string with at most decimals fractional digits.
 func ParseDecimal(s string, decimals int32) (Amount, error) {
 	if len(s) > 64 || !amountPattern.MatchString(s) {
-		return Amount{}, Errorf(CodeInvalidRequest, "amount %q is not a decimal string like \"12.5\"", truncate(s, 40))
+		return Amount{}, Errorf(CodeInvalidRequest, "amount %q is not a decimal string like \"12.5\"", Truncate(s, 40))
 	}
 	d, err := decimal.NewFromString(s)
 	if err != nil {
-		return Amount{}, Errorf(CodeInvalidRequest, "amount %q is not a decimal string", truncate(s, 40))
+		return Amount{}, Errorf(CodeInvalidRequest, "amount %q is not a decimal string", Truncate(s, 40))
 	}
 	if i := strings.IndexByte(s, '.'); i >= 0 && int32(len(s)-i-1) > decimals {
 		return Amount{}, Errorf(CodeInvalidRequest, "amount %s has more than %d fractional digits", s, decimals)
 	}
 	if d.Cmp(maxAmount) >= 0 {
-		return Amount{}, Errorf(CodeInvalidRequest, "amount %s is too large", truncate(s, 40))
+		return Amount{}, Errorf(CodeInvalidRequest, "amount %s is too large", Truncate(s, 40))
 	}
 	return Amount{d}, nil
 }

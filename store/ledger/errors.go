@@ -42,8 +42,9 @@ func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// truncate shortens s to n bytes to quote it in an error, marking the cut.
-func truncate(s string, n int) string {
+// Truncate shortens s to n bytes to quote it in an error's message, marking the cut: what a
+// caller sent is quoted back no longer than that (the store's errors quote the same way).
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -26,7 +26,7 @@ func ParsePreapprovalKind(s string) (PreapprovalKind, error) {
 	case PreapprovalNFT, PreapprovalUSDCx:
 		return PreapprovalKind(s), nil
 	}
-	return "", Errorf(CodeInvalidRequest, "kind must be \"nft\" or \"usdcx\", not %q", truncate(s, 40))
+	return "", Errorf(CodeInvalidRequest, "kind must be \"nft\" or \"usdcx\", not %q", Truncate(s, 40))
 }
 
 // Preapproval is a party's consent, until ExpiresAt, to be credited NFTs or USDCx by
