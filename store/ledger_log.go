@@ -202,7 +202,7 @@ func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) erro
 	if err != nil {
 		return err
 	}
-	entry := tx.Tx.Tx.StmtContext(ctx, st.entry)
+	entry := tx.SQL().StmtContext(ctx, st.entry)
 	for _, e := range a.entries {
 		if _, err := entry.ExecContext(ctx, e.LogIndex, e.UpdateID, e.Entry, e.Hashes); err != nil {
 			return fmt.Errorf("transparency log: write entry %d: %w", e.LogIndex, err)
@@ -210,7 +210,7 @@ func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) erro
 	}
 	// The update's row was written by this transaction: its page is written with the commit
 	// anyway, so the index costs no page of its own.
-	index := tx.Tx.Tx.StmtContext(ctx, st.index)
+	index := tx.SQL().StmtContext(ctx, st.index)
 	for i, u := range us {
 		if _, err := index.ExecContext(ctx, a.from+int64(i), u.Offset); err != nil {
 			return fmt.Errorf("transparency log: write the log index of update %s: %w", u.UpdateID, err)
@@ -219,6 +219,10 @@ func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) erro
 	return nil
 }
 
+// logSizeSQL reads the number of entries the log holds: one past the last entry's index (the
+// size of SQLite's head, which keeps no row).
+const logSizeSQL = "SELECT COALESCE(MAX(log_index) + 1, 0) FROM log_entries"
+
 // logSize is the number of entries the log holds, read in this transaction (SQLite).
 func (tx *Tx) logSize(ctx context.Context) (int64, error) {
 	st, err := tx.s.logWrites.prepared()
@@ -226,7 +230,7 @@ func (tx *Tx) logSize(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	var n int64
-	if err := tx.Tx.Tx.StmtContext(ctx, st.size).QueryRowContext(ctx).Scan(&n); err != nil {
+	if err := tx.SQL().StmtContext(ctx, st.size).QueryRowContext(ctx).Scan(&n); err != nil {
 		return 0, fmt.Errorf("transparency log: read the size: %w", err)
 	}
 	return n, nil
@@ -251,7 +255,7 @@ func (ls *logStatements) prepare(ctx context.Context, db *sql.DB) {
 	}
 	var st [3]*sql.Stmt
 	for i, q := range []string{
-		"SELECT COALESCE(MAX(log_index) + 1, 0) FROM log_entries",
+		logSizeSQL,
 		"INSERT INTO log_entries (log_index, update_id, entry, hashes) VALUES (?, ?, ?, ?)",
 		"UPDATE updates SET log_index = ? WHERE ledger_offset = ?",
 	} {

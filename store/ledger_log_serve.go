@@ -78,7 +78,7 @@ func (s *Store) readHead(ctx context.Context, db bun.IDB) (*logHead, error) {
 		}
 		return h, nil
 	}
-	if err := db.NewSelect().Table("log_entries").ColumnExpr("COALESCE(MAX(log_index) + 1, 0)").Scan(ctx, &h.Size); err != nil {
+	if err := db.NewRaw(logSizeSQL).Scan(ctx, &h.Size); err != nil {
 		return nil, fmt.Errorf("transparency log: read the size: %w", err)
 	}
 	idx := frontierIndexes(h.Size)
