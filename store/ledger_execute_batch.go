@@ -199,10 +199,12 @@ func (tx *Tx) lockPrepared(ctx context.Context, batch []*executeRequest, refused
 	if err := tx.ForUpdate(tx.NewSelect().Model(&rows).Where("hash IN (?)", bun.In(hashes))).Scan(ctx); err != nil {
 		return nil, err
 	}
+	ps := make([]*PreparedTx, len(rows))
 	for i := range rows {
+		ps[i] = &rows[i]
 		prepared[string(rows[i].Hash)] = &rows[i]
 	}
-	return prepared, nil
+	return prepared, storedReceipts(ctx, tx, ps...)
 }
 
 // pending answers the batch's executes that apply nothing (not found, executed before,

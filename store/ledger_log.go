@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -422,22 +423,22 @@ func (e *logEdge) keep(h *logHead) {
 
 // logPending is what a PostgreSQL transaction leaves for its COMMIT to append an update to
 // the log (the log_at_commit migration's log_append): the entry's bytes before and after its
-// offset's digits and, for an execute, the prepared transaction the COMMIT marks executed, with
-// its receipt around the log index. The offset lock is then held only by the COMMIT, never across a round trip.
+// offset's digits and, for an execute, the prepared transaction's hash, which asks the COMMIT
+// to tell the session the update's log index (logIndexNotice). The offset lock is then held
+// only by the COMMIT, never across a round trip.
 type logPending struct {
 	bun.BaseModel `bun:"table:log_pending"`
 
-	UpdateID    string     `bun:"update_id,pk"`
-	EntryHead   []byte     `bun:"entry_head"`
-	EntryTail   []byte     `bun:"entry_tail"`
-	Prepared    []byte     `bun:"prepared"`
-	ReceiptHead []byte     `bun:"receipt_head"`
-	ReceiptTail []byte     `bun:"receipt_tail"`
-	ExecutedAt  *Timestamp `bun:"executed_at"`
+	UpdateID  string `bun:"update_id,pk"`
+	EntryHead []byte `bun:"entry_head"`
+	EntryTail []byte `bun:"entry_tail"`
+	Prepared  []byte `bun:"prepared"`
 }
 
 // queueLogAppend leaves the updates' log_pending rows, written with the transaction's other
-// deferred writes, and the receipts to complete once it has committed (completeReceipts).
+// deferred writes, and the receipts to complete once it has committed (completeReceipts). An
+// execute's prepared transaction is marked executed here, in the transaction's body, with its
+// receipt less the log index, which the COMMIT assigns (storedReceipts adds it on a read).
 func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 	rows := make([]logPending, len(us))
 	for i, u := range us {
@@ -461,12 +462,8 @@ func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 			return err
 		}
 		if s := annex(u).signed; s != nil {
-			receipt, err := committedReceipt(u.UpdateID, new(int64), s.result)
-			if err != nil {
-				return err
-			}
-			r.Prepared, r.ExecutedAt = s.p.Hash, s.p.ExecutedAt
-			if r.ReceiptHead, r.ReceiptTail, err = aroundZero(receipt, `{"updateId":`+string(id)+`,"status":"committed","logIndex":`); err != nil {
+			r.Prepared = s.p.Hash
+			if err := tx.receiptLogged(ctx, u, nil); err != nil {
 				return err
 			}
 			tx.unreceipted = append(tx.unreceipted, u)
@@ -511,8 +508,8 @@ func (s *Store) forgetLogIndexes(us []*Update) {
 }
 
 // completeReceipts completes, once their transaction has committed on PostgreSQL, the receipts
-// of the executes whose log indexes the COMMIT gave: as receiptLogged does, in memory (the
-// prepared transactions' rows got them with the commit). An index comes with the COMMIT's
+// of the executes whose log indexes the COMMIT gave, in memory (the prepared transactions'
+// rows keep them without: storedReceipts). An index comes with the COMMIT's
 // notice; one that did not come (a session that gets no notices) is read back.
 func (s *Store) completeReceipts(ctx context.Context, us []*Update) error {
 	at := make(map[string]int64, len(us))
@@ -524,7 +521,11 @@ func (s *Store) completeReceipts(ctx context.Context, us []*Update) error {
 			ids = append(ids, u.UpdateID)
 		}
 	}
-	if err := s.readLogIndexes(ctx, ids, at); err != nil {
+	err := readLogIndexes(ctx, s.wdb, ids, at)
+	if err == nil && len(at) != len(us) {
+		err = fmt.Errorf("%d of %d entries found", len(at), len(us))
+	}
+	if err != nil {
 		return &Error{Code: CodeOutcomeUnknown, Err: err,
 			Message: "the transaction committed, but its receipt could not be read back; send the same execute again: it answers the receipt"}
 	}
@@ -539,17 +540,15 @@ func (s *Store) completeReceipts(ctx context.Context, us []*Update) error {
 	return nil
 }
 
-// readLogIndexes reads the log indexes of the updates ids into at.
-func (s *Store) readLogIndexes(ctx context.Context, ids []string, at map[string]int64) error {
+// readLogIndexes reads the log indexes of the updates ids into at; an update without one (not
+// logged) is left out.
+func readLogIndexes(ctx context.Context, db bun.IDB, ids []string, at map[string]int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	var rows []Update
-	err := s.wdb.NewSelect().Model(&rows).Column("log_index", "update_id").
+	err := db.NewSelect().Model(&rows).Column("log_index", "update_id").
 		Where("update_id IN (?)", bun.In(ids)).Where("log_index IS NOT NULL").Scan(ctx)
-	if err == nil && len(rows) != len(ids) {
-		err = fmt.Errorf("%d of %d entries found", len(rows), len(ids))
-	}
 	for _, r := range rows {
 		at[r.UpdateID] = *r.LogIndex
 	}
@@ -570,6 +569,54 @@ func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex *int64) err
 	}
 	s.p.Result, *s.receipt = receipt, receipt
 	return tx.Later(ctx, tx.NewUpdate().Model(s.p).Column("update_id", "result", "executed_at").WherePK())
+}
+
+// storedReceipts adds to the receipts of ps, read from their rows, the log index they lack:
+// on PostgreSQL an execute stores its receipt before its COMMIT assigns the index
+// (queueLogAppend), which the update's row keeps (updates.log_index). A replay then answers
+// what the execute answered.
+func storedReceipts(ctx context.Context, db bun.IDB, ps ...*PreparedTx) error {
+	var ids []string
+	for _, p := range ps {
+		if p.Result != nil && p.UpdateID != nil && !receiptIndexed(p.Result) {
+			ids = append(ids, *p.UpdateID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	at := make(map[string]int64, len(ids))
+	if err := readLogIndexes(ctx, db, ids, at); err != nil {
+		return fmt.Errorf("transparency log: read the log index of a stored receipt: %w", err)
+	}
+	for _, p := range ps {
+		if p.UpdateID == nil || p.Result == nil || receiptIndexed(p.Result) {
+			continue
+		}
+		if n, ok := at[*p.UpdateID]; ok {
+			p.Result = receiptWithIndex(p.Result, n)
+		}
+	}
+	return nil
+}
+
+// receiptStatus is what every receipt holds after its update ID (committedReceipt): the log
+// index follows it.
+const receiptStatus = `"status":"committed"`
+
+// receiptIndexed tells whether receipt holds its log index.
+func receiptIndexed(receipt Receipt) bool {
+	_, rest, ok := bytes.Cut(receipt, []byte(receiptStatus))
+	return !ok || bytes.HasPrefix(rest, []byte(`,"logIndex":`))
+}
+
+// receiptWithIndex is receipt with logIndex n where committedReceipt writes it.
+func receiptWithIndex(receipt Receipt, n int64) Receipt {
+	i := bytes.Index(receipt, []byte(receiptStatus)) + len(receiptStatus)
+	out := make(Receipt, 0, len(receipt)+32)
+	out = append(out, receipt[:i]...)
+	out = strconv.AppendInt(append(out, `,"logIndex":`...), n, 10)
+	return append(out, receipt[i:]...)
 }
 
 // fillLog appends the updates committed before the log began (a store migrated from before

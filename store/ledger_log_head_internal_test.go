@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/bits"
+	"slices"
 	"strings"
 	"testing"
 	"text/template"
@@ -26,11 +27,8 @@ func TestTransparencyLog_SQLiteHeadRowComesBackAsTheLogHoldsIt(t *testing.T) {
 		}
 		ctx := context.Background()
 		// Rolled back as a rollback runs: the hashes back in their table first.
-		var down []string
-		for _, m := range []string{"log_hashes_in_entries.tx.down.sql", "log_head_read_off_the_log_on_sqlite.tx.down.sql"} {
-			down = append(down, renderMigration(t, s, m)...)
-		}
-		up := renderMigration(t, s, "log_hashes_in_entries.tx.up.sql")
+		down, _ := migrationsSince(t, s, "log_head_read_off_the_log_on_sqlite")
+		_, up := migrationsSince(t, s, "log_hashes_in_entries")
 		alice := onboardKeyed(t, s, "alice")
 		for _, want := range []int64{2, 6, 11, 15} {
 			for {
@@ -75,6 +73,27 @@ func TestTransparencyLog_SQLiteHeadRowComesBackAsTheLogHoldsIt(t *testing.T) {
 	})
 }
 
+// migrationsSince is the statements, for s's dialect, that roll back the migration named name
+// and every later one, latest first, and those that apply them again, in order.
+func migrationsSince(t *testing.T, s *Store, name string) (down, up []string) {
+	t.Helper()
+	ups, err := fs.Glob(migrations.Files, "*.tx.up.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ups)
+	from := slices.IndexFunc(ups, func(f string) bool { return strings.HasSuffix(f, "_"+name+".tx.up.sql") })
+	if from < 0 {
+		t.Fatalf("no migration %s", name)
+	}
+	for _, f := range ups[from:] {
+		m := strings.TrimSuffix(f[strings.Index(f, "_")+1:], ".tx.up.sql")
+		up = append(up, renderMigration(t, s, m+".tx.up.sql")...)
+		down = append(renderMigration(t, s, m+".tx.down.sql"), down...)
+	}
+	return down, up
+}
+
 // renderMigration is the statements, for s's dialect, of the migration whose file name ends
 // with suffix.
 func renderMigration(t *testing.T, s *Store, suffix string) []string {
@@ -106,8 +125,7 @@ func renderMigration(t *testing.T, s *Store, suffix string) []string {
 func TestTransparencyLog_StoredHashesMoveIntoTheEntriesAndBack(t *testing.T) {
 	eachLedgerStore(t, func(t *testing.T, s *Store, _ *ledgerClock) {
 		ctx := context.Background()
-		down := renderMigration(t, s, "log_hashes_in_entries.tx.down.sql")
-		up := renderMigration(t, s, "log_hashes_in_entries.tx.up.sql")
+		down, up := migrationsSince(t, s, "log_hashes_in_entries")
 		run := func(stmts []string) {
 			t.Helper()
 			err := s.inTx(ctx, func(tx *Tx) error {

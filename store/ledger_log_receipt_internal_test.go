@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -102,6 +103,66 @@ func TestTransparencyLog_AReceiptWithoutTheCommitsNoticeReadsItsIndexBack(t *tes
 		}
 		if n := receiptLogIndex(t, alice.execute(t, s, KindTap, prep)); n != before.N {
 			t.Errorf("the tap's receipt has log index %d, want %d (the log's size before it)", n, before.N)
+		}
+	})
+}
+
+// An execute's receipt is stored before its COMMIT assigns the log index on PostgreSQL, and a
+// replay still answers the receipt the execute did, log index and all, whether the store
+// remembers the transaction or reads it (a restarted store). Rolling the change back puts the
+// index into the stored receipts, which the code before it answers as they are.
+func TestTransparencyLog_AReplayAnswersTheLogIndexTheStoredReceiptLacks(t *testing.T) {
+	eachLedgerStore(t, func(t *testing.T, s *Store, _ *ledgerClock) {
+		ctx := context.Background()
+		alice := onboardKeyed(t, s, "alice")
+		var xs []Execution
+		var answered []Receipt
+		for range 3 {
+			prep, err := s.PrepareTap(ctx, alice.id, CC, MustAmount("1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			receipt := alice.execute(t, s, KindTap, prep)
+			receiptLogIndex(t, receipt)
+			xs = append(xs, Execution{Kinds: []string{KindTap}, Hash: prep.Hash, Signature: alice.Sign(prep.Hash), Caller: alice.id})
+			answered = append(answered, receipt)
+		}
+		s.recent = recentPrepares{} // as a restarted store: nothing remembered
+		for i, x := range xs {
+			if again, err := s.Execute(ctx, x); err != nil || string(again) != string(answered[i]) {
+				t.Fatalf("replay %d answered %s (%v), the execute %s", i, again, err, answered[i])
+			}
+		}
+		down, up := migrationsSince(t, s, "receipt_in_the_body")
+		run := func(stmts []string) {
+			t.Helper()
+			err := s.inTx(ctx, func(tx *Tx) error {
+				for _, stmt := range stmts {
+					if _, err := tx.ExecContext(ctx, stmt); err != nil {
+						return fmt.Errorf("%s: %w", stmt, err)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(down)
+		for i, x := range xs {
+			var stored []byte
+			if err := s.db.NewSelect().Table("prepared_txs").Column("result").Where("hash = ?", x.Hash).Scan(ctx, &stored); err != nil {
+				t.Fatal(err)
+			}
+			if string(stored) != string(answered[i]) {
+				t.Fatalf("rolled back, prepared transaction %d stores %s, the execute answered %s", i, stored, answered[i])
+			}
+		}
+		run(up)
+		for i, x := range xs {
+			if again, err := s.Execute(ctx, x); err != nil || string(again) != string(answered[i]) {
+				t.Fatalf("after the rollback and back, replay %d answered %s (%v), the execute %s", i, again, err, answered[i])
+			}
 		}
 	})
 }

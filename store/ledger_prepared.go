@@ -277,7 +277,10 @@ func (s *Store) preparedRow(ctx context.Context, x Execution) (*PreparedTx, erro
 	if isNoRows(err) {
 		return nil, x.notFound()
 	}
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	return p, storedReceipts(ctx, s.db, p)
 }
 
 // recentPrepares remembers the last recentPrepared batched transactions the store prepared,
@@ -392,6 +395,9 @@ func (tx *Tx) execute(ctx context.Context, x Execution, check bool, receipt *Rec
 	err := tx.ForUpdate(tx.NewSelect().Model(p).Where("hash = ?", x.Hash)).Scan(ctx)
 	if isNoRows(err) {
 		return nil, x.notFound()
+	}
+	if err == nil {
+		err = storedReceipts(ctx, tx, p)
 	}
 	if err != nil {
 		return nil, err
