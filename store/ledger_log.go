@@ -6,7 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/json"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -28,11 +28,12 @@ import (
 // database transaction as the update, so an update and its entry commit together or not at
 // all, and entries follow offsets. On PostgreSQL the COMMIT appends it: the trigger that
 // assigns an update's offset under the ledger's offset lock (held until the commit is visible)
-// then builds the entry from what the transaction left in log_pending and writes its hashes and
-// the new head (the log_at_commit migration), so the lock is never held across a round trip;
-// the COMMIT tells the session an execute's log index in a notice, so its receipt needs no
-// read after the commit (noticed). On SQLite, which runs one
-// writer at a time, appendLog writes the entries as the transaction's last step before COMMIT.
+// then builds the entry from what the transaction left in its settings (queueLogAppend) and
+// writes it, its hashes and the new head (the log_at_commit migration, and
+// log_pending_in_settings), so the lock is never held across a round trip; the COMMIT tells the session an
+// execute's log index in a notice, so its receipt needs no read after the commit (noticed).
+// On SQLite, which runs one writer at a time, appendLog writes the entries as the
+// transaction's last step before COMMIT.
 // The log keeps, per entry, one row: the entry's bytes and the tree's stored hashes its append
 // added (sumdb/tlog's layout: the leaf's and those of the subtrees it completed), and each
 // update's row its log index; the head (the size and the hashes of the
@@ -421,26 +422,19 @@ func (e *logEdge) keep(h *logHead) {
 	e.head = h
 }
 
-// logPending is what a PostgreSQL transaction leaves for its COMMIT to append an update to
-// the log (the log_at_commit migration's log_append): the entry's bytes before and after its
-// offset's digits and, for an execute, the prepared transaction's hash, which asks the COMMIT
-// to tell the session the update's log index (logIndexNotice). The offset lock is then held
-// only by the COMMIT, never across a round trip.
-type logPending struct {
-	bun.BaseModel `bun:"table:log_pending"`
-
-	UpdateID  string `bun:"update_id,pk"`
-	EntryHead []byte `bun:"entry_head"`
-	EntryTail []byte `bun:"entry_tail"`
-	Prepared  []byte `bun:"prepared"`
-}
-
-// queueLogAppend leaves the updates' log_pending rows, written with the transaction's other
-// deferred writes, and the receipts to complete once it has committed (completeReceipts). An
-// execute's prepared transaction is marked executed here, in the transaction's body, with its
-// receipt less the log index, which the COMMIT assigns (storedReceipts adds it on a read).
+// queueLogAppend leaves, with the transaction's other deferred writes, what its COMMIT needs to
+// append the updates to the log (the log_pending_in_settings migration): one setting of
+// the transaction per update, in the order the updates' rows were written, holding the update's
+// ID, whether the COMMIT tells the session its log index (an execute: "e") and the entry's
+// bytes after its offset's digits, in base64. It keeps the receipts to complete once the
+// transaction has committed (completeReceipts). An execute's prepared transaction is marked
+// executed here, in the transaction's body, with its receipt less the log index, which the
+// COMMIT assigns (storedReceipts adds it on a read). The offset lock is then held only by the
+// COMMIT, never across a round trip.
 func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
-	rows := make([]logPending, len(us))
+	var q strings.Builder
+	args := make([]any, 0, 2*len(us))
+	q.WriteString("SELECT set_config(k, v, true) FROM (VALUES ")
 	for i, u := range us {
 		e := logEntry(u)
 		e.Offset = math.MaxInt64 // the longest an offset can be: the entry must fit a bundle with it
@@ -452,24 +446,27 @@ func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 		if err != nil {
 			return err
 		}
-		id, err := json.Marshal(u.UpdateID)
+		// The COMMIT writes the entry's bytes before the offset itself, from the update's ID.
+		_, tail, err := aroundZero(b, `{"updateId":"`+u.UpdateID+`","offset":`)
 		if err != nil {
 			return err
 		}
-		r := &rows[i]
-		r.UpdateID = u.UpdateID
-		if r.EntryHead, r.EntryTail, err = aroundZero(b, `{"updateId":`+string(id)+`,"offset":`); err != nil {
-			return err
-		}
+		told := "s"
 		if s := annex(u).signed; s != nil {
-			r.Prepared = s.p.Hash
+			told = "e"
 			if err := tx.receiptLogged(ctx, u, nil); err != nil {
 				return err
 			}
 			tx.unreceipted = append(tx.unreceipted, u)
 		}
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?)")
+		args = append(args, "marketd.log_"+strconv.Itoa(i), u.UpdateID+" "+told+" "+base64.StdEncoding.EncodeToString(tail))
 	}
-	return tx.Later(ctx, tx.NewInsert().Model(&rows))
+	q.WriteString(") AS pending (k, v)")
+	return tx.Later(ctx, tx.NewRaw(q.String(), args...))
 }
 
 // aroundZero splits b, which must be prefix followed by the number 0, around that 0.

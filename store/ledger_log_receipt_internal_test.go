@@ -166,3 +166,43 @@ func TestTransparencyLog_AReplayAnswersTheLogIndexTheStoredReceiptLacks(t *testi
 		}
 	})
 }
+
+// On PostgreSQL the COMMIT takes an update's entry from the transaction's settings, one per
+// update in the order the rows were written. A setting made for another update fails the
+// COMMIT: neither the update nor an entry commits.
+func TestTransparencyLog_ACommitRefusesAPendingEntryOfAnotherUpdate(t *testing.T) {
+	eachLedgerStore(t, func(t *testing.T, s *Store, _ *ledgerClock) {
+		if s.dialect != Postgres {
+			t.Skip("SQLite appends in the store")
+		}
+		ctx := context.Background()
+		before, err := s.LogTree(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := s.wdb.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		for _, q := range []string{
+			"INSERT INTO updates (update_id, kind, act_as, recorded_at) VALUES ('0123456789abcdef0123456789abcdef', 'test', 'alice', 0)",
+			"SELECT set_config('marketd.log_0', 'fedcba9876543210fedcba9876543210 s fQ==', true)",
+		} {
+			if _, err := tx.ExecContext(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		if err := tx.Commit(); err == nil || !strings.Contains(err.Error(), "pending entry") {
+			t.Fatalf("a commit whose pending entry names another update: %v", err)
+		}
+		var n int
+		if err := s.db.NewSelect().Table("updates").ColumnExpr("count(*)").Where("update_id = '0123456789abcdef0123456789abcdef'").Scan(ctx, &n); err != nil || n != 0 {
+			t.Fatalf("the update committed anyway (%d rows, %v)", n, err)
+		}
+		after, err := s.LogTree(ctx)
+		if err != nil || after != before {
+			t.Fatalf("the log went from %v to %v (%v)", before, after, err)
+		}
+	})
+}
