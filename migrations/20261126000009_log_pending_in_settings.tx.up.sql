@@ -2,13 +2,18 @@
 -- The transaction's body writes no row for the COMMIT's append any more: what the entry needs
 -- besides its offset comes in the transaction's own settings, set with its other deferred
 -- writes: marketd.log_<k> for the k-th update the transaction appends, "<update id> <e|s>
--- <base64 of the entry's bytes after the offset's digits>" (e: an execute, whose session the
--- COMMIT tells the index; s: committed by the service). Settings made with
+-- <base64 of the entry's bytes after the offset's digits>" (e: an execute; s: committed by
+-- the service). Settings made with
 -- set_config(..., true) end with their transaction and roll back with a savepoint, as the
 -- update's row does. The COMMIT fires the offset trigger once per update, in the order the rows
 -- were inserted; marketd.log_next counts the ones taken, and an append refuses a setting made
 -- for another update, failing the COMMIT rather than logging the wrong entry. The entry's
 -- bytes before its offset are {"updateId":"<update id>","offset": (update IDs are hex).
+-- The COMMIT no longer sends a notice for an execute: it sets the session's application_name
+-- to "<name before> #log <index of the transaction's first entry> <its update ID's first 8
+-- characters>", which the server reports to the session with the COMMIT's answer; the
+-- transaction's entries follow one another. A notice cost a message of its own, sent at once,
+-- under the offset lock.
 CREATE OR REPLACE FUNCTION log_append(uid TEXT, o BIGINT) RETURNS BIGINT LANGUAGE plpgsql AS $$
 DECLARE
     k      INTEGER := COALESCE(NULLIF(current_setting('marketd.log_next', true), ''), '0')::INTEGER;
@@ -40,8 +45,12 @@ BEGIN
     END LOOP;
     INSERT INTO log_entries (log_index, update_id, entry, hashes) VALUES (n, uid, entry, hashes);
     UPDATE log_head SET size = n + 1, frontier = fr || h WHERE id = 1;
-    IF split_part(v, ' ', 2) = 'e' THEN
-        RAISE NOTICE USING MESSAGE = 'transparency log index', DETAIL = n::text || ' ' || uid;
+    IF k = 0 THEN
+        -- The transaction's first entry: the session learns its index with the COMMIT's answer,
+        -- in which the server reports a changed application_name (at most 63 bytes: the name
+        -- before keeps its first 29).
+        PERFORM set_config('application_name',
+            left(split_part(current_setting('application_name'), ' #log ', 1), 29) || ' #log ' || n::text || ' ' || left(uid, 8), false);
     END IF;
     RETURN n;
 END

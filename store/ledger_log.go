@@ -18,7 +18,6 @@ import (
 
 	"marketd/store/translog"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -30,8 +29,9 @@ import (
 // assigns an update's offset under the ledger's offset lock (held until the commit is visible)
 // then builds the entry from what the transaction left in its settings (queueLogAppend) and
 // writes it, its hashes and the new head (the log_at_commit migration, and
-// log_pending_in_settings), so the lock is never held across a round trip; the COMMIT tells the session an
-// execute's log index in a notice, so its receipt needs no read after the commit (noticed).
+// log_pending_in_settings), so the lock is never held across a round trip; the COMMIT reports
+// the transaction's first log index to its session with its answer, so a receipt needs no
+// read after the commit (logReport).
 // On SQLite, which runs one writer at a time, appendLog writes the entries as the
 // transaction's last step before COMMIT.
 // The log keeps, per entry, one row: the entry's bytes and the tree's stored hashes its append
@@ -132,6 +132,7 @@ type partySigned struct {
 	signature []byte
 	result    any
 	receipt   *Receipt
+	position  int // on PostgreSQL, its place among the updates its transaction logs (queueLogAppend)
 }
 
 // logEntry is u's entry, once its offset is known.
@@ -432,6 +433,7 @@ func (e *logEdge) keep(h *logHead) {
 // COMMIT assigns (storedReceipts adds it on a read). The offset lock is then held only by the
 // COMMIT, never across a round trip.
 func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
+	tx.firstLogged = us[0].UpdateID
 	var q strings.Builder
 	args := make([]any, 0, 2*len(us))
 	q.WriteString("SELECT set_config(k, v, true) FROM (VALUES ")
@@ -457,6 +459,7 @@ func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 			if err := tx.receiptLogged(ctx, u, nil); err != nil {
 				return err
 			}
+			s.position = i
 			tx.unreceipted = append(tx.unreceipted, u)
 		}
 		if i > 0 {
@@ -477,54 +480,50 @@ func aroundZero(b []byte, prefix string) (head, tail []byte, err error) {
 	return b[:len(prefix)], b[len(prefix)+1:], nil
 }
 
-// logIndexNotice is the message of the notice by which a COMMIT on PostgreSQL tells its
-// session an execute's log index (the log_index_notice migration); the notice's detail is
-// "<log index> <update ID>".
-const logIndexNotice = "transparency log index"
+// logReport is how a COMMIT on PostgreSQL tells its session the log index of the
+// transaction's first entry (the log_pending_in_settings migration): it sets the session's
+// application_name to "<name before> #log <index> <first 8 characters of the update's ID>",
+// which the server reports with the COMMIT's answer, with no message and no round trip of its
+// own. The transaction's entries follow one another, so the k-th update it logs is at that
+// index plus k.
+const logReport = " #log "
 
-// noticed keeps the log index a COMMIT's notice gives, until completeReceipts takes it; the
-// notice arrives before the COMMIT's answer, so it is kept by the time the commit returns.
-// Other notices are not the log's.
-func (s *Store) noticed(_ *pgconn.PgConn, n *pgconn.Notice) {
-	if n.Message != logIndexNotice {
-		return
+// reportedIndex is the log index of the entry of update first that report, the session's
+// application_name after a COMMIT, gives; ok is false when report is not of that update (a
+// pooler that does not pass the server's reports on, say).
+func reportedIndex(report, first string) (n int64, ok bool) {
+	i := strings.LastIndex(report, logReport)
+	if i < 0 || len(first) < 8 {
+		return 0, false
 	}
-	num, id, ok := strings.Cut(n.Detail, " ")
-	i, err := strconv.ParseInt(num, 10, 64)
-	if ok && err == nil {
-		s.logIndexes.Store(id, i)
-	}
-}
-
-// forgetLogIndexes drops the log indexes kept for us, whose transaction did not commit (or
-// not surely): a notice may come from a COMMIT that failed after the log's append.
-func (s *Store) forgetLogIndexes(us []*Update) {
-	for _, u := range us {
-		s.logIndexes.Delete(u.UpdateID)
-	}
+	num, token, found := strings.Cut(report[i+len(logReport):], " ")
+	n, err := strconv.ParseInt(num, 10, 64)
+	return n, found && err == nil && token == first[:8]
 }
 
 // completeReceipts completes, once their transaction has committed on PostgreSQL, the receipts
-// of the executes whose log indexes the COMMIT gave, in memory (the prepared transactions'
-// rows keep them without: storedReceipts). An index comes with the COMMIT's
-// notice; one that did not come (a session that gets no notices) is read back.
-func (s *Store) completeReceipts(ctx context.Context, us []*Update) error {
+// of its executes, us, with the log indexes the COMMIT reported (logReport; first is the
+// transaction's first logged update), in memory (the prepared transactions' rows keep them
+// without: storedReceipts). Indexes not reported are read back.
+func (s *Store) completeReceipts(ctx context.Context, us []*Update, report, first string) error {
 	at := make(map[string]int64, len(us))
-	var ids []string
-	for _, u := range us {
-		if n, ok := s.logIndexes.LoadAndDelete(u.UpdateID); ok {
-			at[u.UpdateID] = n.(int64)
-		} else {
-			ids = append(ids, u.UpdateID)
+	if n, ok := reportedIndex(report, first); ok {
+		for _, u := range us {
+			at[u.UpdateID] = n + int64(annex(u).signed.position)
 		}
-	}
-	err := readLogIndexes(ctx, s.wdb, ids, at)
-	if err == nil && len(at) != len(us) {
-		err = fmt.Errorf("%d of %d entries found", len(at), len(us))
-	}
-	if err != nil {
-		return &Error{Code: CodeOutcomeUnknown, Err: err,
-			Message: "the transaction committed, but its receipt could not be read back; send the same execute again: it answers the receipt"}
+	} else {
+		ids := make([]string, len(us))
+		for i, u := range us {
+			ids[i] = u.UpdateID
+		}
+		err := readLogIndexes(ctx, s.wdb, ids, at)
+		if err == nil && len(at) != len(us) {
+			err = fmt.Errorf("%d of %d entries found", len(at), len(us))
+		}
+		if err != nil {
+			return &Error{Code: CodeOutcomeUnknown, Err: err,
+				Message: "the transaction committed, but its receipt could not be read back; send the same execute again: it answers the receipt"}
+		}
 	}
 	for _, u := range us {
 		n, signed := at[u.UpdateID], annex(u).signed

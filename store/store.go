@@ -167,11 +167,10 @@ type Store struct {
 
 	history historySeen // where this instance last found the store's history (ledger_failover.go)
 
-	fullTiles  tileCache     // the transparency log's full tiles, which never change (ledger_log_serve.go)
-	logEdge    logEdge       // the log's head as this process's last append committed it (ledger_log.go)
-	logIndexes sync.Map      // update ID -> log index, as a COMMIT's notice gave it (ledger_log.go)
-	logWrites  logStatements // the log's writes, prepared once (SQLite)
-	unlogged   bool          // set only by a benchmark: commits skip the transparency log, to measure its cost
+	fullTiles tileCache     // the transparency log's full tiles, which never change (ledger_log_serve.go)
+	logEdge   logEdge       // the log's head as this process's last append committed it (ledger_log.go)
+	logWrites logStatements // the log's writes, prepared once (SQLite)
+	unlogged  bool          // set only by a benchmark: commits skip the transparency log, to measure its cost
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -240,8 +239,7 @@ func (s *Store) openPostgres(ctx context.Context, dsn string) error {
 	// bun renders arguments into the SQL text itself, so every statement is new to the server:
 	// the simple protocol sends it in one round trip instead of preparing it first.
 	pc.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
-	pc.ConnConfig.OnNotice = s.noticed // an execute's log index comes with its COMMIT: ledger_log.go
-	pc.AfterConnect = s.checkHistory   // a failover may have moved the history: ledger_failover.go
+	pc.AfterConnect = s.checkHistory // a failover may have moved the history: ledger_failover.go
 	s.poolQueue = newPoolQueue(pc.MaxConns, func() bool {
 		st := s.pool.Stat()
 		return st.AcquiredConns() >= st.MaxConns()
@@ -372,6 +370,7 @@ type Tx struct {
 	logged      []*Update // the updates it appended, for the transparency log (appendLog)
 	edge        *logHead  // the log's head once its appendLog wrote it, kept if it commits
 	unreceipted []*Update // executes whose receipts await the log index their COMMIT gives
+	firstLogged string    // on PostgreSQL, the first update the COMMIT logs (logReport)
 	parts       []txPart  // what the store's parts gather while it runs (store_txpart.go)
 	ended       func()    // run once it has committed, before the work that follows a commit
 }
@@ -385,6 +384,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var after []func()
 	var recorded string
 	var unreceipted []*Update
+	var firstLogged, report string
 	parts := newTxParts() // their work after the end runs even if the transaction never began
 	var ended func()
 	var edge *logHead
@@ -403,9 +403,11 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 			s.logEdge.keep(edge)
 		}
 	}
-	err = s.runWriteTx(ctx, release, kept, func(ctx context.Context, btx bun.Tx) error {
+	err = s.runWriteTx(ctx, release, kept, &report, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: ledger.Begin(btx, s.wdb, s.now()), s: s, parts: parts}
-		defer func() { parts, ended, edge, unreceipted = tx.parts, tx.ended, tx.edge, tx.unreceipted }()
+		defer func() {
+			parts, ended, edge, unreceipted, firstLogged = tx.parts, tx.ended, tx.edge, tx.unreceipted, tx.firstLogged
+		}()
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -426,9 +428,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		err = commitFault(ctx, err)
 	}
 	if err == nil && len(unreceipted) > 0 {
-		err = s.completeReceipts(patient(context.WithoutCancel(ctx)), unreceipted)
-	} else {
-		s.forgetLogIndexes(unreceipted)
+		err = s.completeReceipts(patient(context.WithoutCancel(ctx)), unreceipted, report, firstLogged)
 	}
 	if err == nil && ended != nil {
 		ended()
@@ -455,14 +455,34 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 }
 
 // runWriteTx runs fn in a write transaction, runs committed if it committed, and gives the
-// writer back (release) as soon as it ends, even if fn panics.
-func (s *Store) runWriteTx(ctx context.Context, release, committed func(), fn func(ctx context.Context, btx bun.Tx) error) error {
+// writer back (release) as soon as it ends, even if fn panics. On PostgreSQL it keeps in
+// *report what the COMMIT reported of the log (the session's application_name: logReport).
+func (s *Store) runWriteTx(ctx context.Context, release, committed func(), report *string, fn func(ctx context.Context, btx bun.Tx) error) error {
 	defer release()
-	err := s.wdb.RunInTx(ctx, nil, fn)
-	if err == nil {
-		committed()
+	if s.dialect != Postgres {
+		err := s.wdb.RunInTx(ctx, nil, fn)
+		if err == nil {
+			committed()
+		}
+		return err
 	}
-	return err
+	conn, err := s.wdb.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err = conn.RunInTx(ctx, nil, fn); err != nil {
+		return err
+	}
+	committed()
+	// It committed: a report not read is read back instead (completeReceipts), not an error.
+	_ = conn.Raw(func(dc any) error {
+		if c, ok := dc.(*stdlib.Conn); ok {
+			*report = c.Conn().PgConn().ParameterStatus("application_name")
+		}
+		return nil
+	})
+	return nil
 }
 
 // writeQuery is a bun write that can render itself as SQL.

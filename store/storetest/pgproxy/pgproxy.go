@@ -2,7 +2,8 @@
 // network or a server does: it relays the wire protocol between marketd and a real server,
 // and on demand refuses new connections, cuts every open one, or cuts a connection at the
 // moment it sends COMMIT (before the server sees it, or after the server committed but before
-// its answer comes back).
+// its answer comes back). It can also hold back the server's reports of one parameter, as a
+// connection pooler that does not pass them on does.
 package pgproxy
 
 import (
@@ -35,12 +36,14 @@ type Proxy struct {
 	cut    Cut
 	cuts   int // COMMITs cut so far
 	active map[*link]bool
+	hidden string // the parameter whose reports new connections do not relay
 }
 
 type link struct {
 	client, server net.Conn
 	mu             sync.Mutex
 	dropReplies    bool
+	hidden         string
 }
 
 func (l *link) close() {
@@ -95,6 +98,14 @@ func (p *Proxy) CutCommits(c Cut) {
 	p.mu.Unlock()
 }
 
+// HideReports makes connections opened from now on drop the server's ParameterStatus messages
+// for parameter name ("" relays them all again).
+func (p *Proxy) HideReports(name string) {
+	p.mu.Lock()
+	p.hidden = name
+	p.mu.Unlock()
+}
+
 // Cuts counts the COMMITs cut so far.
 func (p *Proxy) Cuts() int {
 	p.mu.Lock()
@@ -133,8 +144,8 @@ func (p *Proxy) serve() {
 			c.Close()
 			continue
 		}
-		l := &link{client: c, server: s}
 		p.mu.Lock()
+		l := &link{client: c, server: s, hidden: p.hidden}
 		p.active[l] = true
 		p.mu.Unlock()
 		go p.fromServer(l)
@@ -152,6 +163,10 @@ func (p *Proxy) forget(l *link) {
 // fromServer relays the server's bytes, unless the link is being cut after a COMMIT.
 func (p *Proxy) fromServer(l *link) {
 	defer p.forget(l)
+	if l.hidden != "" {
+		p.fromServerHiding(l)
+		return
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := l.server.Read(buf)
@@ -223,6 +238,34 @@ func (p *Proxy) fromClient(l *link) {
 			}
 		}
 		if _, err := l.server.Write(append(head[:], body...)); err != nil {
+			return
+		}
+	}
+}
+
+// fromServerHiding relays the server's messages one by one, but its reports of l.hidden. The
+// connection must not use TLS (the tests' sslmode=disable): every message then has a type and
+// a length.
+func (p *Proxy) fromServerHiding(l *link) {
+	for {
+		var head [5]byte
+		if _, err := io.ReadFull(l.server, head[:]); err != nil {
+			return
+		}
+		body := make([]byte, binary.BigEndian.Uint32(head[1:])-4)
+		if _, err := io.ReadFull(l.server, body); err != nil {
+			return
+		}
+		l.mu.Lock()
+		drop := l.dropReplies
+		l.mu.Unlock()
+		if drop {
+			return
+		}
+		if name, _, _ := strings.Cut(string(body), "\x00"); head[0] == 'S' && name == l.hidden {
+			continue
+		}
+		if _, err := l.client.Write(append(head[:], body...)); err != nil {
 			return
 		}
 	}
