@@ -439,14 +439,14 @@ func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 	q.WriteString("SELECT set_config(k, v, true) FROM (VALUES ")
 	for i, u := range us {
 		e := logEntry(u)
-		e.Offset = math.MaxInt64 // the longest an offset can be: the entry must fit a bundle with it
-		if _, err := e.Marshal(); err != nil {
-			return err
-		}
-		e.Offset = 0
+		e.Offset = 0 // assigned at COMMIT
 		b, err := e.Marshal()
 		if err != nil {
 			return err
+		}
+		// The offset's digits replace the 0: the entry must fit a bundle with the longest.
+		if longest := len(b) - 1 + len(strconv.FormatInt(math.MaxInt64, 10)); longest > translog.MaxEntrySize {
+			return fmt.Errorf("log entry of update %s: %d bytes with its offset, at most %d fit a bundle", u.UpdateID, longest, translog.MaxEntrySize)
 		}
 		// The COMMIT writes the entry's bytes before the offset itself, from the update's ID.
 		_, tail, err := aroundZero(b, `{"updateId":"`+u.UpdateID+`","offset":`)
@@ -526,11 +526,8 @@ func (s *Store) completeReceipts(ctx context.Context, us []*Update, report, firs
 		}
 	}
 	for _, u := range us {
-		n, signed := at[u.UpdateID], annex(u).signed
-		receipt, err := committedReceipt(u.UpdateID, &n, signed.result)
-		if err != nil {
-			return err
-		}
+		signed := annex(u).signed // its receipt without the index: executed, receiptLogged
+		receipt := receiptWithIndex(signed.p.Result, at[u.UpdateID])
 		signed.p.Result, *signed.receipt = receipt, receipt
 	}
 	return nil
