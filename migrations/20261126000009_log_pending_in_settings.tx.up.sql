@@ -1,9 +1,8 @@
 {{if .Postgres}}
 -- The transaction's body writes no row for the COMMIT's append any more: what the entry needs
 -- besides its offset comes in the transaction's own settings, set with its other deferred
--- writes: marketd.log_<k> for the k-th update the transaction appends, "<update id> <e|s>
--- <base64 of the entry's bytes after the offset's digits>" (e: an execute; s: committed by
--- the service). Settings made with
+-- writes: marketd.log_<k> for the k-th update the transaction appends, "<update id> <base64
+-- of the entry's bytes after the offset's digits>". Settings made with
 -- set_config(..., true) end with their transaction and roll back with a savepoint, as the
 -- update's row does. The COMMIT fires the offset trigger once per update, in the order the rows
 -- were inserted; marketd.log_next counts the ones taken, and an append refuses a setting made
@@ -32,7 +31,7 @@ BEGIN
         RAISE EXCEPTION 'transparency log: the pending entry % is update %, the commit appends %', k, split_part(v, ' ', 1), uid;
     END IF;
     PERFORM set_config('marketd.log_next', (k + 1)::text, true);
-    entry := convert_to('{"updateId":"' || uid || '","offset":' || o::text, 'UTF8') || decode(split_part(v, ' ', 3), 'base64');
+    entry := convert_to('{"updateId":"' || uid || '","offset":' || o::text, 'UTF8') || decode(split_part(v, ' ', 2), 'base64');
     SELECT size, frontier INTO n, fr FROM log_head WHERE id = 1;
     h := sha256('\x00'::bytea || entry);
     hashes := h;

@@ -426,8 +426,7 @@ func (e *logEdge) keep(h *logHead) {
 // queueLogAppend leaves, with the transaction's other deferred writes, what its COMMIT needs to
 // append the updates to the log (the log_pending_in_settings migration): one setting of
 // the transaction per update, in the order the updates' rows were written, holding the update's
-// ID, whether the COMMIT tells the session its log index (an execute: "e") and the entry's
-// bytes after its offset's digits, in base64. It keeps the receipts to complete once the
+// ID and the entry's bytes after its offset's digits, in base64. It keeps the receipts to complete once the
 // transaction has committed (completeReceipts). An execute's prepared transaction is marked
 // executed here, in the transaction's body, with its receipt less the log index, which the
 // COMMIT assigns (storedReceipts adds it on a read). The offset lock is then held only by the
@@ -453,9 +452,7 @@ func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 		if err != nil {
 			return err
 		}
-		told := "s"
 		if s := annex(u).signed; s != nil {
-			told = "e"
 			if err := tx.receiptLogged(ctx, u, nil); err != nil {
 				return err
 			}
@@ -466,7 +463,7 @@ func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 			q.WriteString(", ")
 		}
 		q.WriteString("(?, ?)")
-		args = append(args, "marketd.log_"+strconv.Itoa(i), u.UpdateID+" "+told+" "+base64.StdEncoding.EncodeToString(tail))
+		args = append(args, "marketd.log_"+strconv.Itoa(i), u.UpdateID+" "+base64.StdEncoding.EncodeToString(tail))
 	}
 	q.WriteString(") AS pending (k, v)")
 	return tx.Later(ctx, tx.NewRaw(q.String(), args...))

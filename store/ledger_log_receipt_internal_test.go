@@ -197,7 +197,7 @@ func TestTransparencyLog_ACommitRefusesAPendingEntryOfAnotherUpdate(t *testing.T
 		defer tx.Rollback()
 		for _, q := range []string{
 			"INSERT INTO updates (update_id, kind, act_as, recorded_at) VALUES ('0123456789abcdef0123456789abcdef', 'test', 'alice', 0)",
-			"SELECT set_config('marketd.log_0', 'fedcba9876543210fedcba9876543210 s fQ==', true)",
+			"SELECT set_config('marketd.log_0', 'fedcba9876543210fedcba9876543210 fQ==', true)",
 		} {
 			if _, err := tx.ExecContext(ctx, q); err != nil {
 				t.Fatalf("%s: %v", q, err)
