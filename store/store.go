@@ -374,6 +374,11 @@ type Tx struct {
 	unreceipted []*Update // executes whose receipts await the log index their COMMIT gives
 	parts       []txPart  // what the store's parts gather while it runs (store_txpart.go)
 	ended       func()    // run once it has committed, before the work that follows a commit
+
+	// On SQLite, whether the updates it inserted carry the log indexes from indexedFrom on,
+	// decided at its first insert (indexAtInsert).
+	indexDecided, indexed bool
+	indexedFrom           int64
 }
 
 // afterCommit runs fn once the transaction has committed (not if it rolls back).
