@@ -54,7 +54,7 @@ func TestTransparencyLog_AnUpdateRolledBackToASavepointLeavesEachRowItsEntrysInd
 			Row      *int64 `bun:"row_index"`
 			Entry    *int64 `bun:"entry_index"`
 		}
-		err = s.db.NewRaw("SELECT u.update_id, u.log_index AS row_index, e.log_index AS entry_index " +
+		err = s.db.NewRaw("SELECT u.update_id, u.log_index AS row_index, e.log_index AS entry_index "+
 			"FROM updates AS u LEFT JOIN log_entries AS e ON e.update_id = u.update_id ORDER BY u.ledger_offset").Scan(ctx, &rows)
 		if err != nil {
 			t.Fatal(err)
