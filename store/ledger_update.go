@@ -44,8 +44,9 @@ func (tx *Tx) appendUpdates(ctx context.Context, us []*Update) error {
 		defer tx.indexAtInsert(us)()
 	}
 	tx.logged = append(tx.logged, us...)
-	// On SQLite the transparency log needs the offsets before the commit (appendLog).
-	return tx.AppendUpdates(ctx, us, !tx.s.unlogged)
+	// On SQLite the transparency log needs the offsets before the commit (appendLog): the
+	// insert sets them.
+	return tx.AppendUpdates(ctx, us)
 }
 
 // indexAtInsert gives us, about to be inserted on SQLite after the updates tx.logged holds,

@@ -40,14 +40,14 @@ type EventRow struct {
 // AppendUpdates writes us to the update log, in their order, with one statement, each
 // recorded at the transaction's instant. The database assigns the offsets in commit order (on
 // PostgreSQL as the transaction commits, so the write is deferred; on SQLite as the row is
-// written). With offsets, on SQLite, each update's Offset is set from what the insert
-// returns, which a caller that needs them before the commit asks for.
-func (tx *Tx) AppendUpdates(ctx context.Context, us []*Update, offsets bool) error {
+// written, and each update's Offset is then set: a caller that needs them before the commit,
+// the transparency log, has them, and learning them costs no read).
+func (tx *Tx) AppendUpdates(ctx context.Context, us []*Update) error {
 	for _, u := range us {
 		u.RecordedAt = At(tx.Now())
 	}
 	q := tx.NewInsert().Model(&us)
-	if tx.dialect == Postgres || !offsets {
+	if tx.dialect == Postgres {
 		return tx.Later(ctx, q)
 	}
 	return insertTakingOffsets(ctx, q, us)

@@ -10,10 +10,10 @@ import (
 	"marketd/store/ledger"
 )
 
-// Updates appended with one statement, asking for their offsets, each get the offset of its
-// own row, in the order given, also after an earlier update of the transaction was rolled
-// back to a savepoint (on SQLite the offsets are the rows' rowids; on PostgreSQL the commit
-// assigns them, so none is asked for there).
+// Updates appended with one statement each learn the offset of its own row, in the order
+// given, also after an earlier update of the transaction was rolled back to a savepoint (on
+// SQLite the offsets are the rows' rowids; on PostgreSQL the commit assigns them, so there is
+// none to learn before it).
 func TestLedger_UpdatesAppendedTogetherEachLearnTheirRowsOffset(t *testing.T) {
 	testdb.Each(t, func(t *testing.T, b testdb.Backend) {
 		if b.Postgres {
@@ -28,14 +28,14 @@ func TestLedger_UpdatesAppendedTogetherEachLearnTheirRowsOffset(t *testing.T) {
 			if err := tx.Savepoint(ctx, "s"); err != nil {
 				return err
 			}
-			if err := tx.AppendUpdates(ctx, []*ledger.Update{e.update(bob)}, true); err != nil {
+			if err := tx.AppendUpdates(ctx, []*ledger.Update{e.update(bob)}); err != nil {
 				return err
 			}
 			if _, err := tx.SQL().ExecContext(ctx, "ROLLBACK TO SAVEPOINT s"); err != nil {
 				return err
 			}
 			us = []*ledger.Update{e.update(alice), e.update(bob), e.update(carol), e.update(alice)}
-			return tx.AppendUpdates(ctx, us, true)
+			return tx.AppendUpdates(ctx, us)
 		})
 		if err != nil {
 			t.Fatal(err)
