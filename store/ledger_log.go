@@ -195,7 +195,7 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 
 // writeEntries writes the append's entries and stored hashes, and each update's log index
 // on its row (us are the append's updates, in its order): on SQLite by the store's prepared
-// statements, run once a row; on PostgreSQL (where the Go append serves the updates from
+// statements, run once a row (an update inserted with its index needs none); on PostgreSQL (where the Go append serves the updates from
 // before the log: fillLog) with the transaction's deferred writes, one statement a table.
 func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) error {
 	if tx.s.dialect == Postgres {

@@ -55,7 +55,7 @@ func (tx *Tx) appendUpdates(ctx context.Context, us []*Update) error {
 // row's log_index, and the append (writeEntries) needs no statement an update to write it.
 // The positions stay dense: an update rolled back to a savepoint leaves tx.logged together
 // with its row (undo), so the next takes its index. The append checks that the log's size
-// and the order of the updates are still those assumed (written), and writes the indexes
+// and the updates' order are still those assumed (logAppend.indexed), and writes the indexes
 // itself otherwise. The indexes set here are taken off us again once they are inserted
 // (the returned func): an update's LogIndex is set only by the append that gives it its entry.
 func (tx *Tx) indexAtInsert(us []*Update) (clear func()) {
