@@ -173,11 +173,18 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 	if tx.s.dialect == Postgres && !annex(us[0]).beforeLog {
 		return tx.queueLogAppend(ctx, us)
 	}
-	us = slices.SortedFunc(slices.Values(us), func(a, b *Update) int { return cmp.Compare(a.Offset, b.Offset) })
+	byOffset := func(a, b *Update) int { return cmp.Compare(a.Offset, b.Offset) }
+	inOrder := slices.IsSortedFunc(us, byOffset)
+	if !inOrder {
+		us = slices.SortedFunc(slices.Values(us), byOffset)
+	}
 	a, err := tx.moveHead(ctx, us)
 	if err != nil {
 		return err
 	}
+	// On SQLite the updates' rows already name these entries when they were inserted with
+	// the indexes this append gives them: in this order, from the same size (indexAtInsert).
+	a.indexed = tx.indexed && inOrder && tx.indexedFrom == a.from
 	for i, u := range us {
 		n := a.from + int64(i)
 		u.LogIndex = &n
@@ -191,7 +198,7 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 
 // writeEntries writes the append's entries and stored hashes, and each update's log index
 // on its row (us are the append's updates, in its order): on SQLite by the store's prepared
-// statements, run once a row; on PostgreSQL (where the Go append serves the updates from
+// statements, run once a row (an update inserted with its index needs none); on PostgreSQL (where the Go append serves the updates from
 // before the log: fillLog) with the transaction's deferred writes, one statement a table.
 func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) error {
 	if tx.s.dialect == Postgres {
@@ -212,9 +219,13 @@ func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) erro
 		}
 	}
 	// The update's row was written by this transaction: its page is written with the commit
-	// anyway, so the index costs no page of its own.
+	// anyway, so the index costs no page of its own. An update inserted with its index
+	// (a.indexed) needs no statement; one committed before the log (fillLog) does.
 	index := tx.SQL().StmtContext(ctx, st.index)
 	for i, u := range us {
+		if a.indexed && !annex(u).beforeLog {
+			continue
+		}
 		if _, err := index.ExecContext(ctx, a.from+int64(i), u.Offset); err != nil {
 			return fmt.Errorf("transparency log: write the log index of update %s: %w", u.UpdateID, err)
 		}
@@ -302,6 +313,7 @@ type logAppend struct {
 	from    int64
 	entries []logEntryRow
 	head    *logHead
+	indexed bool // SQLite: the updates' rows were inserted with these entries' indexes
 }
 
 // appendTo is the append of us, whose offsets are known, to the tree head describes.

@@ -373,6 +373,11 @@ type Tx struct {
 	firstLogged string    // on PostgreSQL, the first update the COMMIT logs (logReport)
 	parts       []txPart  // what the store's parts gather while it runs (store_txpart.go)
 	ended       func()    // run once it has committed, before the work that follows a commit
+
+	// On SQLite, whether the updates it inserted carry the log indexes from indexedFrom on,
+	// decided at its first insert (indexAtInsert).
+	indexDecided, indexed bool
+	indexedFrom           int64
 }
 
 // afterCommit runs fn once the transaction has committed (not if it rolls back).

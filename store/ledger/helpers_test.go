@@ -144,7 +144,7 @@ func (e *env) inTx(fn func(ctx context.Context, tx *ledger.Tx) ([]*ledger.Update
 		if err != nil {
 			return err
 		}
-		if err := tx.AppendUpdates(ctx, us, false); err != nil {
+		if err := tx.AppendUpdates(ctx, us); err != nil {
 			return err
 		}
 		return tx.Flush(ctx)

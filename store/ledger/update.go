@@ -40,24 +40,60 @@ type EventRow struct {
 // AppendUpdates writes us to the update log, in their order, with one statement, each
 // recorded at the transaction's instant. The database assigns the offsets in commit order (on
 // PostgreSQL as the transaction commits, so the write is deferred; on SQLite as the row is
-// written). With offsets, on SQLite, each update's Offset is set from what the insert
-// returns, which a caller that needs them before the commit asks for.
-func (tx *Tx) AppendUpdates(ctx context.Context, us []*Update, offsets bool) error {
+// written, and each update's Offset is then set: a caller that needs them before the commit,
+// the transparency log, has them, and learning them costs no read).
+func (tx *Tx) AppendUpdates(ctx context.Context, us []*Update) error {
 	for _, u := range us {
 		u.RecordedAt = At(tx.Now())
 	}
 	q := tx.NewInsert().Model(&us)
-	if tx.dialect == Postgres || !offsets {
+	if tx.dialect == Postgres {
 		return tx.Later(ctx, q)
 	}
 	return insertTakingOffsets(ctx, q, us)
 }
 
-// insertTakingOffsets runs q, which writes us, on SQLite, where each row gets its offset as it
-// is written, and sets each update's Offset from what the insert returns: reading them back
-// would be one more statement. Rows are matched by id: RETURNING gives them in no promised
-// order.
+// insertTakingOffsets runs q, which writes us with one statement, on SQLite, where each row
+// gets its offset (the table's AUTOINCREMENT rowid) as it is written, and sets each update's
+// Offset without reading the rows back: the statement writes the rows in VALUES order, each
+// one past the largest rowid the table has held, under the write lock of a transaction that
+// began IMMEDIATE, so the offsets are consecutive and the last is the statement's last insert
+// rowid (a trigger's own inserts do not change it once the trigger ends). The rows it wrote are
+// counted: a statement that wrote any other number of rows is an error. Without RETURNING
+// (which bun adds for the offset the database fills in) no row comes back to be scanned.
+// Updates that come with offsets of their own are inserted as given and their offsets read
+// back (insertReturningOffsets): those need not be consecutive.
 func insertTakingOffsets(ctx context.Context, q *bun.InsertQuery, us []*Update) error {
+	for _, u := range us {
+		if u.Offset != 0 {
+			return insertReturningOffsets(ctx, q, us)
+		}
+	}
+	res, err := q.Returning("NULL").Exec(ctx)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != int64(len(us)) {
+		return fmt.Errorf("the insert of %d updates wrote %d rows", len(us), n)
+	}
+	last, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	for i, u := range us {
+		u.Offset = last - int64(len(us)-1-i)
+	}
+	return nil
+}
+
+// insertReturningOffsets runs q, which writes us, on SQLite, and sets each update's Offset
+// from what the insert returns. Rows are matched by id: RETURNING gives them in no promised
+// order.
+func insertReturningOffsets(ctx context.Context, q *bun.InsertQuery, us []*Update) error {
 	var rows []struct {
 		UpdateID string `bun:"update_id"`
 		Offset   int64  `bun:"ledger_offset"`

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func LogTiles(s *store.Store) translog.Fetch {
 // CheckLog checks s's transparency log against its ledger and returns the tree: one entry per
 // committed update, in offset order, each naming its update and checking out (a party's
 // signature over what it signed); the entries hash to the root; inclusion proofs through the
-// tiles check with tlog's verifier.
+// tiles check with tlog's verifier; each update's row names its entry's index.
 func CheckLog(t testing.TB, s *store.Store) tlog.Tree {
 	t.Helper()
 	ctx := context.Background()
@@ -56,6 +57,9 @@ func CheckLog(t testing.TB, s *store.Store) tlog.Tree {
 		if e.UpdateID != u.UpdateID || e.Offset != u.Offset || e.Kind != u.Kind || e.ActAs != u.ActAs || e.RecordedAt != at {
 			t.Fatalf("entry %d is %+v, the update at offset %d is %s %s %s %s %s", i, e, u.Offset, u.UpdateID, u.Kind, u.ActAs, at, e.CommittedBy)
 		}
+		if u.LogIndex == nil || *u.LogIndex != int64(i) {
+			t.Fatalf("entry %d is update %s, whose row names log index %v", i, u.UpdateID, fmtIndex(u.LogIndex))
+		}
 	}
 	step := max(1, tree.N/50)
 	for n := int64(0); n < tree.N; n += step {
@@ -68,6 +72,14 @@ func CheckLog(t testing.TB, s *store.Store) tlog.Tree {
 		}
 	}
 	return tree
+}
+
+// fmtIndex shows a log index an update's row may lack.
+func fmtIndex(n *int64) string {
+	if n == nil {
+		return "none"
+	}
+	return strconv.FormatInt(*n, 10)
 }
 
 func mustTile(t testing.TB, s *store.Store, tile tlog.Tile) []byte {
