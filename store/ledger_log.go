@@ -125,12 +125,11 @@ func (h *logHead) tree() (tlog.Tree, error) {
 }
 
 // partySigned is what an execute adds to its update: the prepared transaction the party signed
-// and the signature, what the receipt adds to updateId and status, and where the caller reads
-// the receipt, which appendLog completes with the update's log index.
+// (its Result the receipt without the log index) and the signature, and where the caller reads
+// the receipt, which appendLog or, on PostgreSQL, completeReceipts completes with the index.
 type partySigned struct {
 	p         *PreparedTx
 	signature []byte
-	result    any
 	receipt   *Receipt
 	position  int // on PostgreSQL, its place among the updates its transaction logs (queueLogAppend)
 }
@@ -558,16 +557,16 @@ func readLogIndexes(ctx context.Context, db bun.IDB, ids []string, at map[string
 }
 
 // receiptLogged completes the receipt of u, executed with a party's signature, with its log
-// index (none when the log is skipped: the benchmark's switch) and stores it on the prepared
-// transaction, which every replay answers with.
+// index (none when the log is skipped, the benchmark's switch, or not known before the COMMIT,
+// on PostgreSQL) and stores it on the prepared transaction, which every replay answers with.
 func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex *int64) error {
 	s := annex(u).signed
 	if s == nil {
 		return nil
 	}
-	receipt, err := committedReceipt(u.UpdateID, logIndex, s.result)
-	if err != nil {
-		return err
+	receipt := s.p.Result // as executed left it: without the index
+	if logIndex != nil {
+		receipt = receiptWithIndex(receipt, *logIndex)
 	}
 	s.p.Result, *s.receipt = receipt, receipt
 	return tx.Later(ctx, tx.NewUpdate().Model(s.p).Column("update_id", "result", "executed_at").WherePK())

@@ -445,15 +445,16 @@ func (tx *Tx) executeLocked(ctx context.Context, p *PreparedTx, signature []byte
 }
 
 // executed marks p executed as u, signed with signature, and returns its receipt without the
-// log index. The commit writes the receipt with it into *final and on p (receiptLogged),
-// which every replay answers with.
+// log index. The commit writes the receipt with it into *final and, where the index is known
+// before the COMMIT (SQLite), on p (receiptLogged); every replay answers with p's receipt,
+// completed by storedReceipts where it lacks the index.
 func (tx *Tx) executed(p *PreparedTx, u *Update, result any, signature []byte, final *Receipt) (Receipt, error) {
-	receipt, err := committedReceipt(u.UpdateID, nil, result)
+	receipt, err := committedReceipt(u.UpdateID, result)
 	if err != nil {
 		return nil, err
 	}
 	p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.Now())
-	u.Annex = updateAnnex{signed: &partySigned{p: p, signature: signature, result: result, receipt: final}}
+	u.Annex = updateAnnex{signed: &partySigned{p: p, signature: signature, receipt: final}}
 	return receipt, nil
 }
 
@@ -476,14 +477,13 @@ func (tx *Tx) record(ctx context.Context, kind, actAs string, fn func(u *Update)
 	return tx.appendUpdate(ctx, u)
 }
 
-// committedReceipt is {"updateId", "status": "committed", "logIndex"} followed by the fields
-// of result; logIndex is left out while nil.
-func committedReceipt(updateID string, logIndex *int64, result any) (Receipt, error) {
+// committedReceipt is {"updateId", "status": "committed"} followed by the fields of result;
+// the log index, once the append knows it, goes right after the status (receiptWithIndex).
+func committedReceipt(updateID string, result any) (Receipt, error) {
 	head, err := json.Marshal(struct {
 		UpdateID string `json:"updateId"`
 		Status   string `json:"status"`
-		LogIndex *int64 `json:"logIndex,omitempty"`
-	}{updateID, "committed", logIndex})
+	}{updateID, "committed"})
 	if err != nil {
 		return nil, err
 	}
