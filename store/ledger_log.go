@@ -197,8 +197,9 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 
 // writeEntries writes the append's entries and stored hashes, and each update's log index
 // on its row (us are the append's updates, in its order): on SQLite by the store's prepared
-// statements, run once a row (an update inserted with its index needs none); on PostgreSQL (where the Go append serves the updates from
-// before the log: fillLog) with the transaction's deferred writes, one statement a table.
+// statements, run once a row (updates inserted with their indexes need none); on PostgreSQL
+// (where the Go append serves the updates from before the log: fillLog) with the
+// transaction's deferred writes, one statement a table.
 func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) error {
 	if tx.s.dialect == Postgres {
 		if err := tx.Later(ctx, tx.NewInsert().Model(&a.entries)); err != nil {
@@ -218,13 +219,13 @@ func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) erro
 		}
 	}
 	// The update's row was written by this transaction: its page is written with the commit
-	// anyway, so the index costs no page of its own. An update inserted with its index
-	// (a.indexed) needs no statement; one committed before the log (fillLog) does.
+	// anyway, so the index costs no page of its own. Updates inserted with their indexes
+	// (a.indexed) need no statement; those committed before the log (fillLog) never are.
+	if a.indexed {
+		return nil
+	}
 	index := tx.SQL().StmtContext(ctx, st.index)
 	for i, u := range us {
-		if a.indexed && !annex(u).beforeLog {
-			continue
-		}
 		if _, err := index.ExecContext(ctx, a.from+int64(i), u.Offset); err != nil {
 			return fmt.Errorf("transparency log: write the log index of update %s: %w", u.UpdateID, err)
 		}
