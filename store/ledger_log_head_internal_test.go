@@ -94,6 +94,23 @@ func migrationsSince(t *testing.T, s *Store, name string) (down, up []string) {
 	return down, up
 }
 
+// runStatements runs stmts, rendered migrations, in one write transaction of s.
+func runStatements(t *testing.T, s *Store, stmts []string) {
+	t.Helper()
+	ctx := context.Background()
+	err := s.inTx(ctx, func(tx *Tx) error {
+		for _, stmt := range stmts {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("%s: %w", stmt, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // renderMigration is the statements, for s's dialect, of the migration whose file name ends
 // with suffix.
 func renderMigration(t *testing.T, s *Store, suffix string) []string {
@@ -126,20 +143,6 @@ func TestTransparencyLog_StoredHashesMoveIntoTheEntriesAndBack(t *testing.T) {
 	eachLedgerStore(t, func(t *testing.T, s *Store, _ *ledgerClock) {
 		ctx := context.Background()
 		down, up := migrationsSince(t, s, "log_hashes_in_entries")
-		run := func(stmts []string) {
-			t.Helper()
-			err := s.inTx(ctx, func(tx *Tx) error {
-				for _, stmt := range stmts {
-					if _, err := tx.ExecContext(ctx, stmt); err != nil {
-						return fmt.Errorf("%s: %w", stmt, err)
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
 		alice := onboardKeyed(t, s, "alice")
 		for range 11 { // 13 entries with the onboarding's: a frontier of three subtrees
 			prep, err := s.PrepareTap(ctx, alice.id, CC, MustAmount("1"))
@@ -157,7 +160,7 @@ func TestTransparencyLog_StoredHashesMoveIntoTheEntriesAndBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		run(down)
+		runStatements(t, s, down)
 		var stored int64
 		if err := s.db.NewSelect().Table("log_hashes").ColumnExpr("count(*)").Scan(ctx, &stored); err != nil {
 			t.Fatal(err)
@@ -165,7 +168,7 @@ func TestTransparencyLog_StoredHashesMoveIntoTheEntriesAndBack(t *testing.T) {
 		if want := 2*before.N - int64(bits.OnesCount64(uint64(before.N))); stored != want {
 			t.Fatalf("rolled back to %d stored hashes, a tree of %d entries has %d", stored, before.N, want)
 		}
-		run(up)
+		runStatements(t, s, up)
 		s.fullTiles.forget() // what was served before is not evidence of what is stored now
 		after, err := s.LogTree(ctx)
 		if err != nil || after != before {

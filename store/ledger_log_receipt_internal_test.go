@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -144,21 +143,7 @@ func TestTransparencyLog_AReplayAnswersTheLogIndexTheStoredReceiptLacks(t *testi
 			}
 		}
 		down, up := migrationsSince(t, s, "receipt_in_the_body")
-		run := func(stmts []string) {
-			t.Helper()
-			err := s.inTx(ctx, func(tx *Tx) error {
-				for _, stmt := range stmts {
-					if _, err := tx.ExecContext(ctx, stmt); err != nil {
-						return fmt.Errorf("%s: %w", stmt, err)
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		run(down)
+		runStatements(t, s, down)
 		for i, x := range xs {
 			var stored []byte
 			if err := s.db.NewSelect().Table("prepared_txs").Column("result").Where("hash = ?", x.Hash).Scan(ctx, &stored); err != nil {
@@ -168,7 +153,7 @@ func TestTransparencyLog_AReplayAnswersTheLogIndexTheStoredReceiptLacks(t *testi
 				t.Fatalf("rolled back, prepared transaction %d stores %s, the execute answered %s", i, stored, answered[i])
 			}
 		}
-		run(up)
+		runStatements(t, s, up)
 		for i, x := range xs {
 			if again, err := s.Execute(ctx, x); err != nil || string(again) != string(answered[i]) {
 				t.Fatalf("after the rollback and back, replay %d answered %s (%v), the execute %s", i, again, err, answered[i])

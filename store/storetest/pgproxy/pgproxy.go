@@ -209,12 +209,8 @@ func (p *Proxy) fromClient(l *link) {
 		}
 	}
 	for {
-		var head [5]byte
-		if _, err := io.ReadFull(l.client, head[:]); err != nil {
-			return
-		}
-		body := make([]byte, binary.BigEndian.Uint32(head[1:])-4)
-		if _, err := io.ReadFull(l.client, body); err != nil {
+		head, body, err := readMessage(l.client)
+		if err != nil {
 			return
 		}
 		if head[0] == 'Q' && strings.EqualFold(strings.TrimRight(strings.TrimSpace(string(body)), "\x00; "), "commit") {
@@ -248,12 +244,8 @@ func (p *Proxy) fromClient(l *link) {
 // a length.
 func (p *Proxy) fromServerHiding(l *link) {
 	for {
-		var head [5]byte
-		if _, err := io.ReadFull(l.server, head[:]); err != nil {
-			return
-		}
-		body := make([]byte, binary.BigEndian.Uint32(head[1:])-4)
-		if _, err := io.ReadFull(l.server, body); err != nil {
+		head, body, err := readMessage(l.server)
+		if err != nil {
 			return
 		}
 		l.mu.Lock()
@@ -269,4 +261,15 @@ func (p *Proxy) fromServerHiding(l *link) {
 			return
 		}
 	}
+}
+
+// readMessage reads one message of the wire protocol after the startup: its type and length
+// (head), then its body.
+func readMessage(r io.Reader) (head [5]byte, body []byte, err error) {
+	if _, err = io.ReadFull(r, head[:]); err != nil {
+		return head, nil, err
+	}
+	body = make([]byte, binary.BigEndian.Uint32(head[1:])-4)
+	_, err = io.ReadFull(r, body)
+	return head, body, err
 }
