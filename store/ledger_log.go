@@ -578,10 +578,11 @@ func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex *int64) err
 // (queueLogAppend), which the update's row keeps (updates.log_index). A replay then answers
 // what the execute answered.
 func storedReceipts(ctx context.Context, db bun.IDB, ps ...*PreparedTx) error {
+	var lacking []*PreparedTx
 	var ids []string
 	for _, p := range ps {
 		if p.Result != nil && p.UpdateID != nil && !receiptIndexed(p.Result) {
-			ids = append(ids, *p.UpdateID)
+			lacking, ids = append(lacking, p), append(ids, *p.UpdateID)
 		}
 	}
 	if len(ids) == 0 {
@@ -591,10 +592,7 @@ func storedReceipts(ctx context.Context, db bun.IDB, ps ...*PreparedTx) error {
 	if err := readLogIndexes(ctx, db, ids, at); err != nil {
 		return fmt.Errorf("transparency log: read the log index of a stored receipt: %w", err)
 	}
-	for _, p := range ps {
-		if p.UpdateID == nil || p.Result == nil || receiptIndexed(p.Result) {
-			continue
-		}
+	for _, p := range lacking {
 		if n, ok := at[*p.UpdateID]; ok {
 			p.Result = receiptWithIndex(p.Result, n)
 		}
