@@ -6,7 +6,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
@@ -23,15 +22,16 @@ import (
 )
 
 // The transparency log: every committed update is one entry of a Merkle tree (package
-// translog says what an entry, a checkpoint, a tile and a bundle are), appended in the same
-// database transaction as the update, so an update and its entry commit together or not at
-// all, and entries follow offsets. On PostgreSQL the COMMIT appends it: the trigger that
-// assigns an update's offset under the ledger's offset lock (held until the commit is visible)
-// then builds the entry from what the transaction left in its settings (queueLogAppend) and
-// writes it, its hashes and the new head (the log_at_commit migration, and
-// log_pending_in_settings), so the lock is never held across a round trip; the COMMIT reports
-// the transaction's first log index to its session with its answer, so a receipt needs no
-// read after the commit (logReport).
+// translog says what an entry, a checkpoint, a tile and a bundle are). An entry's bytes and
+// its index commit in the same database transaction as the update, so an update and its entry
+// commit together or not at all, and entries follow offsets. On PostgreSQL the transaction's
+// body queues the entry's bytes after its offset (queueLogAppend) and the trigger that
+// assigns an update's offset under the ledger's offset lock (held until the commit is
+// visible) gives it the next log index (the log_queue migration), so the lock is never held
+// across a round trip nor for building the tree; the COMMIT reports the transaction's first
+// log index to its session with its answer, so a receipt needs no read after the commit
+// (logReport). The tree is built from the queue afterwards (integrateLog,
+// ledger_log_integrate.go), always before a checkpoint is served.
 // On SQLite, which runs one writer at a time, appendLog writes the entries as the
 // transaction's last step before COMMIT.
 // The log keeps, per entry, one row: the entry's bytes and the tree's stored hashes its append
@@ -154,7 +154,7 @@ func logEntry(u *Update) translog.Entry {
 // appendLog appends the updates this transaction committed to the log, in offset order, and
 // completes their receipts; it is the transaction's last step before COMMIT. An update rolled
 // back to a savepoint is no longer in tx.logged (undo), so it gets no entry. On PostgreSQL a
-// new update's entry is appended by the COMMIT itself (queueLogAppend).
+// new update's entry is queued, and numbered by the COMMIT itself (queueLogAppend).
 func (tx *Tx) appendLog(ctx context.Context) error {
 	us := tx.logged
 	tx.logged = nil
@@ -205,8 +205,12 @@ func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) erro
 		if err := tx.Later(ctx, tx.NewInsert().Model(&a.entries)); err != nil {
 			return err
 		}
-		return tx.Later(ctx, tx.NewRaw("UPDATE updates SET log_index = e.log_index FROM log_entries AS e "+
-			"WHERE e.log_index >= ? AND e.log_index < ? AND updates.update_id = e.update_id", a.from, a.head.Size))
+		if err := tx.Later(ctx, tx.NewRaw("UPDATE updates SET log_index = e.log_index FROM log_entries AS e "+
+			"WHERE e.log_index >= ? AND e.log_index < ? AND updates.update_id = e.update_id", a.from, a.head.Size)); err != nil {
+			return err
+		}
+		// The COMMITs number the next entries from here (the log_queue migration).
+		return tx.Later(ctx, tx.NewRaw("UPDATE log_sequence SET next = ? WHERE id = 1", a.head.Size))
 	}
 	st, err := tx.s.logWrites.prepared()
 	if err != nil {
@@ -318,19 +322,49 @@ type logAppend struct {
 
 // appendTo is the append of us, whose offsets are known, to the tree head describes.
 func appendTo(head *logHead, us []*Update) (*logAppend, error) {
-	known, err := head.hashes()
-	if err != nil {
-		return nil, err
-	}
-	a := &logAppend{from: head.Size, entries: make([]logEntryRow, len(us))}
+	entries := make([]logEntryRow, len(us))
 	for i, u := range us {
-		n := head.Size + int64(i)
 		e := logEntry(u)
 		b, err := e.Marshal()
 		if err != nil {
 			return nil, err
 		}
-		hs, err := tlog.StoredHashes(n, b, known)
+		entries[i] = logEntryRow{LogIndex: head.Size + int64(i), UpdateID: u.UpdateID, Entry: b}
+	}
+	return appendEntries(head, entries)
+}
+
+// appendEntries is the append of entries, the next ones in index order, to the tree head
+// describes: it fills in their stored hashes.
+func appendEntries(head *logHead, entries []logEntryRow) (*logAppend, error) {
+	return appendHashed(head, entries, func(n int64, e *logEntryRow, r tlog.HashReader) ([]tlog.Hash, error) {
+		return tlog.StoredHashes(n, e.Entry, r)
+	})
+}
+
+// appendLeaves is appendEntries of entries whose bytes are not at hand, only their leaf
+// hashes (in Hashes), which it replaces with their stored hashes.
+func appendLeaves(head *logHead, entries []logEntryRow) (*logAppend, error) {
+	return appendHashed(head, entries, func(n int64, e *logEntryRow, r tlog.HashReader) ([]tlog.Hash, error) {
+		return tlog.StoredHashesForRecordHash(n, tlog.Hash(e.Hashes), r)
+	})
+}
+
+// appendHashed is the append of entries to the tree head describes, each entry's stored
+// hashes made by hash from the hashes before it.
+func appendHashed(head *logHead, entries []logEntryRow, hash func(n int64, e *logEntryRow, r tlog.HashReader) ([]tlog.Hash, error)) (*logAppend, error) {
+	known, err := head.hashes()
+	if err != nil {
+		return nil, err
+	}
+	a := &logAppend{from: head.Size, entries: entries}
+	for i := range entries {
+		e := &entries[i]
+		n := head.Size + int64(i)
+		if e.LogIndex != n {
+			return nil, fmt.Errorf("transparency log: entry %d of update %s comes where entry %d goes", e.LogIndex, e.UpdateID, n)
+		}
+		hs, err := hash(n, e, known)
 		if err != nil {
 			return nil, fmt.Errorf("transparency log: entry %d: %w", n, err)
 		}
@@ -339,9 +373,9 @@ func appendTo(head *logHead, us []*Update) (*logAppend, error) {
 			known[tlog.StoredHashIndex(0, n)+int64(j)] = h
 			stored = append(stored, h[:]...)
 		}
-		a.entries[i] = logEntryRow{LogIndex: n, UpdateID: u.UpdateID, Entry: b, Hashes: stored}
+		e.Hashes = stored
 	}
-	a.head = &logHead{ID: 1, Size: head.Size + int64(len(us)), Frontier: []byte{}}
+	a.head = &logHead{ID: 1, Size: head.Size + int64(len(entries)), Frontier: []byte{}}
 	for _, x := range frontierIndexes(a.head.Size) {
 		h, ok := known[x]
 		if !ok {
@@ -435,19 +469,18 @@ func (e *logEdge) keep(h *logHead) {
 	e.head = h
 }
 
-// queueLogAppend leaves, with the transaction's other deferred writes, what its COMMIT needs to
-// append the updates to the log (the log_pending_in_settings migration): one setting of
-// the transaction per update, in the order the updates' rows were written, holding the update's
-// ID and the entry's bytes after its offset's digits, in base64. It keeps the receipts to complete once the
-// transaction has committed (completeReceipts). An execute's prepared transaction is marked
-// executed here, in the transaction's body, with its receipt less the log index, which the
-// COMMIT assigns (storedReceipts adds it on a read). The offset lock is then held only by the
-// COMMIT, never across a round trip.
+// queueLogAppend queues, with the transaction's other deferred writes, what its COMMIT logs
+// (the log_queue migration): one row of log_queue per update, holding its position among them
+// (the order the updates' rows were written, which is the order the COMMIT numbers them in) and
+// the entry's bytes after its offset's digits. The COMMIT gives each its offset and log index
+// under the offset lock; the tree is built from the queue afterwards (integrateLog). It keeps
+// the receipts to complete once the transaction has committed (completeReceipts). An
+// execute's prepared transaction is marked executed here, in the transaction's body, with its
+// receipt less the log index, which the COMMIT assigns (storedReceipts adds it on a read). The
+// offset lock is then held only by the COMMIT, never across a round trip.
 func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
-	tx.firstLogged = us[0].UpdateID
-	var q strings.Builder
-	args := make([]any, 0, 2*len(us))
-	q.WriteString("SELECT set_config(k, v, true) FROM (VALUES ")
+	tx.firstLogged, tx.loggedCount = us[0].UpdateID, len(us)
+	rows := make([]logQueueRow, len(us))
 	for i, u := range us {
 		e := logEntry(u)
 		e.Offset = 0 // assigned at COMMIT
@@ -459,8 +492,8 @@ func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 		if longest := len(b) - 1 + len(strconv.FormatInt(math.MaxInt64, 10)); longest > translog.MaxEntrySize {
 			return fmt.Errorf("log entry of update %s: %d bytes with its offset, at most %d fit a bundle", u.UpdateID, longest, translog.MaxEntrySize)
 		}
-		// The COMMIT writes the entry's bytes before the offset itself, from the update's ID.
-		_, tail, err := aroundZero(b, `{"updateId":"`+u.UpdateID+`","offset":`)
+		// The entry's bytes before the offset are made again from the update's ID.
+		_, tail, err := aroundZero(b, entryPrefix(u.UpdateID))
 		if err != nil {
 			return err
 		}
@@ -471,15 +504,23 @@ func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 			s.position = i
 			tx.unreceipted = append(tx.unreceipted, u)
 		}
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(?, ?)")
-		args = append(args, "marketd.log_"+strconv.Itoa(i), u.UpdateID+" "+base64.StdEncoding.EncodeToString(tail))
+		rows[i] = logQueueRow{UpdateID: u.UpdateID, Position: i, Tail: tail}
 	}
-	q.WriteString(") AS pending (k, v)")
-	return tx.Later(ctx, tx.NewRaw(q.String(), args...))
+	return tx.Later(ctx, tx.NewInsert().Model(&rows))
 }
+
+// logQueueRow is an entry its update's transaction queued, for the tree to take in once the
+// COMMIT has given it its offset and index (PostgreSQL).
+type logQueueRow struct {
+	bun.BaseModel `bun:"table:log_queue"`
+
+	UpdateID string `bun:"update_id,pk"`
+	Position int    `bun:"position"` // among the updates its transaction logs, from 0
+	Tail     []byte `bun:"tail"`     // the entry's bytes after its offset's digits
+}
+
+// entryPrefix is what every entry of update id begins with, before its offset's digits.
+func entryPrefix(id string) string { return `{"updateId":"` + id + `","offset":` }
 
 // aroundZero splits b, which must be prefix followed by the number 0, around that 0.
 func aroundZero(b []byte, prefix string) (head, tail []byte, err error) {
@@ -490,7 +531,7 @@ func aroundZero(b []byte, prefix string) (head, tail []byte, err error) {
 }
 
 // logReport is how a COMMIT on PostgreSQL tells its session the log index of the
-// transaction's first entry (the log_pending_in_settings migration): it sets the session's
+// transaction's first entry (the log_queue migration): it sets the session's
 // application_name to "<name before> #log <index> <first 8 characters of the update's ID>",
 // which the server reports with the COMMIT's answer, with no message and no round trip of its
 // own. The transaction's entries follow one another, so the k-th update it logs is at that
@@ -631,11 +672,16 @@ func (s *Store) fillLog(ctx context.Context) error {
 	if err != nil || len(unlogged) == 0 {
 		return err
 	}
+	if s.dialect == Postgres { // the tree first takes in what is queued: this appends after it
+		if err := s.integrateLog(ctx); err != nil {
+			return err
+		}
+	}
 	for {
 		filled := 0
 		err := s.inTx(ctx, func(tx *Tx) error {
-			if s.dialect == Postgres {
-				if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", offsetLock); err != nil {
+			if s.dialect == Postgres { // no COMMIT numbers entries, nor integration builds any, meanwhile
+				if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?), pg_advisory_xact_lock(?)", offsetLock, logIntegrationLock); err != nil {
 					return err
 				}
 			}

@@ -1,12 +1,15 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -142,6 +145,9 @@ func TestTransparencyLog_AReplayAnswersTheLogIndexTheStoredReceiptLacks(t *testi
 				t.Fatalf("replay %d answered %s (%v), the execute %s", i, again, err, answered[i])
 			}
 		}
+		if _, err := s.LogTree(ctx); err != nil { // nothing left queued: the rollback refuses otherwise
+			t.Fatal(err)
+		}
 		down, up := migrationsSince(t, s, "receipt_in_the_body")
 		runStatements(t, s, down)
 		for i, x := range xs {
@@ -162,42 +168,83 @@ func TestTransparencyLog_AReplayAnswersTheLogIndexTheStoredReceiptLacks(t *testi
 	})
 }
 
-// On PostgreSQL the COMMIT takes an update's entry from the transaction's settings, one per
-// update in the order the rows were written. A setting made for another update fails the
-// COMMIT: neither the update nor an entry commits.
-func TestTransparencyLog_ACommitRefusesAPendingEntryOfAnotherUpdate(t *testing.T) {
+// On PostgreSQL an update's entry is queued with it and the tree built from the queue
+// afterwards. While the database refuses to build it (log_entries refuses rows here), updates
+// still commit, each with its index, and a checkpoint fails rather than leave them out; once
+// it is allowed, the tree takes every queued entry in, in index order. Without a checkpoint
+// asked for, the store builds it on its own after the commits.
+func TestTransparencyLog_EntriesTheTreeCannotTakeInYetWaitInTheQueue(t *testing.T) {
 	eachLedgerStore(t, func(t *testing.T, s *Store, _ *ledgerClock) {
 		if s.dialect != Postgres {
-			t.Skip("SQLite appends in the store")
+			t.Skip("SQLite appends the whole entry in the transaction that commits the update")
 		}
 		ctx := context.Background()
+		alice := onboardKeyed(t, s, "alice")
 		before, err := s.LogTree(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tx, err := s.wdb.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback()
-		for _, q := range []string{
-			"INSERT INTO updates (update_id, kind, act_as, recorded_at) VALUES ('0123456789abcdef0123456789abcdef', 'test', 'alice', 0)",
-			"SELECT set_config('marketd.log_0', 'fedcba9876543210fedcba9876543210 fQ==', true)",
-		} {
-			if _, err := tx.ExecContext(ctx, q); err != nil {
+		exec := func(q string) {
+			t.Helper()
+			if _, err := s.wdb.ExecContext(ctx, q); err != nil {
 				t.Fatalf("%s: %v", q, err)
 			}
 		}
-		if err := tx.Commit(); err == nil || !strings.Contains(err.Error(), "pending entry") {
-			t.Fatalf("a commit whose pending entry names another update: %v", err)
+		exec(`CREATE FUNCTION refuse_entry() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`)
+		exec(`CREATE TRIGGER refuse_entries BEFORE INSERT ON log_entries FOR EACH ROW EXECUTE FUNCTION refuse_entry()`)
+		var got []int64
+		for range 3 {
+			prep, err := s.PrepareTap(ctx, alice.id, CC, MustAmount("1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, receiptLogIndex(t, alice.execute(t, s, KindTap, prep)))
 		}
-		var n int
-		if err := s.db.NewSelect().Table("updates").ColumnExpr("count(*)").Where("update_id = '0123456789abcdef0123456789abcdef'").Scan(ctx, &n); err != nil || n != 0 {
-			t.Fatalf("the update committed anyway (%d rows, %v)", n, err)
+		if want := []int64{before.N, before.N + 1, before.N + 2}; fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("the taps' receipts have log indexes %v, want %v", got, want)
 		}
-		after, err := s.LogTree(ctx)
-		if err != nil || after != before {
-			t.Fatalf("the log went from %v to %v (%v)", before, after, err)
+		if tree, err := s.LogTree(ctx); err == nil {
+			t.Fatalf("a tree of %d entries read while %d were committed and none could be taken in", tree.N, before.N+3)
+		}
+		exec("DROP TRIGGER refuse_entries ON log_entries")
+		exec("DROP FUNCTION refuse_entry")
+		tree, err := s.LogTree(ctx)
+		if err != nil || tree.N != before.N+3 {
+			t.Fatalf("the tree after the refusal ended: %+v, %v; want %d entries", tree, err, before.N+3)
+		}
+		var entries []logEntryRow
+		if err := s.db.NewSelect().Model(&entries).Where("log_index >= ?", before.N).Order("log_index").Scan(ctx); err != nil {
+			t.Fatal(err)
+		}
+		indexes := map[string]int64{}
+		if err := readLogIndexes(ctx, s.db, []string{entries[0].UpdateID, entries[1].UpdateID, entries[2].UpdateID}, indexes); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if indexes[e.UpdateID] != e.LogIndex || !bytes.HasPrefix(e.Entry, []byte(entryPrefix(e.UpdateID))) {
+				t.Errorf("entry %d is %.60s, its update's row names index %d", e.LogIndex, e.Entry, indexes[e.UpdateID])
+			}
+		}
+
+		// No checkpoint asked for: the store builds the tree itself after the commit.
+		prep, err := s.PrepareTap(ctx, alice.id, CC, MustAmount("1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		alice.execute(t, s, KindTap, prep)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var size int64
+			if err := s.db.NewRaw("SELECT size FROM log_head").Scan(ctx, &size); err != nil {
+				t.Fatal(err)
+			}
+			if size == tree.N+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the head holds %d entries 10s after the commit of entry %d", size, tree.N)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	})
 }

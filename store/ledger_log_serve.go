@@ -60,8 +60,26 @@ func (s *Store) LogVerifierKey(ctx context.Context) (string, error) {
 	return k.log.verifierKey, nil
 }
 
-// readLogHead reads the log's head.
+// readLogHead reads the log's head. On PostgreSQL it first takes into the tree every entry
+// the ledger has committed (integrateLog), when there are any: the head then covers every
+// update committed before it was read.
 func (s *Store) readLogHead(ctx context.Context) (*logHead, error) {
+	if s.dialect != Postgres {
+		return s.readHead(ctx, s.db)
+	}
+	h := &logHead{ID: 1}
+	var committed int64
+	err := s.db.NewRaw("SELECT h.size, h.frontier, q.next FROM log_head AS h, log_sequence AS q WHERE h.id = 1").
+		Scan(ctx, &h.Size, &h.Frontier, &committed)
+	if err != nil {
+		return nil, fmt.Errorf("transparency log: read the head: %w", err)
+	}
+	if committed == h.Size {
+		return h, nil
+	}
+	if err := s.integrateLog(ctx); err != nil {
+		return nil, err
+	}
 	return s.readHead(ctx, s.db)
 }
 

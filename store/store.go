@@ -167,10 +167,11 @@ type Store struct {
 
 	history historySeen // where this instance last found the store's history (ledger_failover.go)
 
-	fullTiles tileCache     // the transparency log's full tiles, which never change (ledger_log_serve.go)
-	logEdge   logEdge       // the log's head as this process's last append committed it (ledger_log.go)
-	logWrites logStatements // the log's writes, prepared once (SQLite)
-	unlogged  bool          // set only by a benchmark: commits skip the transparency log, to measure its cost
+	integration logIntegration // the transparency log's integration, on PostgreSQL (ledger_log_integrate.go)
+	fullTiles   tileCache      // the transparency log's full tiles, which never change (ledger_log_serve.go)
+	logEdge     logEdge        // the log's head as this process's last append committed it (ledger_log.go)
+	logWrites   logStatements  // the log's writes, prepared once (SQLite)
+	unlogged    bool           // set only by a benchmark: commits skip the transparency log, to measure its cost
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -333,6 +334,7 @@ func (s *Store) Close() error {
 		s.stopListener()
 		<-s.listenerDone
 	}
+	s.stopIntegration()
 	errs := []error{refusalsErr, s.logWrites.close()}
 	if s.wdb != s.db {
 		errs = append(errs, s.wdb.Close())
@@ -371,6 +373,7 @@ type Tx struct {
 	edge        *logHead  // the log's head once its appendLog wrote it, kept if it commits
 	unreceipted []*Update // executes whose receipts await the log index their COMMIT gives
 	firstLogged string    // on PostgreSQL, the first update the COMMIT logs (logReport)
+	loggedCount int       // on PostgreSQL, how many updates it queued for the log
 	parts       []txPart  // what the store's parts gather while it runs (store_txpart.go)
 	ended       func()    // run once it has committed, before the work that follows a commit
 
@@ -390,6 +393,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var recorded string
 	var unreceipted []*Update
 	var firstLogged, report string
+	var loggedCount int
 	parts := newTxParts() // their work after the end runs even if the transaction never began
 	var ended func()
 	var edge *logHead
@@ -411,7 +415,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	err = s.runWriteTx(ctx, release, kept, &report, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: ledger.Begin(btx, s.wdb, s.now()), s: s, parts: parts}
 		defer func() {
-			parts, ended, edge, unreceipted, firstLogged = tx.parts, tx.ended, tx.edge, tx.unreceipted, tx.firstLogged
+			parts, ended, edge, unreceipted, firstLogged, loggedCount = tx.parts, tx.ended, tx.edge, tx.unreceipted, tx.firstLogged, tx.loggedCount
 		}()
 		if err := fn(tx); err != nil {
 			return err
@@ -431,6 +435,9 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	})
 	if committing {
 		err = commitFault(ctx, err)
+	}
+	if err == nil && firstLogged != "" {
+		s.kickLog(loggedCount) // build the tree from what it queued (integrateLog)
 	}
 	if err == nil && len(unreceipted) > 0 {
 		err = s.completeReceipts(patient(context.WithoutCancel(ctx)), unreceipted, report, firstLogged)

@@ -107,6 +107,9 @@ func (s *Store) MigrateDown(ctx context.Context) ([]string, error) {
 
 // MigrateDownWithProgress is MigrateDown telling progress, when not nil, after each migration.
 func (s *Store) MigrateDownWithProgress(ctx context.Context, progress Progress) ([]string, error) {
+	if err := s.integrateBeforeRollback(ctx); err != nil {
+		return nil, err
+	}
 	return s.runMigrations(ctx, "migrate down", progress,
 		func(ms migrate.MigrationSlice) int {
 			if last := ms.LastGroup(); last != nil {
@@ -186,4 +189,18 @@ func (s *Store) PendingMigrations(ctx context.Context) ([]string, error) {
 		pending = append(pending, mg.Name+"_"+mg.Comment)
 	}
 	return pending, nil
+}
+
+// integrateBeforeRollback takes every queued entry of the transparency log into its tree
+// (PostgreSQL): the code before the log_queue migration builds each entry in its COMMIT and
+// would never build those, so that migration's rollback refuses while any is queued.
+func (s *Store) integrateBeforeRollback(ctx context.Context) error {
+	if s.dialect != Postgres {
+		return nil
+	}
+	var queued bool
+	if err := s.db.NewRaw("SELECT to_regclass('log_queue') IS NOT NULL").Scan(ctx, &queued); err != nil || !queued {
+		return err
+	}
+	return s.integrateLog(ctx)
 }
