@@ -188,6 +188,7 @@ func queuedLeaves(ctx context.Context, tx pgx.Tx) ([]logEntryRow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transparency log: integrate: read the queue: %w", err)
 	}
+	defer rows.Close()
 	var out []logEntryRow
 	for rows.Next() {
 		var e logEntryRow
