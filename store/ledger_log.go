@@ -479,7 +479,7 @@ func (e *logEdge) keep(h *logHead) {
 // receipt less the log index, which the COMMIT assigns (storedReceipts adds it on a read). The
 // offset lock is then held only by the COMMIT, never across a round trip.
 func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
-	tx.firstLogged, tx.loggedCount = us[0].UpdateID, len(us)
+	tx.queued = us
 	rows := make([]logQueueRow, len(us))
 	for i, u := range us {
 		e := logEntry(u)

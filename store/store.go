@@ -372,8 +372,7 @@ type Tx struct {
 	logged      []*Update // the updates it appended, for the transparency log (appendLog)
 	edge        *logHead  // the log's head once its appendLog wrote it, kept if it commits
 	unreceipted []*Update // executes whose receipts await the log index their COMMIT gives
-	firstLogged string    // on PostgreSQL, the first update the COMMIT logs (logReport)
-	loggedCount int       // on PostgreSQL, how many updates it queued for the log
+	queued      []*Update // on PostgreSQL, the updates its COMMIT logs, in the order it numbers them (queueLogAppend)
 	parts       []txPart  // what the store's parts gather while it runs (store_txpart.go)
 	ended       func()    // run once it has committed, before the work that follows a commit
 
@@ -392,8 +391,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var after []func()
 	var recorded string
 	var unreceipted []*Update
-	var firstLogged, report string
-	var loggedCount int
+	var queued []*Update
+	var report string
 	parts := newTxParts() // their work after the end runs even if the transaction never began
 	var ended func()
 	var edge *logHead
@@ -415,7 +414,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	err = s.runWriteTx(ctx, release, kept, &report, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: ledger.Begin(btx, s.wdb, s.now()), s: s, parts: parts}
 		defer func() {
-			parts, ended, edge, unreceipted, firstLogged, loggedCount = tx.parts, tx.ended, tx.edge, tx.unreceipted, tx.firstLogged, tx.loggedCount
+			parts, ended, edge, unreceipted, queued = tx.parts, tx.ended, tx.edge, tx.unreceipted, tx.queued
 		}()
 		if err := fn(tx); err != nil {
 			return err
@@ -436,11 +435,11 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	if committing {
 		err = commitFault(ctx, err)
 	}
-	if err == nil && firstLogged != "" {
-		s.kickLog(loggedCount) // build the tree from what it queued (integrateLog)
+	if err == nil && len(queued) > 0 {
+		s.kickLog(len(queued)) // build the tree from what it queued (integrateLog)
 	}
 	if err == nil && len(unreceipted) > 0 {
-		err = s.completeReceipts(patient(context.WithoutCancel(ctx)), unreceipted, report, firstLogged)
+		err = s.completeReceipts(patient(context.WithoutCancel(ctx)), unreceipted, report, queued[0].UpdateID)
 	}
 	if err == nil && ended != nil {
 		ended()
