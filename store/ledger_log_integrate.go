@@ -154,8 +154,7 @@ func (s *Store) integrateBatch(ctx context.Context) (int, error) {
 	tag, err := tx.Exec(ctx, "WITH built AS (DELETE FROM log_queue AS q USING unnest($1::text[], $2::bytea[]) AS h (update_id, hashes) "+
 		"WHERE q.update_id = h.update_id RETURNING q.update_id, q.tail, h.hashes) "+
 		"INSERT INTO log_entries (log_index, update_id, entry, hashes) "+
-		"SELECT u.log_index, b.update_id, convert_to('"+entryPrefixSQL+"', 'UTF8') || b.tail, b.hashes "+
-		"FROM built AS b CROSS JOIN LATERAL (SELECT log_index, ledger_offset FROM updates WHERE update_id = b.update_id) AS u; "+
+		"SELECT u.log_index, b.update_id, "+queuedEntrySQL+", b.hashes FROM built AS b "+queuedUpdateSQL+"; "+
 		"UPDATE log_head SET size = $3, frontier = $4 WHERE id = 1 AND size = $5", ids, hashes, a.head.Size, a.head.Frontier, head.Size)
 	if err == nil && tag.RowsAffected() != 1 {
 		err = errors.New("the head moved meanwhile")
@@ -173,6 +172,15 @@ func (s *Store) integrateBatch(ctx context.Context) (int, error) {
 // (b.update_id) and offset (u.ledger_offset): what entryPrefix and the offset's digits are.
 const entryPrefixSQL = `{"updateId":"' || b.update_id || '","offset":' || u.ledger_offset::text || '`
 
+// queuedEntrySQL is, in SQL, the bytes of queued entry b whose update is u: its prefix, then
+// its tail.
+const queuedEntrySQL = "convert_to('" + entryPrefixSQL + "', 'UTF8') || b.tail"
+
+// queuedUpdateSQL looks up the update (u: its index and offset) of queued entry b by its key
+// (LATERAL): the queue is short, the updates are the whole ledger, whatever the planner would
+// guess of the two tables' sizes.
+const queuedUpdateSQL = "CROSS JOIN LATERAL (SELECT log_index, ledger_offset FROM updates WHERE update_id = b.update_id) AS u"
+
 // queuedLeaves reads the leaf hashes of the queued entries the tree takes in next, in index
 // order: RFC 6962's SHA-256 of 0x00 and the entry's bytes, made whole in the server (the
 // prefix before the offset, the offset and the queued tail), so the bytes never travel. Every
@@ -180,11 +188,8 @@ const entryPrefixSQL = `{"updateId":"' || b.update_id || '","offset":' || u.ledg
 // one by one: the COMMITs that numbered them took turns under the offset lock, each visible
 // before the next took its number, so whatever is visible is a prefix.
 func queuedLeaves(ctx context.Context, tx pgx.Tx) ([]logEntryRow, error) {
-	// The queue is short; the updates are the whole ledger: each queued entry looks its update
-	// up by its key (LATERAL), whatever the planner would guess of the two tables' sizes.
-	rows, err := tx.Query(ctx, "SELECT u.log_index, b.update_id, sha256('\\x00'::bytea || convert_to('"+entryPrefixSQL+"', 'UTF8') || b.tail) "+
-		"FROM log_queue AS b CROSS JOIN LATERAL (SELECT log_index, ledger_offset FROM updates WHERE update_id = b.update_id) AS u "+
-		"ORDER BY u.log_index LIMIT $1", maxIntegration)
+	rows, err := tx.Query(ctx, "SELECT u.log_index, b.update_id, sha256('\\x00'::bytea || "+queuedEntrySQL+") "+
+		"FROM log_queue AS b "+queuedUpdateSQL+" ORDER BY u.log_index LIMIT $1", maxIntegration)
 	if err != nil {
 		return nil, fmt.Errorf("transparency log: integrate: read the queue: %w", err)
 	}
