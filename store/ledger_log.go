@@ -24,14 +24,16 @@ import (
 // The transparency log: every committed update is one entry of a Merkle tree (package
 // translog says what an entry, a checkpoint, a tile and a bundle are). An entry's bytes and
 // its index commit in the same database transaction as the update, so an update and its entry
-// commit together or not at all, and entries follow offsets. On PostgreSQL the transaction's
-// body queues the entry's bytes after its offset (queueLogAppend) and the trigger that
+// commit together or not at all, and entries follow offsets. On PostgreSQL the entry is made
+// of what the ledger's rows already hold once the update commits (the update's row, and the
+// prepared transaction's with the party's signature: logAtCommit), and the trigger that
 // assigns an update's offset under the ledger's offset lock (held until the commit is
-// visible) gives it the next log index (the log_queue migration), so the lock is never held
-// across a round trip nor for building the tree; the COMMIT reports the transaction's first
-// log index to its session with its answer, so a receipt needs no read after the commit
-// (logReport). The tree is built from the queue afterwards (integrateLog,
-// ledger_log_integrate.go), always before a checkpoint is served.
+// visible) gives it the next log index (the log_entries_from_the_ledger migration), so the
+// transaction writes no copy of the entry and the lock is never held across a round trip nor
+// for building the tree; the COMMIT reports the transaction's last log index to its session
+// with its answer, so a receipt needs no read after the commit (logReport). The tree is built
+// from those rows afterwards, in offset order (integrateLog, ledger_log_integrate.go), always
+// before a checkpoint is served.
 // On SQLite, which runs one writer at a time, appendLog writes the entries as the
 // transaction's last step before COMMIT.
 // The log keeps, per entry, one row: the entry's bytes and the tree's stored hashes its append
@@ -131,7 +133,7 @@ type partySigned struct {
 	p         *PreparedTx
 	signature []byte
 	receipt   *Receipt
-	position  int // on PostgreSQL, its place among the updates its transaction logs (queueLogAppend)
+	position  int // on PostgreSQL, its place among the updates its transaction logs (logAtCommit)
 }
 
 // logEntry is u's entry, once its offset is known.
@@ -154,7 +156,7 @@ func logEntry(u *Update) translog.Entry {
 // appendLog appends the updates this transaction committed to the log, in offset order, and
 // completes their receipts; it is the transaction's last step before COMMIT. An update rolled
 // back to a savepoint is no longer in tx.logged (undo), so it gets no entry. On PostgreSQL a
-// new update's entry is queued, and numbered by the COMMIT itself (queueLogAppend).
+// new update is numbered by the COMMIT itself, and its entry built afterwards (logAtCommit).
 func (tx *Tx) appendLog(ctx context.Context) error {
 	us := tx.logged
 	tx.logged = nil
@@ -170,7 +172,7 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 		return nil
 	}
 	if tx.s.dialect == Postgres && !annex(us[0]).beforeLog {
-		return tx.queueLogAppend(ctx, us)
+		return tx.logAtCommit(ctx, us)
 	}
 	byOffset := func(a, b *Update) int { return cmp.Compare(a.Offset, b.Offset) }
 	inOrder := slices.IsSortedFunc(us, byOffset)
@@ -209,7 +211,11 @@ func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) erro
 			"WHERE e.log_index >= ? AND e.log_index < ? AND updates.update_id = e.update_id", a.from, a.head.Size)); err != nil {
 			return err
 		}
-		// The COMMITs number the next entries from here (the log_queue migration).
+		// The COMMITs number the next entries from here, and integration builds the tree
+		// from the updates after the last one (the log_entries_from_the_ledger migration).
+		if err := tx.Later(ctx, tx.NewRaw("UPDATE log_head SET last_offset = ? WHERE id = 1", us[len(us)-1].Offset)); err != nil {
+			return err
+		}
 		return tx.Later(ctx, tx.NewRaw("UPDATE log_sequence SET next = ? WHERE id = 1", a.head.Size))
 	}
 	st, err := tx.s.logWrites.prepared()
@@ -337,22 +343,6 @@ func appendTo(head *logHead, us []*Update) (*logAppend, error) {
 // appendEntries is the append of entries, the next ones in index order, to the tree head
 // describes: it fills in their stored hashes.
 func appendEntries(head *logHead, entries []logEntryRow) (*logAppend, error) {
-	return appendHashed(head, entries, func(n int64, e *logEntryRow, r tlog.HashReader) ([]tlog.Hash, error) {
-		return tlog.StoredHashes(n, e.Entry, r)
-	})
-}
-
-// appendLeaves is appendEntries of entries whose bytes are not at hand, only their leaf
-// hashes (in Hashes), which it replaces with their stored hashes.
-func appendLeaves(head *logHead, entries []logEntryRow) (*logAppend, error) {
-	return appendHashed(head, entries, func(n int64, e *logEntryRow, r tlog.HashReader) ([]tlog.Hash, error) {
-		return tlog.StoredHashesForRecordHash(n, tlog.Hash(e.Hashes), r)
-	})
-}
-
-// appendHashed is the append of entries to the tree head describes, each entry's stored
-// hashes made by hash from the hashes before it.
-func appendHashed(head *logHead, entries []logEntryRow, hash func(n int64, e *logEntryRow, r tlog.HashReader) ([]tlog.Hash, error)) (*logAppend, error) {
 	known, err := head.hashes()
 	if err != nil {
 		return nil, err
@@ -364,7 +354,7 @@ func appendHashed(head *logHead, entries []logEntryRow, hash func(n int64, e *lo
 		if e.LogIndex != n {
 			return nil, fmt.Errorf("transparency log: entry %d of update %s comes where entry %d goes", e.LogIndex, e.UpdateID, n)
 		}
-		hs, err := hash(n, e, known)
+		hs, err := tlog.StoredHashes(n, e.Entry, known)
 		if err != nil {
 			return nil, fmt.Errorf("transparency log: entry %d: %w", n, err)
 		}
@@ -469,33 +459,26 @@ func (e *logEdge) keep(h *logHead) {
 	e.head = h
 }
 
-// queueLogAppend queues, with the transaction's other deferred writes, what its COMMIT logs
-// (the log_queue migration): one row of log_queue per update, holding its position among them
-// (the order the updates' rows were written, which is the order the COMMIT numbers them in) and
-// the entry's bytes after its offset's digits. The COMMIT gives each its offset and log index
-// under the offset lock; the tree is built from the queue afterwards (integrateLog). It keeps
-// the receipts to complete once the transaction has committed (completeReceipts). An
-// execute's prepared transaction is marked executed here, in the transaction's body, with its
-// receipt less the log index, which the COMMIT assigns (storedReceipts adds it on a read). The
-// offset lock is then held only by the COMMIT, never across a round trip.
-func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
-	tx.queued = us
-	rows := make([]logQueueRow, len(us))
+// logAtCommit readies, on PostgreSQL, what the transaction's COMMIT logs (the
+// log_entries_from_the_ledger migration): the COMMIT gives each update its offset and log
+// index under the offset lock, and its entry is made afterwards of the rows the transaction
+// writes anyway (logEntries), so nothing more is written here. It checks that each entry will
+// fit a bundle, and keeps the receipts to complete once the transaction has committed
+// (completeReceipts). An execute's prepared transaction is marked executed here, in the
+// transaction's body, with its receipt less the log index, which the COMMIT assigns
+// (storedReceipts adds it on a read). The offset lock is then held only by the COMMIT, never
+// across a round trip.
+func (tx *Tx) logAtCommit(ctx context.Context, us []*Update) error {
+	tx.numbered = us
 	for i, u := range us {
 		e := logEntry(u)
-		e.Offset = 0 // assigned at COMMIT
+		e.Offset = math.MaxInt64 // the longest it may be, assigned at COMMIT
 		b, err := e.Marshal()
 		if err != nil {
 			return err
 		}
-		// The offset's digits replace the 0: the entry must fit a bundle with the longest.
-		if longest := len(b) - 1 + len(strconv.FormatInt(math.MaxInt64, 10)); longest > translog.MaxEntrySize {
-			return fmt.Errorf("log entry of update %s: %d bytes with its offset, at most %d fit a bundle", u.UpdateID, longest, translog.MaxEntrySize)
-		}
-		// The entry's bytes before the offset are made again from the update's ID.
-		_, tail, err := aroundZero(b, entryPrefix(u.UpdateID))
-		if err != nil {
-			return err
+		if len(b) > translog.MaxEntrySize {
+			return fmt.Errorf("log entry of update %s: %d bytes with its offset, at most %d fit a bundle", u.UpdateID, len(b), translog.MaxEntrySize)
 		}
 		if s := annex(u).signed; s != nil {
 			if err := tx.receiptLogged(ctx, u, nil); err != nil {
@@ -504,62 +487,41 @@ func (tx *Tx) queueLogAppend(ctx context.Context, us []*Update) error {
 			s.position = i
 			tx.unreceipted = append(tx.unreceipted, u)
 		}
-		rows[i] = logQueueRow{UpdateID: u.UpdateID, Position: i, Tail: tail}
 	}
-	return tx.Later(ctx, tx.NewInsert().Model(&rows))
-}
-
-// logQueueRow is an entry its update's transaction queued, for the tree to take in once the
-// COMMIT has given it its offset and index (PostgreSQL).
-type logQueueRow struct {
-	bun.BaseModel `bun:"table:log_queue"`
-
-	UpdateID string `bun:"update_id,pk"`
-	Position int    `bun:"position"` // among the updates its transaction logs, from 0
-	Tail     []byte `bun:"tail"`     // the entry's bytes after its offset's digits
-}
-
-// entryPrefix is what every entry of update id begins with, before its offset's digits.
-func entryPrefix(id string) string { return `{"updateId":"` + id + `","offset":` }
-
-// aroundZero splits b, which must be prefix followed by the number 0, around that 0.
-func aroundZero(b []byte, prefix string) (head, tail []byte, err error) {
-	if len(b) <= len(prefix) || string(b[:len(prefix)]) != prefix || b[len(prefix)] != '0' {
-		return nil, nil, fmt.Errorf("transparency log: %.80s does not begin with %s0", b, prefix)
-	}
-	return b[:len(prefix)], b[len(prefix)+1:], nil
+	return nil
 }
 
 // logReport is how a COMMIT on PostgreSQL tells its session the log index of the
-// transaction's first entry (the log_queue migration): it sets the session's
-// application_name to "<name before> #log <index> <first 8 characters of the update's ID>",
-// which the server reports with the COMMIT's answer, with no message and no round trip of its
-// own. The transaction's entries follow one another, so the k-th update it logs is at that
-// index plus k.
+// transaction's last entry (the log_entries_from_the_ledger migration): it sets the session's
+// application_name to "<name before> #log <index> <first 8 characters of the update's ID>"
+// for each update it numbers, the last one last, which the server reports with the COMMIT's
+// answer, with no message and no round trip of its own. The transaction's entries follow one
+// another, so the k-th of its n updates is at that index less n-1-k.
 const logReport = " #log "
 
-// reportedIndex is the log index of the entry of update first that report, the session's
+// reportedIndex is the log index of the entry of update last that report, the session's
 // application_name after a COMMIT, gives; ok is false when report is not of that update (a
 // pooler that does not pass the server's reports on, say).
-func reportedIndex(report, first string) (n int64, ok bool) {
+func reportedIndex(report, last string) (n int64, ok bool) {
 	i := strings.LastIndex(report, logReport)
-	if i < 0 || len(first) < 8 {
+	if i < 0 || len(last) < 8 {
 		return 0, false
 	}
 	num, token, found := strings.Cut(report[i+len(logReport):], " ")
 	n, err := strconv.ParseInt(num, 10, 64)
-	return n, found && err == nil && token == first[:8]
+	return n, found && err == nil && token == last[:8]
 }
 
 // completeReceipts completes, once their transaction has committed on PostgreSQL, the receipts
-// of its executes, us, with the log indexes the COMMIT reported (logReport; first is the
-// transaction's first logged update), in memory (the prepared transactions' rows keep them
-// without: storedReceipts). Indexes not reported are read back.
-func (s *Store) completeReceipts(ctx context.Context, us []*Update, report, first string) error {
+// of its executes, us, with the log indexes the COMMIT reported (logReport; numbered are the
+// updates the transaction logged, in the order it numbered them), in memory (the prepared
+// transactions' rows keep them without: storedReceipts). Indexes not reported are read back.
+func (s *Store) completeReceipts(ctx context.Context, us []*Update, report string, numbered []*Update) error {
 	at := make(map[string]int64, len(us))
-	if n, ok := reportedIndex(report, first); ok {
+	last := len(numbered) - 1
+	if n, ok := reportedIndex(report, numbered[last].UpdateID); ok {
 		for _, u := range us {
-			at[u.UpdateID] = n + int64(annex(u).signed.position)
+			at[u.UpdateID] = n - int64(last-annex(u).signed.position)
 		}
 	} else {
 		ids := make([]string, len(us))
@@ -611,12 +573,17 @@ func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex *int64) err
 		receipt = receiptWithIndex(receipt, *logIndex)
 	}
 	s.p.Result, *s.receipt = receipt, receipt
-	return tx.Later(ctx, tx.NewUpdate().Model(s.p).Column("update_id", "result", "executed_at").WherePK())
+	columns := []string{"update_id", "result", "executed_at"}
+	if !tx.s.unlogged { // kept for the update's entry, which is made of it (logEntries)
+		s.p.Signature = s.signature
+		columns = append(columns, "signature")
+	}
+	return tx.Later(ctx, tx.NewUpdate().Model(s.p).Column(columns...).WherePK())
 }
 
 // storedReceipts adds to the receipts of ps, read from their rows, the log index they lack:
 // on PostgreSQL an execute stores its receipt before its COMMIT assigns the index
-// (queueLogAppend), which the update's row keeps (updates.log_index). A replay then answers
+// (logAtCommit), which the update's row keeps (updates.log_index). A replay then answers
 // what the execute answered.
 func storedReceipts(ctx context.Context, db bun.IDB, ps ...*PreparedTx) error {
 	var lacking []*PreparedTx
@@ -672,7 +639,7 @@ func (s *Store) fillLog(ctx context.Context) error {
 	if err != nil || len(unlogged) == 0 {
 		return err
 	}
-	if s.dialect == Postgres { // the tree first takes in what is queued: this appends after it
+	if s.dialect == Postgres { // the tree first takes in what was numbered: this appends after it
 		if err := s.integrateLog(ctx); err != nil {
 			return err
 		}

@@ -27,7 +27,7 @@ func BenchmarkTransparencyLog_Taps(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				s := be.Open(b, storetest.Config(storetest.NewClock(storetest.Epoch)))
 				if !logged {
-					s.SkipTransparencyLog()
+					s.SkipTransparencyLog(b)
 				}
 				parties := make([]*storetest.Party, 16)
 				for i := range parties {
@@ -87,7 +87,7 @@ func interleaved(b *testing.B, be storetest.Backend, clients, turn int) {
 	for i := range stores {
 		stores[i] = be.Open(b, storetest.Config(storetest.NewClock(storetest.Epoch)))
 		if i == 1 {
-			stores[i].SkipTransparencyLog()
+			stores[i].SkipTransparencyLog(b)
 		}
 		for c := 0; c < clients; c++ {
 			parties[i] = append(parties[i], storetest.Onboard(b, stores[i], fmt.Sprintf("p%d", c)))

@@ -49,7 +49,7 @@ func TestTransparencyLog_AnUpdateRolledBackToASavepointLeavesEachRowItsEntrysInd
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.LogTree(ctx); err != nil { // on PostgreSQL, the tree takes in the queued entries
+		if _, err := s.LogTree(ctx); err != nil { // on PostgreSQL, the tree takes in the numbered entries
 			t.Fatal(err)
 		}
 		var rows []struct {

@@ -10,33 +10,36 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/mod/sumdb/tlog"
 )
 
 // On PostgreSQL the log is written in two steps, as Tessera and other transparency logs split
-// sequencing from integration. A transaction that commits updates queues each one's entry
-// (queueLogAppend: its bytes after the offset) and its COMMIT numbers them under the offset
-// lock (the log_queue migration): the entry's bytes, offset and index are then durable with
-// the update, and no later step can change them. Integration builds the tree from the queue:
-// it takes the queued entries in index order, writes each one's bytes and stored hashes to
-// log_entries and the new head, and deletes them from the queue, in one transaction under a
-// lock of its own (logIntegrationLock), so instances on one database take turns and each
-// entry is built once. It commits without waiting for its WAL to reach the disk: everything
-// it writes is determined by what had committed, so an integration lost in a crash is done
-// again, the same, by the next one.
+// sequencing from integration. The COMMIT of a transaction that commits updates numbers them
+// under the offset lock (the log_entries_from_the_ledger migration), and each one's entry is
+// made of the rows the transaction writes anyway: the update's (its ID, offset, kind, party,
+// time, index and the prepared transaction a party signed for it) and that prepared
+// transaction's (the bytes signed, the key and the signature). The entry's bytes, offset and
+// index are then durable with the update, and no later step can change them. Integration
+// builds the tree from those rows: it reads the updates after the last one the tree holds, in
+// offset order (which is index order: both are taken under the lock), makes their entries
+// (logEntry, as SQLite's commit does), and writes each one's bytes and stored hashes to
+// log_entries and the new head, in one transaction under a lock of its own
+// (logIntegrationLock), so instances on one database take turns and each entry is built once.
+// It commits without waiting for its WAL to reach the disk: everything it writes is determined
+// by what had committed, so an integration lost in a crash is done again, the same, by the
+// next one.
 //
-// It runs in this process's background after every commit that queued entries (kickLog),
+// It runs in this process's background after every commit that numbered entries (kickLog),
 // and before the log's head is read for a checkpoint (LogTree), so a checkpoint covers every
 // update committed before it was asked for, whichever instance committed it. None of it is
 // under the offset lock, so the commits that order the ledger wait on none of it.
 
-// logIntegrationLock is the advisory lock under which the tree is built from the queue.
+// logIntegrationLock is the advisory lock under which the tree is built.
 const logIntegrationLock = 32199672997732212
 
-// The background integration takes in what commits queued once integrationBatch entries
-// are queued, or integrationDelay after the first of them, whichever comes first: one
-// transaction then builds many entries, which costs the write path less than building a
-// few at a time. A checkpoint does not wait for either: it integrates what is queued.
+// The background integration takes in what commits numbered once integrationBatch entries
+// wait, or integrationDelay after the first of them, whichever comes first: one transaction
+// then builds many entries, which costs the write path less than building a few at a time. A
+// checkpoint does not wait for either: it integrates what waits.
 const (
 	integrationBatch = 256
 	integrationDelay = time.Second
@@ -46,18 +49,18 @@ const (
 const maxIntegration = 1024
 
 // logIntegration is this process's side of integration: one at a time, and a goroutine that
-// integrates after the commits that queued entries.
+// integrates after the commits that numbered entries.
 type logIntegration struct {
-	mu     sync.Mutex    // one integration at a time in this process
-	once   sync.Once     // starts the goroutine
-	queued atomic.Int64  // entries this process's commits queued since its last integration began
-	kick   chan struct{} // the first entry since then was queued
-	full   chan struct{} // integrationBatch entries were
-	stop   context.CancelFunc
-	done   chan struct{}
+	mu      sync.Mutex    // one integration at a time in this process
+	once    sync.Once     // starts the goroutine
+	waiting atomic.Int64  // entries this process's commits numbered since its last integration began
+	kick    chan struct{} // the first entry since then was numbered
+	full    chan struct{} // integrationBatch entries were
+	stop    context.CancelFunc
+	done    chan struct{}
 }
 
-// kickLog tells the background integration that a commit queued n entries.
+// kickLog tells the background integration that a commit numbered n entries.
 func (s *Store) kickLog(n int) {
 	li := &s.integration
 	li.once.Do(func() {
@@ -77,7 +80,7 @@ func (s *Store) kickLog(n int) {
 				case <-li.full:
 				case <-time.After(integrationDelay):
 				}
-				li.queued.Store(0)
+				li.waiting.Store(0)
 				if err := s.integrateLog(ctx); err != nil && ctx.Err() == nil {
 					s.log.Warn("transparency log: integration failed; the next commit or checkpoint tries again", "err", err)
 				}
@@ -91,7 +94,7 @@ func (s *Store) kickLog(n int) {
 		}
 	}
 	signal(li.kick)
-	if li.queued.Add(int64(n)) >= integrationBatch {
+	if li.waiting.Add(int64(n)) >= integrationBatch {
 		signal(li.full)
 	}
 }
@@ -106,7 +109,7 @@ func (s *Store) stopIntegration() {
 	}
 }
 
-// integrateLog takes every entry queued so far into the tree (PostgreSQL).
+// integrateLog takes every entry numbered so far into the tree (PostgreSQL).
 func (s *Store) integrateLog(ctx context.Context) error {
 	li := &s.integration
 	li.mu.Lock()
@@ -119,8 +122,8 @@ func (s *Store) integrateLog(ctx context.Context) error {
 	}
 }
 
-// integrateBatch takes up to maxIntegration queued entries, the next in index order, into the
-// tree, in one transaction, and says how many it took.
+// integrateBatch takes up to maxIntegration numbered entries, the next in index order, into
+// the tree, in one transaction, and says how many it took.
 func (s *Store) integrateBatch(ctx context.Context) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -128,85 +131,87 @@ func (s *Store) integrateBatch(ctx context.Context) (int, error) {
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	head := &logHead{ID: 1}
+	var lastOffset, numbered int64
 	_, err = tx.Exec(ctx, "SET LOCAL synchronous_commit = off; SELECT pg_advisory_xact_lock("+strconv.FormatInt(logIntegrationLock, 10)+")")
 	if err == nil {
-		err = tx.QueryRow(ctx, "SELECT size, frontier FROM log_head WHERE id = 1").Scan(&head.Size, &head.Frontier)
+		err = tx.QueryRow(ctx, "SELECT h.size, h.frontier, h.last_offset, s.next FROM log_head AS h, log_sequence AS s WHERE h.id = 1 AND s.id = 1").
+			Scan(&head.Size, &head.Frontier, &lastOffset, &numbered)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("transparency log: integrate: read the head: %w", err)
 	}
-	queued, err := queuedLeaves(ctx, tx)
-	if err != nil || len(queued) == 0 {
+	if numbered <= head.Size {
+		return 0, nil
+	}
+	us, err := numberedUpdates(ctx, tx, lastOffset, min(numbered-head.Size, maxIntegration))
+	if err != nil || len(us) == 0 {
 		return 0, err
 	}
-	a, err := appendLeaves(head, queued)
+	for i, u := range us {
+		if n := head.Size + int64(i); *u.LogIndex != n {
+			return 0, fmt.Errorf("transparency log: integrate: update %s at offset %d is numbered %d, where entry %d goes", u.UpdateID, u.Offset, *u.LogIndex, n)
+		}
+	}
+	a, err := appendTo(head, us)
 	if err != nil {
 		return 0, err
 	}
-	// The entries' bytes stay in the server: each is made there from its queued row, as the
-	// leaf hash was, and moved from the queue to log_entries with the stored hashes computed
-	// here. The head moves only from the size this read.
-	ids := make([]string, len(queued))
-	hashes := make([][]byte, len(queued))
+	// The head moves only from the size this read.
+	indexes := make([]int64, len(us))
+	ids := make([]string, len(us))
+	entries := make([][]byte, len(us))
+	hashes := make([][]byte, len(us))
 	for i, e := range a.entries {
-		ids[i], hashes[i] = e.UpdateID, e.Hashes
+		indexes[i], ids[i], entries[i], hashes[i] = e.LogIndex, e.UpdateID, e.Entry, e.Hashes
 	}
-	tag, err := tx.Exec(ctx, "WITH built AS (DELETE FROM log_queue AS q USING unnest($1::text[], $2::bytea[]) AS h (update_id, hashes) "+
-		"WHERE q.update_id = h.update_id RETURNING q.update_id, q.tail, h.hashes) "+
-		"INSERT INTO log_entries (log_index, update_id, entry, hashes) "+
-		"SELECT u.log_index, b.update_id, "+queuedEntrySQL+", b.hashes FROM built AS b "+queuedUpdateSQL+"; "+
-		"UPDATE log_head SET size = $3, frontier = $4 WHERE id = 1 AND size = $5", ids, hashes, a.head.Size, a.head.Frontier, head.Size)
+	tag, err := tx.Exec(ctx, "INSERT INTO log_entries (log_index, update_id, entry, hashes) "+
+		"SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bytea[]); "+
+		"UPDATE log_head SET size = $5, frontier = $6, last_offset = $7 WHERE id = 1 AND size = $8",
+		indexes, ids, entries, hashes, a.head.Size, a.head.Frontier, us[len(us)-1].Offset, head.Size)
 	if err == nil && tag.RowsAffected() != 1 {
 		err = errors.New("the head moved meanwhile")
 	}
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("transparency log: integrate entries %d to %d: %w", a.from, a.head.Size-1, err)
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("transparency log: integrate entries %d to %d: %w", a.from, a.head.Size-1, err)
-	}
-	return len(queued), nil
+	return len(us), nil
 }
 
-// entryPrefixSQL makes, in SQL, an entry's bytes before its queued tail from its update's ID
-// (b.update_id) and offset (u.ledger_offset): what entryPrefix and the offset's digits are.
-const entryPrefixSQL = `{"updateId":"' || b.update_id || '","offset":' || u.ledger_offset::text || '`
-
-// queuedEntrySQL is, in SQL, the bytes of queued entry b whose update is u: its prefix, then
-// its tail.
-const queuedEntrySQL = "convert_to('" + entryPrefixSQL + "', 'UTF8') || b.tail"
-
-// queuedUpdateSQL looks up the update (u: its index and offset) of queued entry b by its key
-// (LATERAL): the queue is short, the updates are the whole ledger, whatever the planner would
-// guess of the two tables' sizes.
-const queuedUpdateSQL = "CROSS JOIN LATERAL (SELECT log_index, ledger_offset FROM updates WHERE update_id = b.update_id) AS u"
-
-// queuedLeaves reads the leaf hashes of the queued entries the tree takes in next, in index
-// order: RFC 6962's SHA-256 of 0x00 and the entry's bytes, made whole in the server (the
-// prefix before the offset, the offset and the queued tail), so the bytes never travel. Every
-// committed one has its index (the COMMIT wrote it), and the indexes follow the head's size
-// one by one: the COMMITs that numbered them took turns under the offset lock, each visible
-// before the next took its number, so whatever is visible is a prefix.
-func queuedLeaves(ctx context.Context, tx pgx.Tx) ([]logEntryRow, error) {
-	rows, err := tx.Query(ctx, "SELECT u.log_index, b.update_id, sha256('\\x00'::bytea || "+queuedEntrySQL+") "+
-		"FROM log_queue AS b "+queuedUpdateSQL+" ORDER BY u.log_index LIMIT $1", maxIntegration)
+// numberedUpdates reads the updates the tree takes in next, at most n of them: those after
+// offset last, in offset order, each with what its entry is made of (logEntry),
+// the prepared transaction a party signed for it, if one did, and the party's signature.
+// Every committed one has its index (its COMMIT wrote it), and the indexes follow the head's
+// size one by one, in offset order: the COMMITs that numbered them took turns under the
+// offset lock, each visible before the next took its numbers, so whatever is visible is a
+// prefix (appendTo checks that they follow on).
+func numberedUpdates(ctx context.Context, tx pgx.Tx, last, n int64) ([]*Update, error) {
+	rows, err := tx.Query(ctx, "SELECT u.update_id, u.ledger_offset, u.kind, u.act_as, u.recorded_at, u.log_index, "+
+		"p.body, p.signer_key, p.signature FROM updates AS u LEFT JOIN prepared_txs AS p ON p.hash = u.prepared_hash "+
+		"WHERE u.ledger_offset > $1 ORDER BY u.ledger_offset LIMIT $2", last, n)
 	if err != nil {
-		return nil, fmt.Errorf("transparency log: integrate: read the queue: %w", err)
+		return nil, fmt.Errorf("transparency log: integrate: read the updates: %w", err)
 	}
 	defer rows.Close()
-	var out []logEntryRow
+	var out []*Update
 	for rows.Next() {
-		var e logEntryRow
-		var n *int64
-		var leaf []byte
-		if err := rows.Scan(&n, &e.UpdateID, &leaf); err != nil {
-			return nil, fmt.Errorf("transparency log: integrate: read the queue: %w", err)
+		u := &Update{}
+		var body, key, signature []byte
+		if err := rows.Scan(&u.UpdateID, &u.Offset, &u.Kind, &u.ActAs, &u.RecordedAt, &u.LogIndex, &body, &key, &signature); err != nil {
+			return nil, fmt.Errorf("transparency log: integrate: read the updates: %w", err)
 		}
-		if n == nil || len(leaf) != tlog.HashSize {
-			return nil, errors.New("transparency log: integrate: a committed update's queued entry has no index or no offset")
+		if u.LogIndex == nil {
+			return nil, fmt.Errorf("transparency log: integrate: update %s at offset %d has no log index", u.UpdateID, u.Offset)
 		}
-		e.LogIndex, e.Hashes = *n, leaf // the leaf hash, until appendLeaves gives the stored hashes
-		out = append(out, e)
+		if body != nil {
+			if signature == nil {
+				return nil, fmt.Errorf("transparency log: integrate: update %s: its prepared transaction keeps no signature", u.UpdateID)
+			}
+			u.Annex = updateAnnex{signed: &partySigned{p: &PreparedTx{Body: body, SignerKey: key}, signature: signature}}
+		}
+		out = append(out, u)
 	}
 	return out, rows.Err()
 }

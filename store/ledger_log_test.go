@@ -204,12 +204,12 @@ func TestTransparencyLog_MigrateLogsTheUpdatesCommittedBeforeTheLogBegan(t *test
 			t.Fatal(err)
 		}
 		defer raw.Close()
-		if _, err := s.LogTree(context.Background()); err != nil { // nothing left queued
+		if _, err := s.LogTree(context.Background()); err != nil { // nothing left to build
 			t.Fatal(err)
 		}
 		before := []string{"DELETE FROM log_entries", "UPDATE updates SET log_index = NULL"}
 		if b.Dialect == store.Postgres { // SQLite reads the head off the log: it has no row
-			before = append(before, "DELETE FROM log_queue", "UPDATE log_sequence SET next = 0", "UPDATE log_head SET size = 0, frontier = "+empty)
+			before = append(before, "UPDATE log_sequence SET next = 0", "UPDATE log_head SET size = 0, last_offset = 0, frontier = "+empty)
 		}
 		for _, q := range before {
 			if _, err := raw.Exec(q); err != nil {
@@ -256,12 +256,12 @@ func TestTransparencyLog_AppendsAfterARollbackAndAnotherWritersAppendsKeepTheTre
 			t.Fatal(err)
 		}
 
-		// On PostgreSQL what commits with the update is its queued entry (the tree is built
-		// from the queue afterwards); on SQLite the entry itself.
+		// On PostgreSQL what commits with the update is its entry's number (the tree is built
+		// from the ledger's rows afterwards); on SQLite the entry itself.
 		driver, dsn := "pgx", s.Config().DB
 		refuse := []string{`CREATE FUNCTION refuse_entry() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`,
-			`CREATE TRIGGER refuse_entries BEFORE INSERT ON log_queue FOR EACH ROW EXECUTE FUNCTION refuse_entry()`}
-		allow := []string{"DROP TRIGGER refuse_entries ON log_queue", "DROP FUNCTION refuse_entry"}
+			`CREATE TRIGGER refuse_entries BEFORE UPDATE ON log_sequence FOR EACH ROW EXECUTE FUNCTION refuse_entry()`}
+		allow := []string{"DROP TRIGGER refuse_entries ON log_sequence", "DROP FUNCTION refuse_entry"}
 		if b.Dialect == store.SQLite {
 			driver, dsn = "sqlite", "file:"+strings.TrimPrefix(dsn, "sqlite://")+"?_pragma=busy_timeout(10000)"
 			refuse = []string{"CREATE TRIGGER refuse_entries BEFORE INSERT ON log_entries BEGIN SELECT RAISE(ABORT, 'refused'); END"}

@@ -121,6 +121,7 @@ type PreparedTx struct {
 	UpdateID   *string    `bun:"update_id"`
 	Result     []byte     `bun:"result"`
 	ExecutedAt *Timestamp `bun:"executed_at"`
+	Signature  []byte     `bun:"signature"` // the party's, once executed (the transparency log's entry is made of it)
 }
 
 // envelope is the canonical encoding of a prepared transaction: compact JSON with the fields

@@ -372,7 +372,7 @@ type Tx struct {
 	logged      []*Update // the updates it appended, for the transparency log (appendLog)
 	edge        *logHead  // the log's head once its appendLog wrote it, kept if it commits
 	unreceipted []*Update // executes whose receipts await the log index their COMMIT gives
-	queued      []*Update // on PostgreSQL, the updates its COMMIT logs, in the order it numbers them (queueLogAppend)
+	numbered    []*Update // on PostgreSQL, the updates its COMMIT logs, in the order it numbers them (logAtCommit)
 	parts       []txPart  // what the store's parts gather while it runs (store_txpart.go)
 	ended       func()    // run once it has committed, before the work that follows a commit
 
@@ -391,7 +391,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var after []func()
 	var recorded string
 	var unreceipted []*Update
-	var queued []*Update
+	var numbered []*Update
 	var report string
 	parts := newTxParts() // their work after the end runs even if the transaction never began
 	var ended func()
@@ -414,7 +414,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	err = s.runWriteTx(ctx, release, kept, &report, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: ledger.Begin(btx, s.wdb, s.now()), s: s, parts: parts}
 		defer func() {
-			parts, ended, edge, unreceipted, queued = tx.parts, tx.ended, tx.edge, tx.unreceipted, tx.queued
+			parts, ended, edge, unreceipted, numbered = tx.parts, tx.ended, tx.edge, tx.unreceipted, tx.numbered
 		}()
 		if err := fn(tx); err != nil {
 			return err
@@ -435,11 +435,11 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	if committing {
 		err = commitFault(ctx, err)
 	}
-	if err == nil && len(queued) > 0 {
-		s.kickLog(len(queued)) // build the tree from what it queued (integrateLog)
+	if err == nil && len(numbered) > 0 {
+		s.kickLog(len(numbered)) // build the tree from what it numbered (integrateLog)
 	}
 	if err == nil && len(unreceipted) > 0 {
-		err = s.completeReceipts(patient(context.WithoutCancel(ctx)), unreceipted, report, queued[0].UpdateID)
+		err = s.completeReceipts(patient(context.WithoutCancel(ctx)), unreceipted, report, numbered)
 	}
 	if err == nil && ended != nil {
 		ended()

@@ -191,15 +191,17 @@ func (s *Store) PendingMigrations(ctx context.Context) ([]string, error) {
 	return pending, nil
 }
 
-// integrateBeforeRollback takes every queued entry of the transparency log into its tree
-// (PostgreSQL): the code before the log_queue migration builds each entry in its COMMIT and
-// would never build those, so that migration's rollback refuses while any is queued.
+// integrateBeforeRollback takes every numbered entry of the transparency log into its tree
+// (PostgreSQL): the code before the log_entries_from_the_ledger migration builds entries from
+// its queue only and would never build those, so that migration's rollback refuses while any
+// waits. A database not migrated that far (it still has the queue) is left as it is.
 func (s *Store) integrateBeforeRollback(ctx context.Context) error {
 	if s.dialect != Postgres {
 		return nil
 	}
-	var queued bool
-	if err := s.db.NewRaw("SELECT to_regclass('log_queue') IS NOT NULL").Scan(ctx, &queued); err != nil || !queued {
+	var fromTheLedger bool
+	err := s.db.NewRaw("SELECT to_regclass('log_queue') IS NULL AND to_regclass('log_sequence') IS NOT NULL").Scan(ctx, &fromTheLedger)
+	if err != nil || !fromTheLedger {
 		return err
 	}
 	return s.integrateLog(ctx)

@@ -19,24 +19,27 @@ import (
 // and none without its update, in offset order, each update's row naming its entry's index,
 // and the restarted instance serves a checkpoint, signed by its key, whose root the entries it
 // serves hash to (translog.Audit, every party-signed entry's signature checked). SQLite keeps
-// no head row: its head's size is one past the last entry's index. On PostgreSQL an entry
-// commits with its update as a queued entry, numbered by the COMMIT (log_sequence), and the
-// tree takes it in afterwards: an update's entry is in log_entries or in log_queue, not both.
+// no head row: its head's size is one past the last entry's index. On PostgreSQL an update
+// commits numbered by its COMMIT (log_sequence, the update's log_index) with what its entry is
+// made of (its row, and the prepared transaction's with the party's signature), and the tree
+// takes it in afterwards: an update's entry is in log_entries or waits at an index from the
+// head's size on, not both.
 func checkLogAfterCrash(t *testing.T, db *sql.DB, sqlite bool, base string) {
 	t.Helper()
 	var updates, entries, size, orphans, indexed int64
 	count := `(SELECT count(*) FROM log_entries)`
 	head := "(SELECT next FROM log_sequence)"
+	waiting := `u.log_index >= (SELECT size FROM log_head)`
 	orphaned := `(SELECT count(*) FROM log_entries e LEFT JOIN updates u ON u.update_id = e.update_id WHERE u.update_id IS NULL) +
-		(SELECT count(*) FROM log_queue q LEFT JOIN updates u ON u.update_id = q.update_id WHERE u.update_id IS NULL)`
+		(SELECT count(*) FROM updates u LEFT JOIN prepared_txs p ON p.hash = u.prepared_hash WHERE ` + waiting + ` AND u.prepared_hash IS NOT NULL AND p.signature IS NULL)`
 	named := `(SELECT count(*) FROM updates u WHERE EXISTS (SELECT 1 FROM log_entries e WHERE e.log_index = u.log_index AND e.update_id = u.update_id)
-		OR (u.log_index IS NOT NULL AND EXISTS (SELECT 1 FROM log_queue q WHERE q.update_id = u.update_id)))`
+		OR ` + waiting + `)`
 	if sqlite {
 		head = "(SELECT COALESCE(MAX(log_index) + 1, 0) FROM log_entries)"
 		orphaned = `(SELECT count(*) FROM log_entries e LEFT JOIN updates u ON u.update_id = e.update_id WHERE u.update_id IS NULL)`
 		named = `(SELECT count(*) FROM updates u JOIN log_entries e ON e.log_index = u.log_index AND e.update_id = u.update_id)`
 	} else {
-		count += ` + (SELECT count(*) FROM log_queue)`
+		count += ` + (SELECT count(*) FROM updates u WHERE ` + waiting + `)`
 	}
 	// One statement, one snapshot: the restarted instance may be committing meanwhile.
 	err := db.QueryRow(`SELECT (SELECT count(*) FROM updates), `+count+`, `+head+`, `+orphaned+`, `+named).
@@ -45,7 +48,7 @@ func checkLogAfterCrash(t *testing.T, db *sql.DB, sqlite bool, base string) {
 		t.Fatal(err)
 	}
 	if updates != entries || entries != size || orphans != 0 || indexed != updates {
-		t.Fatalf("%d updates (%d naming their entry's index), %d log entries, queued or built (%d without their update), %d numbered", updates, indexed, entries, orphans, size)
+		t.Fatalf("%d updates (%d naming their entry's index), %d log entries, waiting or built (%d without their update or signature), %d numbered", updates, indexed, entries, orphans, size)
 	}
 	get := func(path string) []byte {
 		res, err := http.Get(base + "/log/" + path)

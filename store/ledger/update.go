@@ -17,8 +17,9 @@ type Update struct {
 	Kind       string    `bun:"kind"`
 	ActAs      string    `bun:"act_as"`
 	RecordedAt Timestamp `bun:"recorded_at"`
-	Reward     *Amount   `bun:"reward"`    // the CC reward the update earned ActAs, if any
-	LogIndex   *int64    `bun:"log_index"` // its entry in the transparency log, written with the entry (nil before)
+	Reward     *Amount   `bun:"reward"`        // the CC reward the update earned ActAs, if any
+	LogIndex   *int64    `bun:"log_index"`     // its entry in the transparency log, written with the entry (nil before)
+	Prepared   []byte    `bun:"prepared_hash"` // the hash of the prepared transaction a party signed for it, if one did
 
 	// Annex is what the service that appends the update keeps beside it until its
 	// transaction ends (what a party signed, for its transparency log); the ledger neither
