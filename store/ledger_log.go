@@ -461,8 +461,10 @@ func (e *logEdge) keep(h *logHead) {
 
 // logAtCommit readies, on PostgreSQL, what the transaction's COMMIT logs (the
 // log_entries_from_the_ledger migration): the COMMIT gives each update its offset and log
-// index under the offset lock, and its entry is made afterwards of the rows the transaction
-// writes anyway (logEntries), so nothing more is written here. It checks that each entry will
+// index under the offset lock, and its entry is made afterwards (logEntry) of the rows the
+// transaction writes anyway: the update's, and the prepared transaction's, which
+// receiptLogged marks executed with the party's signature. No copy of the entry is written
+// here. It checks that each entry will
 // fit a bundle, and keeps the receipts to complete once the transaction has committed
 // (completeReceipts). An execute's prepared transaction is marked executed here, in the
 // transaction's body, with its receipt less the log index, which the COMMIT assigns
@@ -574,7 +576,7 @@ func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex *int64) err
 	}
 	s.p.Result, *s.receipt = receipt, receipt
 	columns := []string{"update_id", "result", "executed_at"}
-	if !tx.s.unlogged { // kept for the update's entry, which is made of it (logEntries)
+	if !tx.s.unlogged { // kept for the update's entry, which is made of it (logEntry)
 		s.p.Signature = s.signature
 		columns = append(columns, "signature")
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // On PostgreSQL the log is written in two steps, as Tessera and other transparency logs split
@@ -44,6 +45,11 @@ const (
 	integrationBatch = 256
 	integrationDelay = time.Second
 )
+
+// integrationMode is how integration sends its statements: each with its arguments apart and
+// its rows in binary, so the entries' bytes and hashes travel as they are, not as hexadecimal
+// text (the store's other statements are rendered into their text: Open).
+const integrationMode = pgx.QueryExecModeCacheDescribe
 
 // maxIntegration bounds the entries one integration transaction takes in.
 const maxIntegration = 1024
@@ -164,12 +170,15 @@ func (s *Store) integrateBatch(ctx context.Context) (int, error) {
 	for i, e := range a.entries {
 		indexes[i], ids[i], entries[i], hashes[i] = e.LogIndex, e.UpdateID, e.Entry, e.Hashes
 	}
-	tag, err := tx.Exec(ctx, "INSERT INTO log_entries (log_index, update_id, entry, hashes) "+
-		"SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bytea[]); "+
-		"UPDATE log_head SET size = $5, frontier = $6, last_offset = $7 WHERE id = 1 AND size = $8",
-		indexes, ids, entries, hashes, a.head.Size, a.head.Frontier, us[len(us)-1].Offset, head.Size)
-	if err == nil && tag.RowsAffected() != 1 {
-		err = errors.New("the head moved meanwhile")
+	_, err = tx.Exec(ctx, "INSERT INTO log_entries (log_index, update_id, entry, hashes) "+
+		"SELECT * FROM unnest($1::bigint[], $2::text[], $3::bytea[], $4::bytea[])", integrationMode, indexes, ids, entries, hashes)
+	if err == nil {
+		var tag pgconn.CommandTag
+		tag, err = tx.Exec(ctx, "UPDATE log_head SET size = $1, frontier = $2, last_offset = $3 WHERE id = 1 AND size = $4",
+			integrationMode, a.head.Size, a.head.Frontier, us[len(us)-1].Offset, head.Size)
+		if err == nil && tag.RowsAffected() != 1 {
+			err = errors.New("the head moved meanwhile")
+		}
 	}
 	if err == nil {
 		err = tx.Commit(ctx)
@@ -190,7 +199,7 @@ func (s *Store) integrateBatch(ctx context.Context) (int, error) {
 func numberedUpdates(ctx context.Context, tx pgx.Tx, last, n int64) ([]*Update, error) {
 	rows, err := tx.Query(ctx, "SELECT u.update_id, u.ledger_offset, u.kind, u.act_as, u.recorded_at, u.log_index, "+
 		"p.body, p.signer_key, p.signature FROM updates AS u LEFT JOIN prepared_txs AS p ON p.hash = u.prepared_hash "+
-		"WHERE u.ledger_offset > $1 ORDER BY u.ledger_offset LIMIT $2", last, n)
+		"WHERE u.ledger_offset > $1 ORDER BY u.ledger_offset LIMIT $2", integrationMode, last, n)
 	if err != nil {
 		return nil, fmt.Errorf("transparency log: integrate: read the updates: %w", err)
 	}

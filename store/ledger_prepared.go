@@ -456,6 +456,9 @@ func (tx *Tx) executed(p *PreparedTx, u *Update, result any, signature []byte, f
 	}
 	p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.Now())
 	u.Annex = updateAnnex{signed: &partySigned{p: p, signature: signature, receipt: final}}
+	if !tx.s.unlogged { // the update's log entry is made of p, with the signature (logEntry)
+		u.Prepared = p.Hash
+	}
 	return receipt, nil
 }
 

@@ -40,13 +40,6 @@ func (tx *Tx) appendUpdates(ctx context.Context, us []*Update) error {
 			}
 		}
 	}
-	if !tx.s.unlogged {
-		for _, u := range us { // its entry names what the party signed (logEntries)
-			if signed := annex(u).signed; signed != nil {
-				u.Prepared = signed.p.Hash
-			}
-		}
-	}
 	if tx.s.dialect == SQLite && !tx.s.unlogged {
 		defer tx.indexAtInsert(us)()
 	}
