@@ -461,15 +461,13 @@ func (e *logEdge) keep(h *logHead) {
 
 // logAtCommit readies, on PostgreSQL, what the transaction's COMMIT logs (the
 // log_entries_from_the_ledger migration): the COMMIT gives each update its offset and log
-// index under the offset lock, and its entry is made afterwards (logEntry) of the rows the
-// transaction writes anyway: the update's, and the prepared transaction's, which
-// receiptLogged marks executed with the party's signature. No copy of the entry is written
-// here. It checks that each entry will
+// index under the offset lock, and the entry is made afterwards (logEntry) of rows the
+// transaction writes anyway, so no copy of it is written here. It checks that each entry will
 // fit a bundle, and keeps the receipts to complete once the transaction has committed
-// (completeReceipts). An execute's prepared transaction is marked executed here, in the
-// transaction's body, with its receipt less the log index, which the COMMIT assigns
-// (storedReceipts adds it on a read). The offset lock is then held only by the COMMIT, never
-// across a round trip.
+// (completeReceipts). An execute's prepared transaction is marked executed here
+// (receiptLogged), in the transaction's body, with the party's signature, which its entry
+// holds, and its receipt less the log index, which the COMMIT assigns (storedReceipts adds it
+// on a read). The offset lock is then held only by the COMMIT, never across a round trip.
 func (tx *Tx) logAtCommit(ctx context.Context, us []*Update) error {
 	tx.numbered = us
 	for i, u := range us {
