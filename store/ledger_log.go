@@ -127,13 +127,13 @@ func (h *logHead) tree() (tlog.Tree, error) {
 }
 
 // partySigned is what an execute adds to its update: the prepared transaction the party signed
-// (its Result the receipt without the log index) and the signature, and where the caller reads
-// the receipt, which appendLog or, on PostgreSQL, completeReceipts completes with the index.
+// (its Result the receipt without the log index, its Signature the party's), and where the
+// caller reads the receipt, which appendLog or, on PostgreSQL, completeReceipts completes with
+// the index.
 type partySigned struct {
-	p         *PreparedTx
-	signature []byte
-	receipt   *Receipt
-	position  int // on PostgreSQL, its place among the updates its transaction logs (logAtCommit)
+	p        *PreparedTx
+	receipt  *Receipt
+	position int // on PostgreSQL, its place among the updates its transaction logs (logAtCommit)
 }
 
 // logEntry is u's entry, once its offset is known.
@@ -148,7 +148,7 @@ func logEntry(u *Update) translog.Entry {
 	}
 	if s := annex(u).signed; s != nil {
 		e.CommittedBy = translog.CommittedByParty
-		e.PreparedTransaction, e.Signature, e.PublicKey = s.p.Body, s.signature, s.p.SignerKey
+		e.PreparedTransaction, e.Signature, e.PublicKey = s.p.Body, s.p.Signature, s.p.SignerKey
 	}
 	return e
 }
@@ -575,7 +575,6 @@ func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex *int64) err
 	s.p.Result, *s.receipt = receipt, receipt
 	columns := []string{"update_id", "result", "executed_at"}
 	if !tx.s.unlogged { // kept for the update's entry, which is made of it (logEntry)
-		s.p.Signature = s.signature
 		columns = append(columns, "signature")
 	}
 	return tx.Later(ctx, tx.NewUpdate().Model(s.p).Column(columns...).WherePK())

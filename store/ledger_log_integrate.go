@@ -218,7 +218,7 @@ func numberedUpdates(ctx context.Context, tx pgx.Tx, last, n int64) ([]*Update, 
 			if signature == nil {
 				return nil, fmt.Errorf("transparency log: integrate: update %s: its prepared transaction keeps no signature", u.UpdateID)
 			}
-			u.Annex = updateAnnex{signed: &partySigned{p: &PreparedTx{Body: body, SignerKey: key}, signature: signature}}
+			u.Annex = updateAnnex{signed: &partySigned{p: &PreparedTx{Body: body, SignerKey: key, Signature: signature}}}
 		}
 		out = append(out, u)
 	}

@@ -454,8 +454,8 @@ func (tx *Tx) executed(p *PreparedTx, u *Update, result any, signature []byte, f
 	if err != nil {
 		return nil, err
 	}
-	p.UpdateID, p.Result, p.ExecutedAt = &u.UpdateID, receipt, AtPtr(tx.Now())
-	u.Annex = updateAnnex{signed: &partySigned{p: p, signature: signature, receipt: final}}
+	p.UpdateID, p.Result, p.ExecutedAt, p.Signature = &u.UpdateID, receipt, AtPtr(tx.Now()), signature
+	u.Annex = updateAnnex{signed: &partySigned{p: p, receipt: final}}
 	if !tx.s.unlogged { // the update's log entry is made of p, with the signature (logEntry)
 		u.Prepared = p.Hash
 	}
