@@ -328,33 +328,19 @@ type logAppend struct {
 
 // appendTo is the append of us, whose offsets are known, to the tree head describes.
 func appendTo(head *logHead, us []*Update) (*logAppend, error) {
-	entries := make([]logEntryRow, len(us))
+	known, err := head.hashes()
+	if err != nil {
+		return nil, err
+	}
+	a := &logAppend{from: head.Size, entries: make([]logEntryRow, len(us))}
 	for i, u := range us {
+		n := head.Size + int64(i)
 		e := logEntry(u)
 		b, err := e.Marshal()
 		if err != nil {
 			return nil, err
 		}
-		entries[i] = logEntryRow{LogIndex: head.Size + int64(i), UpdateID: u.UpdateID, Entry: b}
-	}
-	return appendEntries(head, entries)
-}
-
-// appendEntries is the append of entries, the next ones in index order, to the tree head
-// describes: it fills in their stored hashes.
-func appendEntries(head *logHead, entries []logEntryRow) (*logAppend, error) {
-	known, err := head.hashes()
-	if err != nil {
-		return nil, err
-	}
-	a := &logAppend{from: head.Size, entries: entries}
-	for i := range entries {
-		e := &entries[i]
-		n := head.Size + int64(i)
-		if e.LogIndex != n {
-			return nil, fmt.Errorf("transparency log: entry %d of update %s comes where entry %d goes", e.LogIndex, e.UpdateID, n)
-		}
-		hs, err := tlog.StoredHashes(n, e.Entry, known)
+		hs, err := tlog.StoredHashes(n, b, known)
 		if err != nil {
 			return nil, fmt.Errorf("transparency log: entry %d: %w", n, err)
 		}
@@ -363,9 +349,9 @@ func appendEntries(head *logHead, entries []logEntryRow) (*logAppend, error) {
 			known[tlog.StoredHashIndex(0, n)+int64(j)] = h
 			stored = append(stored, h[:]...)
 		}
-		e.Hashes = stored
+		a.entries[i] = logEntryRow{LogIndex: n, UpdateID: u.UpdateID, Entry: b, Hashes: stored}
 	}
-	a.head = &logHead{ID: 1, Size: head.Size + int64(len(entries)), Frontier: []byte{}}
+	a.head = &logHead{ID: 1, Size: head.Size + int64(len(us)), Frontier: []byte{}}
 	for _, x := range frontierIndexes(a.head.Size) {
 		h, ok := known[x]
 		if !ok {

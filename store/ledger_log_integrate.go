@@ -149,14 +149,9 @@ func (s *Store) integrateBatch(ctx context.Context) (int, error) {
 	if numbered <= head.Size {
 		return 0, nil
 	}
-	us, err := numberedUpdates(ctx, tx, lastOffset, min(numbered-head.Size, maxIntegration))
+	us, err := numberedUpdates(ctx, tx, lastOffset, head.Size, min(numbered-head.Size, maxIntegration))
 	if err != nil || len(us) == 0 {
 		return 0, err
-	}
-	for i, u := range us {
-		if n := head.Size + int64(i); *u.LogIndex != n {
-			return 0, fmt.Errorf("transparency log: integrate: update %s at offset %d is numbered %d, where entry %d goes", u.UpdateID, u.Offset, *u.LogIndex, n)
-		}
 	}
 	a, err := appendTo(head, us)
 	if err != nil {
@@ -192,11 +187,11 @@ func (s *Store) integrateBatch(ctx context.Context) (int, error) {
 // numberedUpdates reads the updates the tree takes in next, at most n of them: those after
 // offset last, in offset order, each with what its entry is made of (logEntry),
 // the prepared transaction a party signed for it, if one did, and the party's signature.
-// Every committed one has its index (its COMMIT wrote it), and the indexes follow the head's
-// size one by one, in offset order: the COMMITs that numbered them took turns under the
-// offset lock, each visible before the next took its numbers, so whatever is visible is a
-// prefix (appendTo checks that they follow on).
-func numberedUpdates(ctx context.Context, tx pgx.Tx, last, n int64) ([]*Update, error) {
+// Every committed one has its index (its COMMIT wrote it), and the indexes follow on from
+// from, the head's size, one by one, in offset order: the COMMITs that numbered them took
+// turns under the offset lock, each visible before the next took its numbers, so whatever is
+// visible is a prefix. A row that is not where it goes fails the read.
+func numberedUpdates(ctx context.Context, tx pgx.Tx, last, from, n int64) ([]*Update, error) {
 	rows, err := tx.Query(ctx, "SELECT u.update_id, u.ledger_offset, u.kind, u.act_as, u.recorded_at, u.log_index, "+
 		"p.body, p.signer_key, p.signature FROM updates AS u LEFT JOIN prepared_txs AS p ON p.hash = u.prepared_hash "+
 		"WHERE u.ledger_offset > $1 ORDER BY u.ledger_offset LIMIT $2", integrationMode, last, n)
@@ -211,8 +206,10 @@ func numberedUpdates(ctx context.Context, tx pgx.Tx, last, n int64) ([]*Update, 
 		if err := rows.Scan(&u.UpdateID, &u.Offset, &u.Kind, &u.ActAs, &u.RecordedAt, &u.LogIndex, &body, &key, &signature); err != nil {
 			return nil, fmt.Errorf("transparency log: integrate: read the updates: %w", err)
 		}
-		if u.LogIndex == nil {
-			return nil, fmt.Errorf("transparency log: integrate: update %s at offset %d has no log index", u.UpdateID, u.Offset)
+		if want := from + int64(len(out)); u.LogIndex == nil {
+			return nil, fmt.Errorf("transparency log: integrate: update %s at offset %d has no log index, where entry %d goes", u.UpdateID, u.Offset, want)
+		} else if *u.LogIndex != want {
+			return nil, fmt.Errorf("transparency log: integrate: update %s at offset %d is numbered %d, where entry %d goes", u.UpdateID, u.Offset, *u.LogIndex, want)
 		}
 		if body != nil {
 			if signature == nil {
