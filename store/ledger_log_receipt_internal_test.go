@@ -171,8 +171,8 @@ func TestTransparencyLog_AReplayAnswersTheLogIndexTheStoredReceiptLacks(t *testi
 // On PostgreSQL an update commits numbered, with the rows its entry is made of, and the tree
 // is built from them afterwards. While the database refuses to build it (log_entries refuses
 // rows here), updates still commit, each with its index, and a checkpoint fails rather than
-// leave them out; once it is allowed, the tree takes every waiting entry in, in index order. Without a checkpoint
-// asked for, the store builds it on its own after the commits.
+// leave them out; once it is allowed, the tree takes every waiting entry in, in index order.
+// Without a checkpoint asked for, the store builds it on its own after the commits.
 func TestTransparencyLog_EntriesTheTreeCannotTakeInYetWaitInTheLedger(t *testing.T) {
 	eachLedgerStore(t, func(t *testing.T, s *Store, _ *ledgerClock) {
 		if s.dialect != Postgres {
