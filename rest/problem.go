@@ -3,6 +3,9 @@ package rest
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -78,14 +81,21 @@ func (srv *Server) writeError(w http.ResponseWriter, r *http.Request, err error)
 		// A dependency is down or the instance is shutting down: worth trying again soon.
 		w.Header().Set("Retry-After", retryUnavailable)
 	}
-	writeProblem(w, status, code, store.ErrorMessage(err))
+	var members map[string]any
+	if se := (*store.Error)(nil); errors.As(err, &se) {
+		members = se.Members
+	}
+	writeProblem(w, status, code, store.ErrorMessage(err), members)
 }
 
-func writeProblem(w http.ResponseWriter, status int, code store.Code, detail string) {
+// writeProblem answers a problem+json body; members, when the error names any (a crossed
+// order's "crossing"), follow the standard ones.
+func writeProblem(w http.ResponseWriter, status int, code store.Code, detail string, members ...map[string]any) {
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.Encode(problem{
 		Type:   code.ProblemType(),
@@ -96,6 +106,19 @@ func writeProblem(w http.ResponseWriter, status int, code store.Code, detail str
 		// withRequestLog set the header before any handler ran.
 		RequestID: w.Header().Get("X-Request-Id"),
 	})
+	// The members go before the body's closing brace.
+	body := bytes.TrimSuffix(buf.Bytes(), []byte("}\n"))
+	for _, m := range members {
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			v, err := json.Marshal(m[name])
+			if err != nil {
+				continue
+			}
+			key, _ := json.Marshal(name)
+			body = append(append(append(append(body, ','), key...), ':'), v...)
+		}
+	}
+	w.Write(append(body, "}\n"...))
 }
 
 // writeJSON answers v as JSON with status.

@@ -26,6 +26,9 @@ type Error struct {
 	Code    Code
 	Message string
 	Err     error // the cause, for logs only
+	// Members are further members of the problem, by name, that a caller acts on (a crossed
+	// order's "crossing": the order to take instead); a door writes them beside the code.
+	Members map[string]any
 }
 
 func (e *Error) Error() string {
