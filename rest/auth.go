@@ -188,7 +188,7 @@ func checkNamedParties(r *http.Request, a *store.Auth) error {
 		return store.Errorf(store.CodePartyMismatch, "the path names %s, the token is for %s", truncate(p, 100), a.PartyID)
 	}
 	q := r.URL.Query()
-	for _, name := range []string{"taker", "lp"} {
+	for _, name := range []string{"taker", "lp", "maker", "owner"} {
 		for _, v := range q[name] {
 			if v != a.PartyID {
 				return store.Errorf(store.CodePartyMismatch, "%s names %s, the token is for %s", name, truncate(v, 100), a.PartyID)

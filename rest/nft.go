@@ -81,6 +81,7 @@ type collectionView struct {
 	ListedCount int              `json:"listedCount"`
 	Owners      int              `json:"owners"`
 	Volume      store.Amount     `json:"volume"`
+	TopOffer    *store.Amount    `json:"topOffer"`
 	CreatedAt   int64            `json:"createdAt"`
 	Phases      []phaseView      `json:"phases"`
 }
@@ -89,7 +90,7 @@ func viewCollection(c store.Collection, now time.Time) collectionView {
 	v := collectionView{
 		ID: c.ID, Slug: c.Slug, Name: c.Name, Description: c.Description, Image: c.Image, Creator: c.Creator,
 		Currency: c.Currency, RoyaltyBps: c.RoyaltyBps, Supply: c.Supply, Minted: c.Minted, Burned: c.Burned,
-		FloorPrice: c.FloorPrice, ListedCount: c.ListedCount, Owners: c.Owners, Volume: c.Volume,
+		FloorPrice: c.FloorPrice, ListedCount: c.ListedCount, Owners: c.Owners, Volume: c.Volume, TopOffer: c.TopOffer,
 		CreatedAt: c.CreatedAt.Unix(), Phases: make([]phaseView, len(c.Phases)),
 	}
 	for i, p := range c.Phases {

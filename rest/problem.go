@@ -39,7 +39,8 @@ func statusOf(code store.Code) int {
 		return http.StatusNotFound
 	case store.CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case store.CodeStale, store.CodeConflict, store.CodeInsufficientFunds, store.CodePreapprovalRequired:
+	case store.CodeStale, store.CodeConflict, store.CodeInsufficientFunds, store.CodePreapprovalRequired,
+		store.CodeCrossesListing, store.CodeCrossesOffer, store.CodeOfferMismatch, store.CodeOfferExhausted:
 		return http.StatusConflict
 	case store.CodePreparedExpired:
 		return http.StatusGone

@@ -30,7 +30,7 @@ func (srv *Server) apiRoutes() []route {
 		{method: "GET", path: "/api/auth/me", access: token, handle: srv.me},
 		{method: "POST", path: "/api/auth/logout", access: token, noRotate: true, handle: srv.logout},
 		{method: "GET", path: "/api/auth/sessions", access: token, handle: srv.sessions},
-	}, append(append(append(append(srv.walletRoutes(), srv.nftRoutes()...), srv.swapRoutes()...), srv.logRoutes()...), srv.metricsRoutes()...)...)
+	}, append(append(append(append(append(srv.walletRoutes(), srv.nftRoutes()...), srv.offerRoutes()...), srv.swapRoutes()...), srv.logRoutes()...), srv.metricsRoutes()...)...)
 }
 
 // metricsRoutes serves /metrics on the API's address unless it is served elsewhere. There it

@@ -48,6 +48,16 @@ const (
 	// CodeTooManySubscriptions: a GraphQL socket already runs as many subscriptions as one
 	// socket may; REST never answers it.
 	CodeTooManySubscriptions Code = "too_many_subscriptions"
+	// CodeCrossesListing: an offer at or above the price of an active listing it matches;
+	// the problem's crossing member names that listing, to buy instead.
+	CodeCrossesListing Code = "crosses_listing"
+	// CodeCrossesOffer: a listing at or below the best open offer its NFT matches; the
+	// problem's crossing member names that offer, to accept instead.
+	CodeCrossesOffer Code = "crosses_offer"
+	// CodeOfferMismatch: an accept names an NFT the offer does not take.
+	CodeOfferMismatch Code = "offer_mismatch"
+	// CodeOfferExhausted: an accept names more NFTs than the offer has units left.
+	CodeOfferExhausted Code = "offer_exhausted"
 )
 
 // Error is the one error type of the domain (ledger.Error): a code for machines and a message

@@ -39,7 +39,7 @@ func (s *Store) spendableHoldings(ctx context.Context, owner string, inst Instru
 type Balance struct {
 	Instrument Instrument
 	Amount     Amount // what it can spend
-	Locked     Amount // what its open LP quotes and pending intents hold
+	Locked     Amount // what its open LP quotes, pending intents and open offers hold
 	Holdings   int    // how many holdings make up Amount
 }
 
@@ -77,7 +77,8 @@ func (s *Store) Balances(ctx context.Context, partyID string) ([]Balance, error)
 	return out, nil
 }
 
-// lockedBy sums what the party's open LP quotes and pending intents lock, per instrument.
+// lockedBy sums what the party's open LP quotes, pending intents and offers lock, per
+// instrument (an expired offer's funds are locked until the service releases them).
 func (s *Store) lockedBy(ctx context.Context, partyID string) (map[Instrument]Amount, error) {
 	var qs []LPQuote
 	if err := s.db.NewSelect().Model(&qs).Column("instrument", "amount").Where("lp = ?", partyID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
@@ -87,7 +88,14 @@ func (s *Store) lockedBy(ctx context.Context, partyID string) (map[Instrument]Am
 	if err := s.db.NewSelect().Model(&ins).Column("instrument", "amount").Where("taker = ?", partyID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
 		return nil, err
 	}
+	var os []Offer
+	if err := s.db.NewSelect().Model(&os).Column("instrument", "amount").Where("maker = ?", partyID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
+		return nil, err
+	}
 	out := map[Instrument]Amount{}
+	for _, o := range os {
+		out[o.Instrument] = out[o.Instrument].Add(o.Amount)
+	}
 	for _, q := range qs {
 		out[q.Instrument] = out[q.Instrument].Add(q.Amount)
 	}

@@ -41,7 +41,12 @@ func preparedOfEachKind() map[string]any {
 		KindLPQuoteCancel:    &lpCancelEffects{LP: testAlice, PoolID: "CC-USDCx-30", QuoteID: "q1"},
 		KindLPClaimFees:      &claimEffects{LP: testAlice, PoolID: "CC-USDCx-30", Payout: map[Instrument]Amount{CC: MustAmount("0.1"), USDCx: MustAmount("0.25")}},
 		KindSwapIntent:       &intentEffects{Taker: testAlice, PoolID: "CC-USDCx-30", Sell: USDCx, Receive: CC, Amount: MustAmount("7.25"), MinReceive: MustAmount("2"), Deadline: exp, Lock: lock},
-		KindIntentCancel:     &intentCancelEffects{Taker: testAlice, IntentCID: "i1", PoolID: "CC-USDCx-30", Instrument: USDCx, Amount: MustAmount("7.25")},
+		KindNFTOffer: &offerEffects{Maker: testAlice, Kind: OfferTrait, CollectionID: "col_1", Traits: []TraitMatch{{Type: "Hat", Values: []string{"Cap", "Crown"}}},
+			Price: MustAmount("2.5"), Quantity: 3, ExpiresAt: exp, Lock: lockFunds{Instrument: CC, Amount: MustAmount("7.5"), Inputs: []spentHolding{{CID: "h3", Amount: MustAmount("8")}}, Change: MustAmount("0.5")}},
+		KindNFTOfferCancel: &offerCancelEffects{Maker: testAlice, Offers: []offerRef{{OfferID: "o1", CollectionID: "col_1"}}},
+		KindNFTOfferAccept: &acceptEffects{Seller: testAlice, OfferID: "o1", Maker: testBob, CollectionID: "col_1", Price: MustAmount("10"), Currency: CC,
+			Sales: []offerSale{{NFTCID: "n1", NFTID: "col_1#1", Listing: "l1", Settlement: st}}, Settlement: total([]Settlement{st}), MinProceeds: &maxTotal},
+		KindIntentCancel: &intentCancelEffects{Taker: testAlice, IntentCID: "i1", PoolID: "CC-USDCx-30", Instrument: USDCx, Amount: MustAmount("7.25")},
 	}
 }
 

@@ -99,6 +99,8 @@ const (
 	EventSold        = "sold"
 	EventTransferred = "transferred"
 	EventBurned      = "burned"
+	// EventOfferAccepted: the NFT was sold into an offer (its owner accepted it).
+	EventOfferAccepted = "offer-accepted"
 )
 
 // nftActivity is one event of an NFT's history: the update that changed it.

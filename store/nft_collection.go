@@ -34,6 +34,7 @@ type Collection struct {
 	ListedCount   int        `bun:"listed_count"`
 	Owners        int        `bun:"owners"`
 	Volume        Amount     `bun:"volume"`
+	TopOffer      *Amount    `bun:"top_offer"` // the best open collection-wide offer
 	VolumeDescKey string     `bun:"volume_desc_key"`
 	CreatedAt     Timestamp  `bun:"created_at"`
 

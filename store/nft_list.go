@@ -81,6 +81,13 @@ func (s *Store) PrepareList(ctx context.Context, seller string, terms []ListingT
 		if price.Cmp(limit) > 0 {
 			return nil, Errorf(CodeInvalidRequest, "a listing price is at most %s", limit)
 		}
+		it, err := s.liveItem(ctx, n.NFTID)
+		if err != nil {
+			return nil, err
+		}
+		if err := crossedByOffer(ctx, s.db, now, it, seller, price); err != nil {
+			return nil, err
+		}
 		le := listingEffect{NFTCID: n.CID, NFTID: n.NFTID, CollectionID: c.ID, Price: price, Currency: c.Currency}
 		if l, err := activeListingOf(ctx, s.db, n.CID); err != nil {
 			return nil, err
@@ -163,7 +170,19 @@ func applyList(ctx context.Context, tx *Tx, u *Update, e *listEffects) (any, err
 			}
 		}
 	}
+	nftIDs := make([]string, len(e.Listings))
 	for i, le := range e.Listings {
+		nftIDs[i] = le.NFTID
+	}
+	items, err := tx.items(ctx, nftIDs)
+	if err != nil {
+		return nil, err
+	}
+	for i, le := range e.Listings {
+		// Under the collection's lock the book is as the last commit left it.
+		if err := crossedByOffer(ctx, tx, tx.Now(), items[le.NFTID], e.Seller, le.Price); err != nil {
+			return nil, err
+		}
 		l := &Listing{Seller: e.Seller, NFTCID: le.NFTCID, NFTID: le.NFTID, CollectionID: le.CollectionID, Price: le.Price, Currency: le.Currency}
 		if le.ExpiresAt != nil {
 			at := At(time.Unix(*le.ExpiresAt, 0))
@@ -179,14 +198,6 @@ func applyList(ctx context.Context, tx *Tx, u *Update, e *listEffects) (any, err
 		return nil, err
 	}
 	res := ListResult{}
-	nftIDs := make([]string, len(listings))
-	for i, l := range listings {
-		nftIDs[i] = l.NFTID
-	}
-	items, err := tx.items(ctx, nftIDs)
-	if err != nil {
-		return nil, err
-	}
 	for _, l := range listings {
 		it := items[l.NFTID]
 		it.setListing(l)

@@ -19,6 +19,12 @@ const (
 	KindNFTTransfer    = "nft.transfer"
 	KindNFTBurn        = "nft.burn"
 	KindListingExpired = "nft.listing-expired" // committed by the operator, not prepared
+	KindNFTOffer       = "nft.offer"
+	KindNFTOfferCancel = "nft.offer-cancel"
+	KindNFTOfferAccept = "nft.offer-accept"
+	// KindOfferExpiry releases an expired offer's funds; committed by the operator, not
+	// prepared. Its name is the one the wire documents for the log.
+	KindOfferExpiry = "offer-expiry"
 )
 
 // The NFT market's prepared kinds.
@@ -30,6 +36,9 @@ func init() {
 	registerKind(KindNFTSweep, applyBuy)
 	registerKind(KindNFTTransfer, applyMove)
 	registerKind(KindNFTBurn, applyMove)
+	registerKind(KindNFTOffer, applyOffer)
+	registerKind(KindNFTOfferCancel, applyOfferCancel)
+	registerKind(KindNFTOfferAccept, applyOfferAccept)
 }
 
 // MaxBatch is how many NFTs or listings one signature may cover, for every batch: a batch
@@ -51,11 +60,12 @@ var maxListingExpiry = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 // collection takes this lock first, so they apply one at a time and in one lock order; the
 // statistics change in memory and are written once, by close.
 type collectionTx struct {
-	tx      *Tx
-	c       *Collection
-	owners  map[string]int // change in NFTs owned, per party
-	lowest  *Amount        // the lowest price listed by this transaction
-	delists bool           // a listing went: the floor is read again
+	tx       *Tx
+	c        *Collection
+	owners   map[string]int // change in NFTs owned, per party
+	lowest   *Amount        // the lowest price listed by this transaction
+	delists  bool           // a listing went: the floor is read again
+	topOffer bool           // a collection offer came or went: the top offer is read again
 }
 
 func (tx *Tx) lockCollection(ctx context.Context, id string) (*collectionTx, error) {
@@ -159,9 +169,14 @@ func (ct *collectionTx) close(ctx context.Context) error {
 	case ct.lowest != nil && (c.FloorPrice == nil || ct.lowest.Cmp(*c.FloorPrice) < 0):
 		c.FloorPrice, c.FloorKey = ct.lowest, ascKey(*ct.lowest)
 	}
+	if ct.topOffer {
+		if err := ct.readTopOffer(ctx); err != nil {
+			return err
+		}
+	}
 	c.VolumeDescKey = descKey(c.Volume)
 	return tx.Later(ctx, tx.NewUpdate().Model(c).
-		Column("minted", "burned", "floor_price", "floor_key", "listed_count", "owners", "volume", "volume_desc_key").WherePK())
+		Column("minted", "burned", "floor_price", "floor_key", "listed_count", "owners", "volume", "volume_desc_key", "top_offer").WherePK())
 }
 
 // item reads the read model of a live NFT.

@@ -204,13 +204,19 @@ func prune(ctx context.Context, s *store.Store, log *slog.Logger) {
 	})
 }
 
-// expire archives expired listings every second, so collection statistics follow expiries.
+// expire archives expired listings and releases expired offers every second, so collection
+// statistics follow expiries and an offer's funds return to its maker.
 func expire(ctx context.Context, s *store.Store, log *slog.Logger) {
 	every(ctx, time.Second, func() {
 		if n, err := s.ExpireListings(ctx, 100); err != nil && ctx.Err() == nil {
 			log.Warn("expiring listings failed", "error", err.Error())
 		} else if n > 0 {
 			log.Debug("listings expired", "listings", n)
+		}
+		if n, err := s.ExpireOffers(ctx, 100); err != nil && ctx.Err() == nil {
+			log.Warn("releasing expired offers failed", "error", err.Error())
+		} else if n > 0 {
+			log.Debug("offers expired", "offers", n)
 		}
 	})
 }

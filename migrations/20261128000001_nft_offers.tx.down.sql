@@ -1,0 +1,5 @@
+ALTER TABLE collections DROP COLUMN top_offer;
+
+--bun:split
+
+DROP TABLE nft_offers;
