@@ -25,6 +25,9 @@ type (
 	ClaimFeesEffects     = claimEffects        // KindLPClaimFees
 	SwapIntentEffects    = intentEffects       // KindSwapIntent
 	IntentCancelEffects  = intentCancelEffects // KindIntentCancel
+	OfferEffects         = offerEffects        // KindNFTOffer
+	OfferCancelEffects   = offerCancelEffects  // KindNFTOfferCancel
+	OfferAcceptEffects   = acceptEffects       // KindNFTOfferAccept
 
 	SpentHolding  = spentHolding  // a holding a transaction consumes
 	NewHolding    = newHolding    // a holding a transaction creates
