@@ -107,3 +107,18 @@ func (s *Store) SkipTransparencyLog(tb testing.TB) {
 		}
 	}
 }
+
+// BookBestOffers sets the NFTs' best offers from the offer book, once the NFT index is built.
+func (s *Store) BookBestOffers(ctx context.Context, collectionID string, nfts []NFTView) error {
+	if err := s.AwaitNFTIndex(ctx); err != nil {
+		return err
+	}
+	s.offerBook.annotate(collectionID, nfts, s.now())
+	return nil
+}
+
+// ReferenceBestOffers sets them by SQL: the reference the book answers as.
+func (s *Store) ReferenceBestOffers(ctx context.Context, collectionID string, nfts []NFTView) error {
+	_, err := s.bestOffersBySQL(ctx, collectionID, nfts, s.now())
+	return err
+}

@@ -136,6 +136,7 @@ type NFTView struct {
 	Traits       []Trait
 	Owner        string
 	Listing      *ListingView
+	BestOffer    *BestOffer // the best open offer it can be accepted into (the offer book)
 }
 
 // ListingView is an NFT's current listing.
@@ -207,7 +208,12 @@ func (s *Store) NFTByContract(ctx context.Context, contractID string) (*NFTDetai
 	if err := sel.Where("nft_id = ?", it.NFTID).OrderExpr("id DESC").Limit(historyLength).Scan(ctx); err != nil {
 		return nil, err
 	}
-	return &NFTDetail{NFTView: it.view(s.now()), History: eventsOf(acts)}, nil
+	now := s.now()
+	vs := []NFTView{it.view(now)}
+	if _, err := s.bestOffers(ctx, it.CollectionID, vs, now); err != nil {
+		return nil, err
+	}
+	return &NFTDetail{NFTView: vs[0], History: eventsOf(acts)}, nil
 }
 
 // NFTByRef returns the NFT a collection and serial name, as it is now; not_found when it was
@@ -217,8 +223,13 @@ func (s *Store) NFTByRef(ctx context.Context, ref NFTRef) (*NFTView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := it.view(s.now())
-	return &v, nil
+	now := s.now()
+	v := it.view(now)
+	vs := []NFTView{v}
+	if _, err := s.bestOffers(ctx, it.CollectionID, vs, now); err != nil {
+		return nil, err
+	}
+	return &vs[0], nil
 }
 
 // liveItem reads a live NFT's read model by its nft_id, or not_found.
@@ -305,6 +316,13 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 			return Page[NFTView]{}, until, 0, err
 		}
 		page, err := s.readNFTs(ctx, c, f, sort, r, now)
+		if err != nil {
+			return page, until, 0, err
+		}
+		offerUntil, err := s.bestOffers(ctx, c.ID, page.Items, now)
+		if !offerUntil.IsZero() && (until.IsZero() || offerUntil.Before(until)) {
+			until = offerUntil // the page shows an offer until it expires
+		}
 		page.shared()
 		return page, until, len(page.Items), err
 	})

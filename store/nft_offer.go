@@ -401,9 +401,7 @@ type Crossing struct {
 // crossedByOffer refuses listing the NFT it at price when an open offer of another party than
 // seller that the NFT matches bids price or more: crosses_offer, naming the best such offer.
 func crossedByOffer(ctx context.Context, db bun.IDB, now time.Time, it *nftItem, seller string, price Amount) error {
-	var traits []Trait
-	_ = json.Unmarshal([]byte(it.Traits), &traits)
-	best, err := bestOfferFor(ctx, db, now, it.CollectionID, it.NFTID, traits, seller, descKey(price))
+	best, err := bestOfferFor(ctx, db, now, it.CollectionID, it.NFTID, traitsOfItem(it), seller, descKey(price))
 	if err != nil || best == nil {
 		return err
 	}
@@ -591,9 +589,12 @@ func (s *Store) ExpireOffers(ctx context.Context, limit int) (int, error) {
 	return n, nil
 }
 
-// offersChanged notes that the transaction creates or consumes a version of o: a collection
-// offer moves the collection's top offer, which close reads again.
+// offersChanged notes that the transaction creates or consumes the version o (committed: its
+// cid is set): the offer book reads it again after the commit, and a collection offer moves
+// the collection's top offer, which close reads again.
 func (ct *collectionTx) offersChanged(o *Offer) {
+	n := ct.tx.nftPart()
+	n.offers = append(n.offers, o.CID)
 	if o.Kind == OfferCollection {
 		ct.topOffer = true
 	}

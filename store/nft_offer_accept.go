@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -93,9 +92,7 @@ func (s *Store) PrepareOfferAccept(ctx context.Context, seller string, a OfferAc
 		if err != nil {
 			return nil, err
 		}
-		var traits []Trait
-		_ = json.Unmarshal([]byte(it.Traits), &traits)
-		if n.CollectionID != o.CollectionID || !o.matches(n.NFTID, traits) {
+		if n.CollectionID != o.CollectionID || !o.matches(n.NFTID, traitsOfItem(it)) {
 			return nil, Errorf(CodeOfferMismatch, "NFT %s does not match offer %s", cid, a.CID)
 		}
 		st := settle(o.Price, c.Currency, s.cfg.MarketFeeBps, op, c.RoyaltyBps, c.Creator, seller)
@@ -232,6 +229,9 @@ func applyOfferAccept(ctx context.Context, tx *Tx, u *Update, e *acceptEffects) 
 		return nil, err
 	}
 	ct.offersChanged(o)
+	if left > 0 {
+		ct.offersChanged(&next)
+	}
 	return res, ct.close(ctx)
 }
 
