@@ -122,3 +122,18 @@ func (s *Store) ReferenceBestOffers(ctx context.Context, collectionID string, nf
 	_, err := s.bestOffersBySQL(ctx, collectionID, nfts, s.now())
 	return err
 }
+
+// IndexedTraitStats and ReferenceTraitStats read a collection's trait figures from the NFT
+// index (once built) and by SQL.
+func (s *Store) IndexedTraitStats(ctx context.Context, collectionID string) ([]TraitStats, error) {
+	if err := s.AwaitNFTIndex(ctx); err != nil {
+		return nil, err
+	}
+	return s.traitStats(ctx, collectionID, s.now())
+}
+
+func (s *Store) ReferenceTraitStats(ctx context.Context, collectionID string) ([]TraitStats, error) {
+	ready := s.nftIndex.ready.Swap(false)
+	defer s.nftIndex.ready.Store(ready)
+	return s.traitStats(ctx, collectionID, s.now())
+}

@@ -101,6 +101,10 @@ const (
 	EventBurned      = "burned"
 	// EventOfferAccepted: the NFT was sold into an offer (its owner accepted it).
 	EventOfferAccepted = "offer-accepted"
+	// EventOffer and EventOfferCancelled are events of a collection's offers (made; cancelled
+	// or expired), in its activity feed; they name no NFT, so no NFT's history has them.
+	EventOffer          = "offer"
+	EventOfferCancelled = "offer-cancelled"
 )
 
 // nftActivity is one event of an NFT's history: the update that changed it.
@@ -117,6 +121,7 @@ type nftActivity struct {
 	Price        *Amount     `bun:"price"`
 	Currency     *Instrument `bun:"currency"`
 	At           Timestamp   `bun:"at"`
+	OfferCID     *string     `bun:"offer_cid"` // the offer of an offer's event
 
 	// LedgerOffset is its update's offset, which the database sets as the update commits
 	// (migration activity_offsets): bun never writes it.
@@ -124,6 +129,9 @@ type nftActivity struct {
 	// LogIndex is its update's index in the transparency log, read with the event
 	// (withLogIndex); nil for an update the log has no entry of yet.
 	LogIndex *int64 `bun:"log_index,scanonly"`
+	// OfferSerial is the NFT an item offer's event names, read with the event (the activity
+	// feed); nil otherwise.
+	OfferSerial *int `bun:"offer_serial,scanonly"`
 }
 
 // NFTView is an NFT as the API shows it.

@@ -362,6 +362,9 @@ func applyOffer(ctx context.Context, tx *Tx, u *Update, e *offerEffects) (any, e
 	if o.CID != o.OfferID {
 		return nil, fmt.Errorf("nft: offer id %s is not its first cid %s", o.OfferID, o.CID)
 	}
+	if err := tx.nftEvents(ctx, u, []nftActivity{o.event(EventOffer)}); err != nil {
+		return nil, err
+	}
 	ct.offersChanged(o)
 	return OfferResult{CID: o.OfferID}, ct.close(ctx)
 }
@@ -452,6 +455,12 @@ type offerKey struct {
 	ID string `json:"i"`
 }
 
+// event is the collection's activity event of kind about offer o: by its maker, at its price.
+func (o *Offer) event(kind string) nftActivity {
+	price, cur := o.Price, o.Instrument
+	return nftActivity{CollectionID: o.CollectionID, Kind: kind, From: strPtr(o.Maker), Price: &price, Currency: &cur, OfferCID: strPtr(o.OfferID)}
+}
+
 // ---- cancel and expiry
 
 type offerRef struct {
@@ -538,6 +547,7 @@ func (tx *Tx) releaseOffers(ctx context.Context, u *Update, refs []offerRef, exp
 		return err
 	}
 	t := &Transaction{}
+	var events []nftActivity
 	for _, r := range refs {
 		var os []Offer
 		if err := tx.NewSelect().Model(&os).Where("offer_id = ?", r.OfferID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
@@ -553,8 +563,12 @@ func (tx *Tx) releaseOffers(ctx context.Context, u *Update, refs []offerRef, exp
 		t.Consume = append(t.Consume, ContractRef{Template: templateOffer, CID: o.CID})
 		t.Create = append(t.Create, &Holding{Owner: o.Maker, Instrument: o.Instrument, Amount: o.Amount})
 		cts[r.CollectionID].offersChanged(o)
+		events = append(events, o.event(EventOfferCancelled))
 	}
 	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
+		return err
+	}
+	if err := tx.nftEvents(ctx, u, events); err != nil {
 		return err
 	}
 	return closeAll(ctx, cts)

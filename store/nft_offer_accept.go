@@ -220,9 +220,10 @@ func applyOfferAccept(ctx context.Context, tx *Tx, u *Update, e *acceptEffects) 
 			return nil, err
 		}
 		ct.move(e.Seller, e.Maker)
-		ct.c.Volume = ct.c.Volume.Add(e.Price)
+		ct.sold(e.Price)
 		price, cur := e.Price, e.Currency
-		events[i] = nftActivity{NFTID: sale.NFTID, CollectionID: e.CollectionID, Kind: EventOfferAccepted, From: strPtr(e.Seller), To: strPtr(e.Maker), Price: &price, Currency: &cur}
+		events[i] = nftActivity{NFTID: sale.NFTID, CollectionID: e.CollectionID, Kind: EventOfferAccepted, From: strPtr(e.Seller), To: strPtr(e.Maker),
+			Price: &price, Currency: &cur, OfferCID: strPtr(e.OfferID)}
 		res.ContractIDs = append(res.ContractIDs, nfts[i].CID)
 	}
 	if err := tx.nftEvents(ctx, u, events); err != nil {
