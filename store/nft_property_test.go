@@ -35,6 +35,7 @@ type nftWorld struct {
 	volume    map[string]decimal.Decimal                      // per collection
 	sold      map[string]int                                  // listing cid: committed purchases
 	purchases int
+	accepted  int             // NFTs sold into offers
 	burned    map[string]bool // nft ids
 	stats     map[string]int
 }
@@ -132,7 +133,8 @@ func (w *nftWorld) count(what string) {
 // refusedOK tells whether a refusal is one a race between traders may cause.
 func refusedOK(err error) bool {
 	switch store.ErrorCode(err) {
-	case store.CodeStale, store.CodeConflict, store.CodeInsufficientFunds:
+	case store.CodeStale, store.CodeConflict, store.CodeInsufficientFunds,
+		store.CodeCrossesListing, store.CodeCrossesOffer, store.CodeOfferExhausted: // the other side moved first
 		return true
 	}
 	return false
@@ -204,7 +206,7 @@ func (w *nftWorld) step(rng *rand.Rand, i int) {
 	ctx := context.Background()
 	p := w.traders[i]
 	col := w.cols[rng.IntN(len(w.cols))]
-	switch rng.IntN(10) {
+	switch rng.IntN(13) {
 	case 0, 1: // mint
 		q := 1 + rng.IntN(2)
 		if _, r := w.run(p, "mint", store.KindNFTMint, func() (*store.Prepared, error) { return w.s.PrepareMint(ctx, p.ID, col.ID, q) }); r != nil {
@@ -267,6 +269,53 @@ func (w *nftWorld) step(rng *rand.Rand, i int) {
 				return w.s.PrepareTransfer(ctx, p.ID, n.ContractID, w.traders[j].ID)
 			})
 		}
+	case 10: // an offer of any kind, below the floor or not (a crossing one is refused)
+		terms := store.OfferTerms{CollectionID: col.ID, ExpiresAt: w.clock.Now().Add(time.Duration(10+rng.IntN(50)) * time.Second).Unix(),
+			Price: unitsString(randomUnits(rng, 20*pow10(decimalsOf(col.Currency)), col.Currency), col.Currency)}
+		q := 1 + rng.IntN(3)
+		page, err := w.s.NFTs(ctx, col.ID, store.NFTFilter{}, store.SortSerial, store.PageRequest{Limit: store.MaxPageSize})
+		if err != nil {
+			w.t.Errorf("NFTs: %v", err)
+			return
+		}
+		n, ok := pick(rng, page.Items)
+		if !ok {
+			return // nothing minted yet
+		}
+		switch rng.IntN(3) {
+		case 0:
+			terms.Serial = &n.Serial
+		case 1:
+			terms.Quantity = &q
+		default:
+			terms.Quantity = &q
+			terms.Traits = []store.TraitMatch{{Type: "Hat", Values: []string{worldTraits["Hat"][rng.IntN(4)]}}}
+		}
+		w.run(p, "offer", store.KindNFTOffer, func() (*store.Prepared, error) { return w.s.PrepareOffer(ctx, p.ID, terms) })
+	case 11: // accept an offer one of its NFTs can be accepted into
+		mine := append(w.own(p, col, false), w.own(p, col, true)...)
+		n, ok := pick(rng, mine)
+		if !ok {
+			return
+		}
+		offers, err := w.s.NFTOffers(ctx, n.ContractID, store.PageRequest{})
+		if err != nil || len(offers.Items) == 0 {
+			return
+		}
+		o := offers.Items[rng.IntN(len(offers.Items))]
+		prep, r := w.run(p, "accept", store.KindNFTOfferAccept, func() (*store.Prepared, error) {
+			return w.s.PrepareOfferAccept(ctx, p.ID, store.OfferAcceptance{CID: o.OfferID, ContractIDs: []string{n.ContractID}})
+		})
+		w.acceptedInto(p, col, prep, r)
+	case 12: // cancel one of its offers
+		mine, err := w.s.OffersByMaker(ctx, p.ID, store.PageRequest{})
+		if err != nil {
+			w.t.Errorf("offers: %v", err)
+			return
+		}
+		if o, ok := pick(rng, mine.Items); ok {
+			w.run(p, "offer cancel", store.KindNFTOfferCancel, func() (*store.Prepared, error) { return w.s.PrepareOfferCancel(ctx, p.ID, []string{o.OfferID}) })
+		}
 	case 9: // burn, listed or not
 		if n, ok := pick(rng, append(w.own(p, col, false), w.own(p, col, true)...)); ok {
 			if _, r := w.run(p, "burn", store.KindNFTBurn, func() (*store.Prepared, error) { return w.s.PrepareBurn(ctx, p.ID, n.ContractID) }); r != nil {
@@ -275,6 +324,34 @@ func (w *nftWorld) step(rng *rand.Rand, i int) {
 				w.mu.Unlock()
 			}
 		}
+	}
+}
+
+// acceptedInto records a committed accept: the maker pays the price from what its offer
+// locked, the shares go as a sale's, and a listing it closed counts as sold.
+func (w *nftWorld) acceptedInto(seller *storetest.Party, col *store.Collection, prep *store.Prepared, r store.Receipt) {
+	if r == nil {
+		return
+	}
+	d, err := store.DecodePrepared(prep.Transaction)
+	if err != nil {
+		w.t.Errorf("accept: %v", err)
+		return
+	}
+	e := d.Effects.(*store.OfferAcceptEffects)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, sale := range e.Sales {
+		st := sale.Settlement
+		w.gain(e.Maker, col.Currency, st.Price.Decimal().Neg())
+		w.gain(seller.ID, col.Currency, st.Seller.Amount.Decimal())
+		w.gain(w.op, col.Currency, st.Fee.Amount.Decimal())
+		w.gain(w.creator.ID, col.Currency, st.Royalty.Amount.Decimal())
+		w.volume[col.ID] = w.volume[col.ID].Add(st.Price.Decimal())
+		if sale.Listing != "" {
+			w.sold[sale.Listing]++
+		}
+		w.accepted++
 	}
 }
 
@@ -366,6 +443,13 @@ func TestNFTMarket_ConservesValueAndKeepsOneLiveContractPerNFTUnderConcurrency(t
 						w.count("expired by the sweeper")
 					}
 				}
+				if n, err := w.s.ExpireOffers(context.Background(), 100); err != nil {
+					t.Errorf("sweeper: %v", err)
+				} else {
+					for range n {
+						w.count("offer released by the sweeper")
+					}
+				}
 			}
 		})
 		close(start)
@@ -385,7 +469,7 @@ func TestNFTMarket_ConservesValueAndKeepsOneLiveContractPerNFTUnderConcurrency(t
 			}
 		}
 		t.Logf("%v", w.stats)
-		for _, what := range []string{"mint", "list", "buy"} {
+		for _, what := range []string{"mint", "list", "buy", "offer", "accept"} {
 			if w.stats[what] == 0 {
 				t.Errorf("no %s committed: the run did not exercise the market (%v)", what, w.stats)
 			}
@@ -405,10 +489,29 @@ func (w *nftWorld) verify() {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What open offers lock is not spendable, and still part of the supply.
+	locked := map[string]map[store.Instrument]decimal.Decimal{}
+	rows, err := w.raw.Query("SELECT maker, instrument, amount FROM nft_offers WHERE consumed_update IS NULL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var maker, inst, amount string
+		if err := rows.Scan(&maker, &inst, &amount); err != nil {
+			t.Fatal(err)
+		}
+		if locked[maker] == nil {
+			locked[maker] = map[store.Instrument]decimal.Decimal{}
+		}
+		a := decimal.RequireFromString(amount)
+		locked[maker][store.Instrument(inst)] = locked[maker][store.Instrument(inst)].Add(a)
+		supply[store.Instrument(inst)] = supply[store.Instrument(inst)].Add(store.MustAmount(a.String()))
+	}
+	rows.Close()
 	tapped := decimal.RequireFromString(nftTraderFunds).Mul(decimal.NewFromInt(int64(len(w.traders))))
 	for _, inst := range store.Instruments {
 		if !supply[inst].Decimal().Equal(tapped) {
-			t.Errorf("%s supply %s, tapped %s", inst, supply[inst], tapped)
+			t.Errorf("%s supply %s (holdings and open offers), tapped %s", inst, supply[inst], tapped)
 		}
 	}
 	parties := []string{w.creator.ID, w.op}
@@ -425,8 +528,11 @@ func (w *nftWorld) verify() {
 			if p != w.creator.ID && p != w.op {
 				want = want.Add(decimal.RequireFromString(nftTraderFunds))
 			}
-			if !bal.Amount.Decimal().Equal(want) {
-				t.Errorf("%s holds %s %s, the committed writes say %s", p, bal.Amount, bal.Instrument, want)
+			if held := bal.Amount.Decimal().Add(bal.Locked.Decimal()); !held.Equal(want) {
+				t.Errorf("%s holds %s %s (%s locked), the committed writes say %s", p, held, bal.Instrument, bal.Locked, want)
+			}
+			if !bal.Locked.Decimal().Equal(locked[p][bal.Instrument]) {
+				t.Errorf("%s has %s %s locked, its open offers hold %s", p, bal.Locked, bal.Instrument, locked[p][bal.Instrument])
 			}
 		}
 	}
@@ -435,7 +541,7 @@ func (w *nftWorld) verify() {
 	type contract struct{ cid, owner, col string }
 	live := map[string]contract{}
 	minted := map[string]string{} // nft id: collection
-	rows, err := w.raw.Query("SELECT nft_id, collection_id, cid, owner, consumed_update IS NULL FROM nfts")
+	rows, err = w.raw.Query("SELECT nft_id, collection_id, cid, owner, consumed_update IS NULL FROM nfts")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -497,6 +603,12 @@ func (w *nftWorld) verify() {
 	}
 	if soldEvents != w.purchases {
 		t.Errorf("%d sold events, %d committed purchases", soldEvents, w.purchases)
+	}
+	if err := w.raw.QueryRow("SELECT COUNT(*) FROM nft_activity WHERE kind = 'offer-accepted'").Scan(&soldEvents); err != nil {
+		t.Fatal(err)
+	}
+	if soldEvents != w.accepted {
+		t.Errorf("%d offer-accepted events, %d NFTs sold into offers", soldEvents, w.accepted)
 	}
 
 	// The NFT read model is the ledger's contracts.
