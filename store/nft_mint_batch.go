@@ -190,12 +190,20 @@ func (tx *Tx) applyMints(ctx context.Context, us []*Update, es []*mintEffects) (
 	return results, errs, -1, nil
 }
 
-// applyMintBatch applies the batch's mints that are not refused, each as its own update,
-// and sets their results. When the ledger refuses one, it answers that one, marks it refused
-// and returns errExecuteRefused: the caller rolls back and tries again without it.
+// applyMintBatch applies the batch's mints that are not refused in one pass (applyInOnePass).
 func (tx *Tx) applyMintBatch(ctx context.Context, batch []*executeRequest, prepared map[string]*PreparedTx, refused []bool, results []executeResult) error {
+	return applyInOnePass(ctx, tx, batch, prepared, refused, results, KindNFTMint, tx.applyMints)
+}
+
+// applyInOnePass applies the batch's executes of kind that are not refused, each as its own
+// update, with apply (one pass over all their effects), and sets their results. An execute
+// apply answers alone gets its own error; when the ledger refuses one, it answers that one,
+// marks it refused and returns errExecuteRefused: the caller rolls back and tries again
+// without it.
+func applyInOnePass[E any](ctx context.Context, tx *Tx, batch []*executeRequest, prepared map[string]*PreparedTx, refused []bool, results []executeResult,
+	kind string, apply func(ctx context.Context, us []*Update, es []*E) ([]any, []error, int, error)) error {
 	at, ps, again := tx.pending(batch, prepared, refused, results)
-	es, err := batchEffects[mintEffects](ps)
+	es, err := batchEffects[E](ps)
 	if err != nil {
 		return err
 	}
@@ -204,7 +212,7 @@ func (tx *Tx) applyMintBatch(ctx context.Context, batch []*executeRequest, prepa
 		us[j] = &Update{UpdateID: newUpdateID(), Kind: p.Kind, ActAs: p.ActAs}
 	}
 	if len(es) > 0 {
-		minted, errs, k, err := tx.applyMints(ctx, us, es)
+		minted, errs, k, err := apply(ctx, us, es)
 		if err != nil {
 			if k < 0 || ErrorCode(err) == CodeInternal {
 				return err
@@ -226,7 +234,7 @@ func (tx *Tx) applyMintBatch(ctx context.Context, batch []*executeRequest, prepa
 			applied = append(applied, us[j])
 		}
 		if len(applied) > 0 {
-			tx.recorded = KindNFTMint
+			tx.recorded = kind
 			if err := tx.appendUpdates(ctx, applied); err != nil {
 				return err
 			}

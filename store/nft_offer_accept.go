@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/shopspring/decimal"
+	"github.com/uptrace/bun"
 )
 
 // times is price × n.
@@ -40,8 +41,23 @@ type acceptEffects struct {
 	MinProceeds  *Amount     `json:"minProceeds,omitempty"`
 }
 
-// A crowd accepting into one offer meets on its collection, as buyers do: executes batch.
-func (e *acceptEffects) batchKey() batchKey { return batchKey{row: "collection/" + e.CollectionID} }
+// A crowd accepting into one offer meets on one contract, as minters meet on a phase: the
+// accepts of a collection batch (ledger_execute_batch.go) and a batch applies in one pass
+// (applyAccepts): the collection locked once, the offers and the NFTs read once, each accept
+// checked in memory against what the earlier ones of the batch left (the units an offer has
+// left, the NFTs they sold), the ledger committing them all with one CommitBatch, each
+// consuming the offer's version the one before it created. An accept the offer can no longer
+// take is answered alone (offer_exhausted, stale); one the ledger refuses rolls the attempt
+// back and the batch is applied again without it.
+var acceptsInOnePass = &onePass{apply: (*Tx).applyAcceptBatch}
+
+func (e *acceptEffects) batchKey() batchKey {
+	return batchKey{row: "collection/" + e.CollectionID, way: acceptsInOnePass}
+}
+
+func (tx *Tx) applyAcceptBatch(ctx context.Context, batch []*executeRequest, prepared map[string]*PreparedTx, refused []bool, results []executeResult) error {
+	return applyInOnePass(ctx, tx, batch, prepared, refused, results, KindNFTOfferAccept, tx.applyAccepts)
+}
 
 // PrepareOfferAccept prepares selling the owner's NFTs into an offer: each goes to the
 // offer's maker, its price split as a sale splits it, any listing of it closed.
@@ -143,97 +159,178 @@ type AcceptResult struct {
 }
 
 func applyOfferAccept(ctx context.Context, tx *Tx, u *Update, e *acceptEffects) (any, error) {
-	ct, err := tx.lockCollection(ctx, e.CollectionID)
+	results, errs, _, err := tx.applyAccepts(ctx, []*Update{u}, []*acceptEffects{e})
 	if err != nil {
 		return nil, err
 	}
-	// Under the collection's lock the offer and the items are as the last commit left them.
+	return results[0], errs[0]
+}
+
+// applyAccepts applies the accepts es of one collection, each as its own ledger update us[i],
+// in one pass. An accept the offer or its NFTs no longer allow gets its error in errs and
+// changes nothing. When the ledger refuses one, err is its refusal and refusedAt its index;
+// any other err (refusedAt -1) fails them all.
+func (tx *Tx) applyAccepts(ctx context.Context, us []*Update, es []*acceptEffects) (results []any, errs []error, refusedAt int, err error) {
+	ct, err := tx.lockCollection(ctx, es[0].CollectionID)
+	if err != nil {
+		return nil, nil, -1, err
+	}
+	// Under the collection's lock the offers and the items are as the last commit left them.
 	if err := tx.Flush(ctx); err != nil {
-		return nil, err
+		return nil, nil, -1, err
 	}
-	o, err := tx.s.liveOffer(ctx, tx, e.OfferID)
+	var offerIDs, nftIDs []string
+	for _, e := range es {
+		if e.CollectionID != ct.c.ID {
+			return nil, nil, -1, fmt.Errorf("nft: a batch of accepts of %s has one of %s", ct.c.ID, e.CollectionID)
+		}
+		offerIDs = append(offerIDs, e.OfferID)
+		for _, sale := range e.Sales {
+			nftIDs = append(nftIDs, sale.NFTID)
+		}
+	}
+	var live []Offer
+	if err := tx.NewSelect().Model(&live).Where("offer_id IN (?)", bun.In(offerIDs)).Where("consumed_update IS NULL").Scan(ctx); err != nil {
+		return nil, nil, -1, err
+	}
+	offers := map[string]*Offer{} // each offer's version as the batch's accepts so far leave it
+	for i := range live {
+		offers[live[i].OfferID] = &live[i]
+	}
+	var rows []nftItem
+	if err := tx.NewSelect().Model(&rows).Where("nft_id IN (?)", bun.In(nftIDs)).Scan(ctx); err != nil {
+		return nil, nil, -1, err
+	}
+	items := map[string]*nftItem{}
+	for i := range rows {
+		items[rows[i].NFTID] = &rows[i]
+	}
+	type stagedAccept struct {
+		at       int
+		consumed *Offer // the offer's version it consumes
+		next     *Offer // the version it leaves, nil when it takes the rest
+		nfts     []*NFT
+	}
+	var (
+		staged []stagedAccept
+		ts     []*Transaction
+		sus    []*Update
+	)
+	results, errs = make([]any, len(es)), make([]error, len(es))
+	for i, e := range es {
+		o := offers[e.OfferID]
+		if err := tx.acceptable(ctx, e, o, items); err != nil {
+			if ErrorCode(err) == CodeInternal {
+				return nil, nil, -1, err
+			}
+			errs[i] = err
+			continue
+		}
+		st := stagedAccept{at: i, consumed: o}
+		t := &Transaction{Consume: []ContractRef{{Template: templateOffer, CID: o.CID}}}
+		credits := map[string]Amount{}
+		for _, sale := range e.Sales {
+			it := items[sale.NFTID]
+			if sale.Listing != "" {
+				t.Consume = append(t.Consume, ContractRef{Template: templateListing, CID: sale.Listing})
+			}
+			t.Consume = append(t.Consume, ContractRef{Template: templateNFT, CID: sale.NFTCID})
+			n := &NFT{NFTID: sale.NFTID, CollectionID: e.CollectionID, Serial: it.Serial, Owner: e.Maker}
+			st.nfts, t.Create = append(st.nfts, n), append(t.Create, n)
+			for _, sh := range []Share{sale.Settlement.Fee, sale.Settlement.Royalty, sale.Settlement.Seller} {
+				credits[*sh.Party] = credits[*sh.Party].Add(sh.Amount)
+			}
+			// Sold: a later accept of the batch that names it finds it gone.
+			it.Owner, it.ContractID = e.Maker, contractID(us[i].UpdateID, len(t.Create)-1)
+		}
+		for _, party := range sortedKeys(credits) {
+			if credits[party].IsPositive() {
+				t.Create = append(t.Create, &Holding{Owner: party, Instrument: e.Currency, Amount: credits[party]})
+			}
+		}
+		if left := o.Remaining - len(e.Sales); left > 0 {
+			next := *o
+			next.Lifecycle, next.Remaining, next.Amount = Lifecycle{CID: contractID(us[i].UpdateID, len(t.Create))}, left, times(o.Price, left)
+			st.next = &next
+			t.Create = append(t.Create, &next)
+			offers[e.OfferID] = &next
+		} else {
+			delete(offers, e.OfferID)
+		}
+		staged, ts, sus = append(staged, st), append(ts, t), append(sus, us[i])
+	}
+	if len(staged) == 0 {
+		return results, errs, -1, nil
+	}
+	if k, err := tx.s.ledger.CommitBatch(ctx, tx.Tx, sus, ts); err != nil {
+		if k < 0 {
+			return nil, nil, -1, err
+		}
+		return nil, nil, staged[k].at, err
+	}
+	for _, st := range staged {
+		e, u := es[st.at], us[st.at]
+		res := AcceptResult{Settlement: e.Settlement}
+		events := make([]nftActivity, len(e.Sales))
+		for j, sale := range e.Sales {
+			it := items[sale.NFTID]
+			if it.ListingCID != nil {
+				ct.delisted()
+			}
+			it.ContractID = st.nfts[j].CID
+			it.setListing(nil)
+			if err := tx.saveItem(ctx, it); err != nil {
+				return nil, nil, -1, err
+			}
+			ct.move(e.Seller, e.Maker)
+			ct.sold(e.Price)
+			price, cur := e.Price, e.Currency
+			events[j] = nftActivity{NFTID: sale.NFTID, CollectionID: e.CollectionID, Kind: EventOfferAccepted, From: strPtr(e.Seller), To: strPtr(e.Maker),
+				Price: &price, Currency: &cur, OfferCID: strPtr(e.OfferID)}
+			res.ContractIDs = append(res.ContractIDs, st.nfts[j].CID)
+		}
+		if err := tx.nftEvents(ctx, u, events); err != nil {
+			return nil, nil, -1, err
+		}
+		ct.offersChanged(st.consumed)
+		if st.next != nil {
+			ct.offersChanged(st.next)
+			res.Remaining = st.next.Remaining
+		}
+		results[st.at] = res
+	}
+	return results, errs, -1, ct.close(ctx)
+}
+
+// acceptable checks an accept against its offer's version o (nil: none is open) and the
+// NFTs' items, as the batch's earlier accepts left them.
+func (tx *Tx) acceptable(ctx context.Context, e *acceptEffects, o *Offer, items map[string]*nftItem) error {
+	if o == nil {
+		// Why none is open: the last version says (cancelled or expired: stale; taken: exhausted).
+		_, err := tx.s.liveOffer(ctx, tx, e.OfferID)
+		switch {
+		case err == nil:
+			return Errorf(CodeOfferExhausted, "offer %s has no units left", e.OfferID)
+		case ErrorCode(err) == CodeConflict:
+			return Errorf(CodeStale, "%s since this was prepared", ErrorMessage(err))
+		}
+		return err
+	}
 	switch {
-	case ErrorCode(err) == CodeConflict:
-		return nil, Errorf(CodeStale, "%s since this was prepared", ErrorMessage(err))
-	case err != nil:
-		return nil, err
 	case o.expiredAt(tx.Now()):
-		return nil, Errorf(CodeStale, "offer %s expired since this was prepared", e.OfferID)
+		return Errorf(CodeStale, "offer %s expired since this was prepared", e.OfferID)
 	case len(e.Sales) > o.Remaining:
-		return nil, Errorf(CodeOfferExhausted, "offer %s has %d unit(s) left, fewer than the %d NFTs named", e.OfferID, o.Remaining, len(e.Sales))
+		return Errorf(CodeOfferExhausted, "offer %s has %d unit(s) left, fewer than the %d NFTs named", e.OfferID, o.Remaining, len(e.Sales))
 	case !o.Price.Equal(e.Price) || o.Maker != e.Maker:
-		return nil, fmt.Errorf("nft: offer %s is not the one prepared", e.OfferID)
+		return fmt.Errorf("nft: offer %s is not the one prepared", e.OfferID)
 	}
-	t := &Transaction{Consume: []ContractRef{{Template: templateOffer, CID: o.CID}}}
-	nfts := make([]*NFT, len(e.Sales))
-	ids := make([]string, len(e.Sales))
-	for i, sale := range e.Sales {
-		ids[i] = sale.NFTID
-	}
-	items, err := tx.items(ctx, ids)
-	if isNoRows(err) {
-		return nil, Errorf(CodeStale, "an NFT of this accept was burned since it was prepared")
-	}
-	if err != nil {
-		return nil, err
-	}
-	credits := map[string]Amount{}
-	for i, sale := range e.Sales {
+	for _, sale := range e.Sales {
 		it := items[sale.NFTID]
-		if it.ContractID != sale.NFTCID || it.Owner != e.Seller || valueOf(it.ListingCID) != sale.Listing {
-			return nil, Errorf(CodeStale, "NFT %s was sold, moved, listed or delisted since this was prepared", sale.NFTCID)
-		}
-		if sale.Listing != "" {
-			t.Consume = append(t.Consume, ContractRef{Template: templateListing, CID: sale.Listing})
-		}
-		t.Consume = append(t.Consume, ContractRef{Template: templateNFT, CID: sale.NFTCID})
-		nfts[i] = &NFT{NFTID: sale.NFTID, CollectionID: e.CollectionID, Serial: it.Serial, Owner: e.Maker}
-		t.Create = append(t.Create, nfts[i])
-		for _, sh := range []Share{sale.Settlement.Fee, sale.Settlement.Royalty, sale.Settlement.Seller} {
-			credits[*sh.Party] = credits[*sh.Party].Add(sh.Amount)
+		if it == nil || it.ContractID != sale.NFTCID || it.Owner != e.Seller || valueOf(it.ListingCID) != sale.Listing {
+			return Errorf(CodeStale, "NFT %s was sold, moved, burned, listed or delisted since this was prepared", sale.NFTCID)
 		}
 	}
-	for _, party := range sortedKeys(credits) {
-		if credits[party].IsPositive() {
-			t.Create = append(t.Create, &Holding{Owner: party, Instrument: e.Currency, Amount: credits[party]})
-		}
-	}
-	left := o.Remaining - len(e.Sales)
-	next := *o
-	if left > 0 {
-		next.Lifecycle, next.Remaining, next.Amount = Lifecycle{}, left, times(o.Price, left)
-		t.Create = append(t.Create, &next)
-	}
-	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
-		return nil, err
-	}
-	res := AcceptResult{Settlement: e.Settlement, Remaining: left}
-	events := make([]nftActivity, len(e.Sales))
-	for i, sale := range e.Sales {
-		it := items[sale.NFTID]
-		if it.ListingCID != nil {
-			ct.delisted()
-		}
-		it.Owner, it.ContractID = e.Maker, nfts[i].CID
-		it.setListing(nil)
-		if err := tx.saveItem(ctx, it); err != nil {
-			return nil, err
-		}
-		ct.move(e.Seller, e.Maker)
-		ct.sold(e.Price)
-		price, cur := e.Price, e.Currency
-		events[i] = nftActivity{NFTID: sale.NFTID, CollectionID: e.CollectionID, Kind: EventOfferAccepted, From: strPtr(e.Seller), To: strPtr(e.Maker),
-			Price: &price, Currency: &cur, OfferCID: strPtr(e.OfferID)}
-		res.ContractIDs = append(res.ContractIDs, nfts[i].CID)
-	}
-	if err := tx.nftEvents(ctx, u, events); err != nil {
-		return nil, err
-	}
-	ct.offersChanged(o)
-	if left > 0 {
-		ct.offersChanged(&next)
-	}
-	return res, ct.close(ctx)
+	return nil
 }
 
 func valueOf(s *string) string {
