@@ -117,3 +117,12 @@ func currencyPtr(c *store.Instrument) string {
 	}
 	return string(*c)
 }
+
+// shortID is a long contract or update id short enough for a table cell: its first twelve and
+// last four characters. The whole id goes in the cell's title.
+func shortID(id string) string {
+	if len(id) <= 20 {
+		return id
+	}
+	return id[:12] + "…" + id[len(id)-4:]
+}

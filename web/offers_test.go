@@ -234,6 +234,10 @@ func TestParty_ShowsItsOpenOffersAndItsAccepts(t *testing.T) {
 		if !strings.Contains(pg.body, `href="/admin/offers?maker=`+url.QueryEscape(ob.dave.ID)+`"`) {
 			t.Errorf("dave's page does not link to all of his offers")
 		}
+		// Of his 100 CC, his open trait offer locks 3; the cancelled and expired ones gave theirs back.
+		if cc := between(pg.body, "<td>CC</td>", "</tr>"); !strings.HasPrefix(cc, `<td>CC</td><td class="num">97</td><td class="num">3</td>`) {
+			t.Errorf("dave's CC balance row: %s, want 97 spendable and 3 locked", cc)
+		}
 	})
 }
 
