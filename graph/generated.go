@@ -57,6 +57,12 @@ type ComplexityRoot struct {
 		Locked     func(childComplexity int) int
 	}
 
+	BestOffer struct {
+		CID   func(childComplexity int) int
+		Kind  func(childComplexity int) int
+		Price func(childComplexity int) int
+	}
+
 	Collection struct {
 		Burned      func(childComplexity int) int
 		CreatedAt   func(childComplexity int) int
@@ -75,6 +81,7 @@ type ComplexityRoot struct {
 		RoyaltyBps  func(childComplexity int) int
 		Slug        func(childComplexity int) int
 		Supply      func(childComplexity int) int
+		TopOffer    func(childComplexity int) int
 		Volume      func(childComplexity int) int
 	}
 
@@ -185,6 +192,7 @@ type ComplexityRoot struct {
 	}
 
 	NFT struct {
+		BestOffer    func(childComplexity int) int
 		Collection   func(childComplexity int) int
 		CollectionID func(childComplexity int) int
 		ContractID   func(childComplexity int) int
@@ -476,6 +484,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Balance.Locked(childComplexity), true
 
+	case "BestOffer.cid":
+		if e.ComplexityRoot.BestOffer.CID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BestOffer.CID(childComplexity), true
+	case "BestOffer.kind":
+		if e.ComplexityRoot.BestOffer.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BestOffer.Kind(childComplexity), true
+	case "BestOffer.price":
+		if e.ComplexityRoot.BestOffer.Price == nil {
+			break
+		}
+
+		return e.ComplexityRoot.BestOffer.Price(childComplexity), true
+
 	case "Collection.burned":
 		if e.ComplexityRoot.Collection.Burned == nil {
 			break
@@ -583,6 +610,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Collection.Supply(childComplexity), true
+	case "Collection.topOffer":
+		if e.ComplexityRoot.Collection.TopOffer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Collection.TopOffer(childComplexity), true
 	case "Collection.volume":
 		if e.ComplexityRoot.Collection.Volume == nil {
 			break
@@ -1005,6 +1038,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MintPhase.Supply(childComplexity), true
 
+	case "NFT.bestOffer":
+		if e.ComplexityRoot.NFT.BestOffer == nil {
+			break
+		}
+
+		return e.ComplexityRoot.NFT.BestOffer(childComplexity), true
 	case "NFT.collection":
 		if e.ComplexityRoot.NFT.Collection == nil {
 			break
@@ -1855,6 +1894,18 @@ func (ec *executionContext) childFields_Balance(ctx context.Context, field graph
 	return nil, fmt.Errorf("no field named %q was found under type Balance", field.Name)
 }
 
+func (ec *executionContext) childFields_BestOffer(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cid":
+		return ec.fieldContext_BestOffer_cid(ctx, field)
+	case "price":
+		return ec.fieldContext_BestOffer_price(ctx, field)
+	case "kind":
+		return ec.fieldContext_BestOffer_kind(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type BestOffer", field.Name)
+}
+
 func (ec *executionContext) childFields_Collection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "id":
@@ -1889,6 +1940,8 @@ func (ec *executionContext) childFields_Collection(ctx context.Context, field gr
 		return ec.fieldContext_Collection_owners(ctx, field)
 	case "volume":
 		return ec.fieldContext_Collection_volume(ctx, field)
+	case "topOffer":
+		return ec.fieldContext_Collection_topOffer(ctx, field)
 	case "createdAt":
 		return ec.fieldContext_Collection_createdAt(ctx, field)
 	case "phases":
@@ -2133,6 +2186,8 @@ func (ec *executionContext) childFields_NFT(ctx context.Context, field graphql.C
 		return ec.fieldContext_NFT_owner(ctx, field)
 	case "listing":
 		return ec.fieldContext_NFT_listing(ctx, field)
+	case "bestOffer":
+		return ec.fieldContext_NFT_bestOffer(ctx, field)
 	case "history":
 		return ec.fieldContext_NFT_history(ctx, field)
 	}
@@ -3273,6 +3328,75 @@ func (ec *executionContext) fieldContext_Balance_holdings(_ context.Context, fie
 	return graphql.NewScalarFieldContext("Balance", field, false, false, errors.New("field of type Int does not have child fields"))
 }
 
+func (ec *executionContext) _BestOffer_cid(ctx context.Context, field graphql.CollectedField, obj *store.BestOffer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BestOffer_cid(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BestOffer_cid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BestOffer", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _BestOffer_price(ctx context.Context, field graphql.CollectedField, obj *store.BestOffer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BestOffer_price(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Price, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BestOffer_price(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BestOffer", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _BestOffer_kind(ctx context.Context, field graphql.CollectedField, obj *store.BestOffer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_BestOffer_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNOfferKind2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_BestOffer_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("BestOffer", field, false, false, errors.New("field of type OfferKind does not have child fields"))
+}
+
 func (ec *executionContext) _Collection_id(ctx context.Context, field graphql.CollectedField, obj *store.Collection) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -3638,6 +3762,29 @@ func (ec *executionContext) _Collection_volume(ctx context.Context, field graphq
 	)
 }
 func (ec *executionContext) fieldContext_Collection_volume(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Collection", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _Collection_topOffer(ctx context.Context, field graphql.CollectedField, obj *store.Collection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Collection_topOffer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TopOffer, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
+			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Collection_topOffer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Collection", field, false, false, errors.New("field of type Decimal does not have child fields"))
 }
 
@@ -5623,6 +5770,38 @@ func (ec *executionContext) fieldContext_NFT_listing(_ context.Context, field gr
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Listing(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _NFT_bestOffer(ctx context.Context, field graphql.CollectedField, obj *store.NFTView) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_NFT_bestOffer(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.BestOffer, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.BestOffer) graphql.Marshaler {
+			return ec.marshalOBestOffer2ᚖmarketdᚋstoreᚐBestOffer(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_NFT_bestOffer(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "NFT",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_BestOffer(ctx, field)
 		},
 	}
 	return fc, nil
@@ -9668,6 +9847,54 @@ func (ec *executionContext) _Balance(ctx context.Context, sel ast.SelectionSet, 
 	return out
 }
 
+var bestOfferImplementors = []string{"BestOffer"}
+
+func (ec *executionContext) _BestOffer(ctx context.Context, sel ast.SelectionSet, obj *store.BestOffer) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, bestOfferImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("BestOffer")
+		case "cid":
+			out.Values[i] = ec._BestOffer_cid(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "price":
+			out.Values[i] = ec._BestOffer_price(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "kind":
+			out.Values[i] = ec._BestOffer_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var collectionImplementors = []string{"Collection", "Node"}
 
 func (ec *executionContext) _Collection(ctx context.Context, sel ast.SelectionSet, obj *store.Collection) graphql.Marshaler {
@@ -9791,6 +10018,11 @@ func (ec *executionContext) _Collection(ctx context.Context, sel ast.SelectionSe
 		case "volume":
 			out.Values[i] = ec._Collection_volume(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "topOffer":
+			out.Values[i] = ec._Collection_topOffer(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "createdAt":
@@ -10949,6 +11181,11 @@ func (ec *executionContext) _NFT(ctx context.Context, sel ast.SelectionSet, obj 
 			}
 		case "listing":
 			out.Values[i] = ec._NFT_listing(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "bestOffer":
+			out.Values[i] = ec._NFT_bestOffer(ctx, field, obj)
 			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
@@ -13800,20 +14037,22 @@ func (ec *executionContext) marshalNNFTEventKind2string(ctx context.Context, sel
 
 var (
 	unmarshalNNFTEventKind2string = map[string]string{
-		"MINTED":      store.EventMinted,
-		"LISTED":      store.EventListed,
-		"DELISTED":    store.EventDelisted,
-		"SOLD":        store.EventSold,
-		"TRANSFERRED": store.EventTransferred,
-		"BURNED":      store.EventBurned,
+		"MINTED":         store.EventMinted,
+		"LISTED":         store.EventListed,
+		"DELISTED":       store.EventDelisted,
+		"SOLD":           store.EventSold,
+		"TRANSFERRED":    store.EventTransferred,
+		"BURNED":         store.EventBurned,
+		"OFFER_ACCEPTED": store.EventOfferAccepted,
 	}
 	marshalNNFTEventKind2string = map[string]string{
-		store.EventMinted:      "MINTED",
-		store.EventListed:      "LISTED",
-		store.EventDelisted:    "DELISTED",
-		store.EventSold:        "SOLD",
-		store.EventTransferred: "TRANSFERRED",
-		store.EventBurned:      "BURNED",
+		store.EventMinted:        "MINTED",
+		store.EventListed:        "LISTED",
+		store.EventDelisted:      "DELISTED",
+		store.EventSold:          "SOLD",
+		store.EventTransferred:   "TRANSFERRED",
+		store.EventBurned:        "BURNED",
+		store.EventOfferAccepted: "OFFER_ACCEPTED",
 	}
 )
 
@@ -13826,6 +14065,36 @@ func (ec *executionContext) marshalNNode2ᚕmarketdᚋgraphᚐNode(ctx context.C
 
 	return ret
 }
+
+func (ec *executionContext) unmarshalNOfferKind2string(ctx context.Context, v any) (string, error) {
+	tmp, err := graphql.UnmarshalString(v)
+	res := unmarshalNOfferKind2string[tmp]
+	return res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNOfferKind2string(ctx context.Context, sel ast.SelectionSet, v string) graphql.Marshaler {
+	_ = sel
+	res := graphql.MarshalString(marshalNOfferKind2string[v])
+	if res == graphql.Null {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+	}
+	return res
+}
+
+var (
+	unmarshalNOfferKind2string = map[string]string{
+		"ITEM":       store.OfferItem,
+		"COLLECTION": store.OfferCollection,
+		"TRAIT":      store.OfferTrait,
+	}
+	marshalNOfferKind2string = map[string]string{
+		store.OfferItem:       "ITEM",
+		store.OfferCollection: "COLLECTION",
+		store.OfferTrait:      "TRAIT",
+	}
+)
 
 func (ec *executionContext) marshalNOutcome2ᚖmarketdᚋstoreᚐOutcome(ctx context.Context, sel ast.SelectionSet, v *store.Outcome) graphql.Marshaler {
 	if v == nil {
@@ -14341,6 +14610,13 @@ func (ec *executionContext) marshalN__TypeKind2string(ctx context.Context, sel a
 		}
 	}
 	return res
+}
+
+func (ec *executionContext) marshalOBestOffer2ᚖmarketdᚋstoreᚐBestOffer(ctx context.Context, sel ast.SelectionSet, v *store.BestOffer) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._BestOffer(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOBoolean2bool(ctx context.Context, v any) (bool, error) {

@@ -25,7 +25,7 @@ import (
 //
 //	Query { __typename collection collections nft }
 //	Collection, CollectionConnection, CollectionEdge, MintPhase,
-//	NFTConnection, NFTEdge, NFT, Trait, Listing, PageInfo
+//	NFTConnection, NFTEdge, NFT, Trait, Listing, BestOffer, PageInfo
 //
 // It walks the operation as the executor does: the fields of each selection set as gqlgen's
 // CollectFields merges them (fragments, inline fragments, aliases, @skip and @include with
@@ -50,7 +50,7 @@ type fastPath struct {
 
 // fastTypes are the types the fast path writes every field of, NFT.history aside.
 var fastTypes = []string{"Collection", "CollectionConnection", "CollectionEdge", "MintPhase",
-	"NFTConnection", "NFTEdge", "NFT", "Trait", "Listing", "PageInfo"}
+	"NFTConnection", "NFTEdge", "NFT", "Trait", "Listing", "BestOffer", "PageInfo"}
 
 func newFastPath(es *executableSchema, r *Resolver, answers *atomic.Int64) *fastPath {
 	fields := map[string]bool{"Query.collection": true, "Query.collections": true, "Query.nft": true, "Node.id": true}
@@ -490,6 +490,12 @@ func (a *fastAnswer) collection(sel ast.SelectionSet, c *store.Collection) bool 
 			a.integer(c.Owners)
 		case "volume":
 			a.amount(c.Volume)
+		case "topOffer":
+			if c.TopOffer == nil {
+				a.null()
+			} else {
+				a.amount(*c.TopOffer)
+			}
 		case "createdAt":
 			a.time(c.CreatedAt)
 		case "phases":
@@ -650,6 +656,12 @@ func (a *fastAnswer) nft(sel ast.SelectionSet, n *store.NFTView) bool {
 			} else if !a.listing(f.Selections, n.Listing) {
 				return false
 			}
+		case "bestOffer":
+			if n.BestOffer == nil {
+				a.null()
+			} else if !a.bestOffer(f.Selections, n.BestOffer) {
+				return false
+			}
 		default: // history
 			return false
 		}
@@ -666,6 +678,28 @@ func (a *fastAnswer) trait(fields []graphql.CollectedField, t *store.Trait) bool
 			a.str(t.Type)
 		case "value":
 			a.str(t.Value)
+		default:
+			return false
+		}
+		return true
+	})
+}
+
+func (a *fastAnswer) bestOffer(sel ast.SelectionSet, o *store.BestOffer) bool {
+	fields, ok := a.fields(sel, bestOfferImplementors)
+	if !ok {
+		return false
+	}
+	return a.object(fields, func(f *graphql.CollectedField) bool {
+		switch f.Name {
+		case "__typename":
+			a.str("BestOffer")
+		case "cid":
+			a.id(o.CID)
+		case "price":
+			a.amount(o.Price)
+		case "kind":
+			a.str(marshalNOfferKind2string[o.Kind])
 		default:
 			return false
 		}

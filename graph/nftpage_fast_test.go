@@ -177,6 +177,7 @@ func TestFastPath_AnswersEveryFieldOfItsTypes(t *testing.T) {
 			"NFT":                  `{ collections(first: 3) { edges { node { nfts(sort: PRICE_ASC, first: 30) { edges { node %s } } } } } }`,
 			"Trait":                `{ collections(first: 3) { edges { node { nfts(first: 5) { edges { node { traits %s } } } } } } }`,
 			"Listing":              `{ collections(first: 3) { edges { node { nfts(sort: PRICE_ASC, first: 30) { edges { node { listing %s } } } } } } }`,
+			"BestOffer":            `{ collections(first: 3) { edges { node { nfts(first: 30) { edges { node { bestOffer %s } } } } } } }`,
 			"PageInfo":             `{ collections(first: 3) { pageInfo %s } }`,
 		}
 		for _, typ := range fastTypes {

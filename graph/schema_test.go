@@ -124,8 +124,9 @@ func TestIntrospection_ClosedSetsAreEnumsAndNodeHasItsFiveTypes(t *testing.T) {
 		enum   string
 		values []string
 	}{
-		"NFTEvent.kind":           {"NFTEventKind", []string{"MINTED", "LISTED", "DELISTED", "SOLD", "TRANSFERRED", "BURNED"}},
-		"CollectionActivity.kind": {"NFTEventKind", []string{"MINTED", "LISTED", "DELISTED", "SOLD", "TRANSFERRED", "BURNED"}},
+		"NFTEvent.kind":           {"NFTEventKind", []string{"MINTED", "LISTED", "DELISTED", "SOLD", "TRANSFERRED", "BURNED", "OFFER_ACCEPTED"}},
+		"CollectionActivity.kind": {"NFTEventKind", []string{"MINTED", "LISTED", "DELISTED", "SOLD", "TRANSFERRED", "BURNED", "OFFER_ACCEPTED"}},
+		"BestOffer.kind":          {"OfferKind", []string{"ITEM", "COLLECTION", "TRAIT"}},
 		"LPQuote.side":            {"LPQuoteSide", []string{"ASK", "BID"}},
 		"Intent.status":           {"IntentStatus", []string{"PENDING", "FILLED", "CANCELLED", "EXPIRED"}},
 		"Preapproval.kind":        {"PreapprovalKind", []string{"NFT", "USDCX"}},

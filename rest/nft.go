@@ -111,20 +111,31 @@ type listingView struct {
 }
 
 type nftView struct {
-	ContractID   string        `json:"contractId"`
-	CollectionID string        `json:"collectionId"`
-	Serial       int           `json:"serial"`
-	Name         string        `json:"name"`
-	Image        string        `json:"image"`
-	Traits       []store.Trait `json:"traits"`
-	Owner        string        `json:"owner"`
-	Listing      *listingView  `json:"listing"`
+	ContractID   string         `json:"contractId"`
+	CollectionID string         `json:"collectionId"`
+	Serial       int            `json:"serial"`
+	Name         string         `json:"name"`
+	Image        string         `json:"image"`
+	Traits       []store.Trait  `json:"traits"`
+	Owner        string         `json:"owner"`
+	Listing      *listingView   `json:"listing"`
+	BestOffer    *bestOfferView `json:"bestOffer"`
+}
+
+// bestOfferView is the best open offer an NFT can be accepted into.
+type bestOfferView struct {
+	CID   string       `json:"cid"`
+	Price store.Amount `json:"price"`
+	Kind  string       `json:"kind"`
 }
 
 func viewNFT(n store.NFTView) nftView {
 	v := nftView{ContractID: n.ContractID, CollectionID: n.CollectionID, Serial: n.Serial, Name: n.Name, Image: n.Image, Traits: n.Traits, Owner: n.Owner}
 	if l := n.Listing; l != nil {
 		v.Listing = &listingView{CID: l.CID, Seller: l.Seller, Price: l.Price, Currency: l.Currency, ExpiresAt: unixPtr(l.ExpiresAt)}
+	}
+	if o := n.BestOffer; o != nil {
+		v.BestOffer = &bestOfferView{CID: o.CID, Price: o.Price, Kind: o.Kind}
 	}
 	return v
 }

@@ -18,6 +18,8 @@ var (
 func (srv *Server) offerRoutes() []route {
 	return []route{
 		{method: "GET", path: "/api/nft/collection/{id}/offers", handle: srv.collectionOffers},
+		{method: "GET", path: "/api/nft/collection/{id}/activity", handle: srv.collectionActivity},
+		{method: "GET", path: "/api/nft/collection/{id}/stats", handle: srv.collectionStats},
 		{method: "GET", path: "/api/nft/token/{contractId}/offers", handle: srv.nftOffers},
 		{method: "GET", path: "/api/nft/offers", access: token, handle: srv.makerOffers},
 		{method: "GET", path: "/api/nft/offers/received", access: token, handle: srv.receivedOffers},
@@ -154,4 +156,89 @@ func (srv *Server) offerAcceptPrepare(w http.ResponseWriter, r *http.Request) er
 	}
 	return srv.prepared(w)(srv.store.PrepareOfferAccept(r.Context(), authOf(r.Context()).PartyID,
 		store.OfferAcceptance{CID: req.CID, ContractIDs: req.ContractIDs, MinProceeds: req.MinProceeds}))
+}
+
+// activityView is one event of a collection's activity feed; absent members do not apply.
+type activityView struct {
+	Kind     string            `json:"kind"`
+	At       int64             `json:"at"`
+	UpdateID string            `json:"updateId"`
+	LogIndex *int64            `json:"logIndex,omitempty"` // absent while the log has no entry of the update
+	Serial   *int              `json:"serial,omitempty"`
+	Price    *store.Amount     `json:"price,omitempty"`
+	Currency *store.Instrument `json:"currency,omitempty"`
+	From     *string           `json:"from,omitempty"`
+	To       *string           `json:"to,omitempty"`
+	CID      *string           `json:"cid,omitempty"`
+}
+
+func viewActivity(e store.ActivityEvent) activityView {
+	return activityView{Kind: e.Kind, At: e.At.Unix(), UpdateID: e.UpdateID, LogIndex: e.LogIndex, Serial: e.Serial,
+		Price: e.Price, Currency: e.Currency, From: e.From, To: e.To, CID: e.OfferCID}
+}
+
+func (srv *Server) collectionActivity(w http.ResponseWriter, r *http.Request) error {
+	pr, err := pageRequest(r)
+	if err != nil {
+		return err
+	}
+	page, err := srv.store.CollectionActivity(r.Context(), r.PathValue("id"), r.URL.Query()["kind"], pr)
+	if err != nil {
+		return err
+	}
+	writeList(w, page, viewActivity)
+	return nil
+}
+
+type intervalView struct {
+	Volume       store.Amount  `json:"volume"`
+	Sales        int           `json:"sales"`
+	AveragePrice *store.Amount `json:"averagePrice"`
+	FloorChange  *string       `json:"floorChange"`
+}
+
+type dayView struct {
+	Day        string        `json:"day"`
+	Volume     store.Amount  `json:"volume"`
+	Sales      int           `json:"sales"`
+	FloorPrice *store.Amount `json:"floorPrice"`
+}
+
+type traitStatsView struct {
+	Type       string        `json:"type"`
+	Value      string        `json:"value"`
+	Count      int           `json:"count"`
+	Listed     int           `json:"listed"`
+	FloorPrice *store.Amount `json:"floorPrice"`
+}
+
+type statsView struct {
+	FloorPrice  *store.Amount           `json:"floorPrice"`
+	TopOffer    *store.Amount           `json:"topOffer"`
+	ListedCount int                     `json:"listedCount"`
+	Owners      int                     `json:"owners"`
+	Supply      int                     `json:"supply"`
+	Intervals   map[string]intervalView `json:"intervals"`
+	Daily       []dayView               `json:"daily"`
+	Traits      []traitStatsView        `json:"traits"`
+}
+
+func (srv *Server) collectionStats(w http.ResponseWriter, r *http.Request) error {
+	st, err := srv.store.Stats(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	v := statsView{FloorPrice: st.FloorPrice, TopOffer: st.TopOffer, ListedCount: st.ListedCount, Owners: st.Owners, Supply: st.Supply,
+		Intervals: map[string]intervalView{}, Daily: make([]dayView, len(st.Daily)), Traits: make([]traitStatsView, len(st.Traits))}
+	for k, f := range st.Intervals {
+		v.Intervals[k] = intervalView(f)
+	}
+	for i, d := range st.Daily {
+		v.Daily[i] = dayView(d)
+	}
+	for i, t := range st.Traits {
+		v.Traits[i] = traitStatsView{Type: t.Type, Value: t.Value, Count: t.Count, Listed: t.Listed, FloorPrice: t.FloorPrice}
+	}
+	writeJSON(w, http.StatusOK, v)
+	return nil
 }

@@ -107,3 +107,33 @@ func (s *Store) SkipTransparencyLog(tb testing.TB) {
 		}
 	}
 }
+
+// BookBestOffers sets the NFTs' best offers from the offer book, once the NFT index is built.
+func (s *Store) BookBestOffers(ctx context.Context, collectionID string, nfts []NFTView) error {
+	if err := s.AwaitNFTIndex(ctx); err != nil {
+		return err
+	}
+	s.offerBook.annotate(collectionID, nfts, s.now())
+	return nil
+}
+
+// ReferenceBestOffers sets them by SQL: the reference the book answers as.
+func (s *Store) ReferenceBestOffers(ctx context.Context, collectionID string, nfts []NFTView) error {
+	_, err := s.bestOffersBySQL(ctx, collectionID, nfts, s.now())
+	return err
+}
+
+// IndexedTraitStats and ReferenceTraitStats read a collection's trait figures from the NFT
+// index (once built) and by SQL.
+func (s *Store) IndexedTraitStats(ctx context.Context, collectionID string) ([]TraitStats, error) {
+	if err := s.AwaitNFTIndex(ctx); err != nil {
+		return nil, err
+	}
+	return s.traitStats(ctx, collectionID, s.now())
+}
+
+func (s *Store) ReferenceTraitStats(ctx context.Context, collectionID string) ([]TraitStats, error) {
+	ready := s.nftIndex.ready.Swap(false)
+	defer s.nftIndex.ready.Store(ready)
+	return s.traitStats(ctx, collectionID, s.now())
+}

@@ -101,6 +101,10 @@ const (
 	EventBurned      = "burned"
 	// EventOfferAccepted: the NFT was sold into an offer (its owner accepted it).
 	EventOfferAccepted = "offer-accepted"
+	// EventOffer and EventOfferCancelled are events of a collection's offers (made; cancelled
+	// or expired), in its activity feed; they name no NFT, so no NFT's history has them.
+	EventOffer          = "offer"
+	EventOfferCancelled = "offer-cancelled"
 )
 
 // nftActivity is one event of an NFT's history: the update that changed it.
@@ -117,6 +121,7 @@ type nftActivity struct {
 	Price        *Amount     `bun:"price"`
 	Currency     *Instrument `bun:"currency"`
 	At           Timestamp   `bun:"at"`
+	OfferCID     *string     `bun:"offer_cid"` // the offer of an offer's event
 
 	// LedgerOffset is its update's offset, which the database sets as the update commits
 	// (migration activity_offsets): bun never writes it.
@@ -124,6 +129,9 @@ type nftActivity struct {
 	// LogIndex is its update's index in the transparency log, read with the event
 	// (withLogIndex); nil for an update the log has no entry of yet.
 	LogIndex *int64 `bun:"log_index,scanonly"`
+	// OfferSerial is the NFT an item offer's event names, read with the event (the activity
+	// feed); nil otherwise.
+	OfferSerial *int `bun:"offer_serial,scanonly"`
 }
 
 // NFTView is an NFT as the API shows it.
@@ -136,6 +144,7 @@ type NFTView struct {
 	Traits       []Trait
 	Owner        string
 	Listing      *ListingView
+	BestOffer    *BestOffer // the best open offer it can be accepted into (the offer book)
 }
 
 // ListingView is an NFT's current listing.
@@ -207,7 +216,12 @@ func (s *Store) NFTByContract(ctx context.Context, contractID string) (*NFTDetai
 	if err := sel.Where("nft_id = ?", it.NFTID).OrderExpr("id DESC").Limit(historyLength).Scan(ctx); err != nil {
 		return nil, err
 	}
-	return &NFTDetail{NFTView: it.view(s.now()), History: eventsOf(acts)}, nil
+	now := s.now()
+	vs := []NFTView{it.view(now)}
+	if _, err := s.bestOffers(ctx, it.CollectionID, vs, now); err != nil {
+		return nil, err
+	}
+	return &NFTDetail{NFTView: vs[0], History: eventsOf(acts)}, nil
 }
 
 // NFTByRef returns the NFT a collection and serial name, as it is now; not_found when it was
@@ -217,8 +231,13 @@ func (s *Store) NFTByRef(ctx context.Context, ref NFTRef) (*NFTView, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := it.view(s.now())
-	return &v, nil
+	now := s.now()
+	v := it.view(now)
+	vs := []NFTView{v}
+	if _, err := s.bestOffers(ctx, it.CollectionID, vs, now); err != nil {
+		return nil, err
+	}
+	return &vs[0], nil
 }
 
 // liveItem reads a live NFT's read model by its nft_id, or not_found.
@@ -305,6 +324,13 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 			return Page[NFTView]{}, until, 0, err
 		}
 		page, err := s.readNFTs(ctx, c, f, sort, r, now)
+		if err != nil {
+			return page, until, 0, err
+		}
+		offerUntil, err := s.bestOffers(ctx, c.ID, page.Items, now)
+		if !offerUntil.IsZero() && (until.IsZero() || offerUntil.Before(until)) {
+			until = offerUntil // the page shows an offer until it expires
+		}
 		page.shared()
 		return page, until, len(page.Items), err
 	})

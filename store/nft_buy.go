@@ -267,7 +267,7 @@ func applyBuy(ctx context.Context, tx *Tx, u *Update, e *buyEffects) (any, error
 		}
 		ct.move(p.Seller, e.Buyer)
 		ct.delisted()
-		ct.c.Volume = ct.c.Volume.Add(p.Price)
+		ct.sold(p.Price)
 		price, cur := p.Price, ct.c.Currency
 		events[i] = nftActivity{NFTID: p.NFTID, CollectionID: p.CollectionID, Kind: EventSold, From: strPtr(p.Seller), To: strPtr(e.Buyer), Price: &price, Currency: &cur}
 		res.ContractIDs = append(res.ContractIDs, nfts[i].CID)

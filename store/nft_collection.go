@@ -35,6 +35,7 @@ type Collection struct {
 	Owners        int        `bun:"owners"`
 	Volume        Amount     `bun:"volume"`
 	TopOffer      *Amount    `bun:"top_offer"` // the best open collection-wide offer
+	Sales         int        `bun:"sales"`     // NFTs ever sold (collection_days, nft_stats.go)
 	VolumeDescKey string     `bun:"volume_desc_key"`
 	CreatedAt     Timestamp  `bun:"created_at"`
 

@@ -154,7 +154,8 @@ func (s *Store) CollectionActivityAfter(ctx context.Context, collectionID string
 	// nft_activity.*: the offset too, which bun never writes.
 	sel := withLogIndex(s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*"), "update_id").
 		Where("nft_activity.collection_id = ?", collectionID).
-		Where("nft_activity.ledger_offset IS NOT NULL")
+		Where("nft_activity.ledger_offset IS NOT NULL").
+		Where("nft_activity.nft_id <> ''") // the NFTs' events: offers made or cancelled name none
 	err := afterPosition(sel, pos, "nft_activity.ledger_offset", "nft_activity.id", seq).
 		OrderExpr("nft_activity.ledger_offset, nft_activity.id").Limit(int64(limit)).
 		Scan(ctx)

@@ -252,6 +252,9 @@ func (x *nftIndex) build(ctx context.Context) error {
 		after = rows[len(rows)-1].NFTID
 	}
 	x.index.Replace(colls)
+	if err := x.loadOffers(ctx); err != nil {
+		return err
+	}
 	x.offset = end
 	if err := x.catchUpLocked(ctx); err != nil {
 		return err
@@ -319,10 +322,17 @@ func (x *nftIndex) readLog(ctx context.Context, locked bool) error {
 		for i, c := range changed {
 			ids[i] = c.NFTID
 		}
+		offers, err := x.offersChangedIn(ctx, x.offset, to)
+		if err != nil {
+			return err
+		}
 		if !locked {
 			x.follow.Lock()
 		}
-		err := x.reread(ctx, ids)
+		err = x.reread(ctx, ids)
+		if err == nil {
+			err = x.rereadOffers(ctx, offers)
+		}
 		if err == nil {
 			x.offset = to
 		}

@@ -362,6 +362,9 @@ func applyOffer(ctx context.Context, tx *Tx, u *Update, e *offerEffects) (any, e
 	if o.CID != o.OfferID {
 		return nil, fmt.Errorf("nft: offer id %s is not its first cid %s", o.OfferID, o.CID)
 	}
+	if err := tx.nftEvents(ctx, u, []nftActivity{o.event(EventOffer)}); err != nil {
+		return nil, err
+	}
 	ct.offersChanged(o)
 	return OfferResult{CID: o.OfferID}, ct.close(ctx)
 }
@@ -401,9 +404,7 @@ type Crossing struct {
 // crossedByOffer refuses listing the NFT it at price when an open offer of another party than
 // seller that the NFT matches bids price or more: crosses_offer, naming the best such offer.
 func crossedByOffer(ctx context.Context, db bun.IDB, now time.Time, it *nftItem, seller string, price Amount) error {
-	var traits []Trait
-	_ = json.Unmarshal([]byte(it.Traits), &traits)
-	best, err := bestOfferFor(ctx, db, now, it.CollectionID, it.NFTID, traits, seller, descKey(price))
+	best, err := bestOfferFor(ctx, db, now, it.CollectionID, it.NFTID, traitsOfItem(it), seller, descKey(price))
 	if err != nil || best == nil {
 		return err
 	}
@@ -452,6 +453,12 @@ const offerScan = 200
 type offerKey struct {
 	K  string `json:"k"`
 	ID string `json:"i"`
+}
+
+// event is the collection's activity event of kind about offer o: by its maker, at its price.
+func (o *Offer) event(kind string) nftActivity {
+	price, cur := o.Price, o.Instrument
+	return nftActivity{CollectionID: o.CollectionID, Kind: kind, From: strPtr(o.Maker), Price: &price, Currency: &cur, OfferCID: strPtr(o.OfferID)}
 }
 
 // ---- cancel and expiry
@@ -540,6 +547,7 @@ func (tx *Tx) releaseOffers(ctx context.Context, u *Update, refs []offerRef, exp
 		return err
 	}
 	t := &Transaction{}
+	var events []nftActivity
 	for _, r := range refs {
 		var os []Offer
 		if err := tx.NewSelect().Model(&os).Where("offer_id = ?", r.OfferID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
@@ -555,8 +563,12 @@ func (tx *Tx) releaseOffers(ctx context.Context, u *Update, refs []offerRef, exp
 		t.Consume = append(t.Consume, ContractRef{Template: templateOffer, CID: o.CID})
 		t.Create = append(t.Create, &Holding{Owner: o.Maker, Instrument: o.Instrument, Amount: o.Amount})
 		cts[r.CollectionID].offersChanged(o)
+		events = append(events, o.event(EventOfferCancelled))
 	}
 	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
+		return err
+	}
+	if err := tx.nftEvents(ctx, u, events); err != nil {
 		return err
 	}
 	return closeAll(ctx, cts)
@@ -591,9 +603,12 @@ func (s *Store) ExpireOffers(ctx context.Context, limit int) (int, error) {
 	return n, nil
 }
 
-// offersChanged notes that the transaction creates or consumes a version of o: a collection
-// offer moves the collection's top offer, which close reads again.
+// offersChanged notes that the transaction creates or consumes the version o (committed: its
+// cid is set): the offer book reads it again after the commit, and a collection offer moves
+// the collection's top offer, which close reads again.
 func (ct *collectionTx) offersChanged(o *Offer) {
+	n := ct.tx.nftPart()
+	n.offers = append(n.offers, o.CID)
 	if o.Kind == OfferCollection {
 		ct.topOffer = true
 	}

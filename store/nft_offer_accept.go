@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -93,9 +92,7 @@ func (s *Store) PrepareOfferAccept(ctx context.Context, seller string, a OfferAc
 		if err != nil {
 			return nil, err
 		}
-		var traits []Trait
-		_ = json.Unmarshal([]byte(it.Traits), &traits)
-		if n.CollectionID != o.CollectionID || !o.matches(n.NFTID, traits) {
+		if n.CollectionID != o.CollectionID || !o.matches(n.NFTID, traitsOfItem(it)) {
 			return nil, Errorf(CodeOfferMismatch, "NFT %s does not match offer %s", cid, a.CID)
 		}
 		st := settle(o.Price, c.Currency, s.cfg.MarketFeeBps, op, c.RoyaltyBps, c.Creator, seller)
@@ -223,15 +220,19 @@ func applyOfferAccept(ctx context.Context, tx *Tx, u *Update, e *acceptEffects) 
 			return nil, err
 		}
 		ct.move(e.Seller, e.Maker)
-		ct.c.Volume = ct.c.Volume.Add(e.Price)
+		ct.sold(e.Price)
 		price, cur := e.Price, e.Currency
-		events[i] = nftActivity{NFTID: sale.NFTID, CollectionID: e.CollectionID, Kind: EventOfferAccepted, From: strPtr(e.Seller), To: strPtr(e.Maker), Price: &price, Currency: &cur}
+		events[i] = nftActivity{NFTID: sale.NFTID, CollectionID: e.CollectionID, Kind: EventOfferAccepted, From: strPtr(e.Seller), To: strPtr(e.Maker),
+			Price: &price, Currency: &cur, OfferCID: strPtr(e.OfferID)}
 		res.ContractIDs = append(res.ContractIDs, nfts[i].CID)
 	}
 	if err := tx.nftEvents(ctx, u, events); err != nil {
 		return nil, err
 	}
 	ct.offersChanged(o)
+	if left > 0 {
+		ct.offersChanged(&next)
+	}
 	return res, ct.close(ctx)
 }
 

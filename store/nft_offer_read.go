@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -44,8 +43,7 @@ func (s *Store) NFTOffers(ctx context.Context, contractID string, r PageRequest)
 	if err != nil {
 		return Page[Offer]{}, err
 	}
-	var traits []Trait
-	_ = json.Unmarshal([]byte(it.Traits), &traits)
+	traits := traitsOfItem(it)
 	return s.offerPage(ctx, "offers:nft:"+it.NFTID, r, func(sel *bun.SelectQuery) *bun.SelectQuery {
 		return sel.Where("collection_id = ?", it.CollectionID).Where("maker <> ?", it.Owner).Where("(kind <> ? OR nft_id = ?)", OfferItem, it.NFTID)
 	}, func(o *Offer) (bool, error) { return o.matches(it.NFTID, traits), nil })
@@ -68,11 +66,7 @@ func (s *Store) OffersReceived(ctx context.Context, owner string, r PageRequest)
 			held[o.CollectionID] = items
 		}
 		for _, it := range items {
-			var traits []Trait
-			if o.Kind == OfferTrait {
-				_ = json.Unmarshal([]byte(it.Traits), &traits)
-			}
-			if o.matches(it.NFTID, traits) {
+			if o.matches(it.NFTID, traitsOfItem(&it)) {
 				return true, nil
 			}
 		}

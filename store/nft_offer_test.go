@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -577,4 +578,207 @@ func TestOffers_ACrowdAcceptingIntoOneOfferNeverOversells(t *testing.T) {
 			t.Errorf("carol's open offers: %+v %v", page.Items, err)
 		}
 	})
+}
+
+// The offer book answers every NFT's bestOffer as the SQL reference does, through a random run
+// of offers of every kind (some by the NFTs' own owners, whom their own offers never count
+// for), accepts, cancels, transfers and expiries; and what the offers lock always equals the
+// makers' locked balances.
+func TestOfferBook_AnswersEveryNFTsBestOfferAsTheSQLReference(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		m := openOfferMarket(t, b)
+		for _, p := range []*storetest.Party{m.alice, m.bob} {
+			p.Tap(t, m.s, store.CC, "1000")
+		}
+		rng := rand.New(rand.NewPCG(propertySeed(t), 3))
+		makers := []*storetest.Party{m.carol, m.dave, m.alice, m.bob}
+		var open []string
+		compare := func(step int) {
+			t.Helper()
+			book, ref := make([]store.NFTView, 12), make([]store.NFTView, 12)
+			for n := 1; n <= 12; n++ {
+				v, err := m.s.NFTByRef(ctx, store.NFTRef{CollectionID: m.col.ID, Serial: n})
+				if err != nil {
+					t.Fatal(err)
+				}
+				book[n-1], ref[n-1] = *v, *v
+			}
+			if err := m.s.BookBestOffers(ctx, m.col.ID, book); err != nil {
+				t.Fatal(err)
+			}
+			if err := m.s.ReferenceBestOffers(ctx, m.col.ID, ref); err != nil {
+				t.Fatal(err)
+			}
+			for i := range book {
+				got, want := book[i].BestOffer, ref[i].BestOffer
+				if (got == nil) != (want == nil) || got != nil && (got.CID != want.CID || got.Price.String() != want.Price.String() || got.Kind != want.Kind) {
+					t.Fatalf("step %d, serial %d: the book has %+v, SQL %+v", step, i+1, got, want)
+				}
+			}
+			page, err := m.s.NFTs(ctx, m.col.ID, store.NFTFilter{}, store.SortSerial, store.PageRequest{Limit: 12})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range page.Items {
+				if (v.BestOffer == nil) != (ref[i].BestOffer == nil) || v.BestOffer != nil && v.BestOffer.CID != ref[i].BestOffer.CID {
+					t.Fatalf("step %d, serial %d: the page shows %+v, SQL %+v", step, i+1, v.BestOffer, ref[i].BestOffer)
+				}
+			}
+		}
+		for step := range 60 {
+			switch r := rng.IntN(10); {
+			case r < 5:
+				p := makers[rng.IntN(len(makers))]
+				terms := store.OfferTerms{Price: fmt.Sprintf("%d.%d", 1+rng.IntN(5), rng.IntN(10)), ExpiresAt: m.clock.Now().Add(time.Duration(1+rng.IntN(90)) * time.Minute).Unix()}
+				switch rng.IntN(3) {
+				case 0:
+					terms.ContractID = m.nfts[1+rng.IntN(12)]
+				case 1:
+					q := 1 + rng.IntN(3)
+					terms.Quantity = &q
+				default:
+					q := 1 + rng.IntN(3)
+					terms.Quantity = &q
+					hats := worldTraits["Hat"]
+					terms.Traits = []store.TraitMatch{{Type: "Hat", Values: []string{hats[rng.IntN(len(hats))], hats[rng.IntN(len(hats))]}}}
+					if rng.IntN(2) == 0 {
+						terms.Traits = append(terms.Traits, store.TraitMatch{Type: "Eyes", Values: []string{worldTraits["Eyes"][rng.IntN(3)]}})
+					}
+				}
+				if cid, err := m.tryOffer(p, terms); err == nil {
+					open = append(open, cid)
+				} else if c := store.ErrorCode(err); c != store.CodeConflict && c != store.CodeInsufficientFunds {
+					t.Fatalf("step %d: offer %+v: %v", step, terms, err)
+				}
+			case r < 7 && len(open) > 0:
+				cid := open[rng.IntN(len(open))]
+				n := 1 + rng.IntN(12)
+				seller := m.ownerParty(t, n, makers)
+				_, err := m.accept(seller, cid, n)
+				if err != nil {
+					switch store.ErrorCode(err) {
+					case store.CodeOfferMismatch, store.CodeOfferExhausted, store.CodeConflict, store.CodeNotFound:
+					default:
+						t.Fatalf("step %d: accept: %v", step, err)
+					}
+				}
+			case r < 8 && len(open) > 0:
+				i := rng.IntN(len(open))
+				for _, p := range makers {
+					if err := m.cancel(t, p, open[i]); err == nil {
+						break
+					}
+				}
+			default:
+				m.clock.Advance(time.Duration(rng.IntN(20)) * time.Minute)
+				if _, err := m.s.ExpireOffers(ctx, 100); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m.refresh(t)
+			compare(step)
+			m.wantEscrowEqualsLocked(t, step, makers)
+		}
+	})
+}
+
+// ownerParty is the party of makers (or alice and bob) that holds serial n now.
+func (m *offerMarket) ownerParty(t *testing.T, n int, parties []*storetest.Party) *storetest.Party {
+	t.Helper()
+	owner := m.ownerOf(t, n)
+	for _, p := range parties {
+		if p.ID == owner {
+			return p
+		}
+	}
+	t.Fatalf("serial %d is held by %s, no party of the test", n, owner)
+	return nil
+}
+
+// refresh reads every NFT's current contract.
+func (m *offerMarket) refresh(t *testing.T) {
+	t.Helper()
+	for n := 1; n <= 12; n++ {
+		v, err := m.s.NFTByRef(context.Background(), store.NFTRef{CollectionID: m.col.ID, Serial: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.nfts[n] = v.ContractID
+	}
+}
+
+// wantEscrowEqualsLocked checks that each party's locked CC is what its open offers hold.
+func (m *offerMarket) wantEscrowEqualsLocked(t *testing.T, step int, parties []*storetest.Party) {
+	t.Helper()
+	for _, p := range parties {
+		sum := store.MustAmount("0")
+		for cursor := ""; ; {
+			page, err := m.s.OffersByMaker(context.Background(), p.ID, store.PageRequest{Cursor: cursor, Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range page.Items {
+				sum = sum.Add(o.Amount)
+			}
+			if cursor = page.Cursor; cursor == "" {
+				break
+			}
+		}
+		// Expired offers not yet released are not listed but still lock: release them first.
+		if _, locked := m.balance(t, p.ID); locked != sum.String() {
+			if n, _ := m.s.ExpireOffers(context.Background(), 100); n == 0 {
+				t.Fatalf("step %d: %s locks %s, its open offers hold %s", step, p.ID, locked, sum)
+			}
+			m.wantEscrowEqualsLocked(t, step, parties)
+			return
+		}
+	}
+}
+
+// Another instance's offer book follows the update log: an offer made and then cancelled
+// through one instance shows, and then goes, in the other's answers.
+func TestOfferBook_AnotherInstanceFollowsOffersFromTheLog(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		if b.Dialect != store.Postgres {
+			continue // SQLite serves one process
+		}
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			m := openOfferMarket(t, b)
+			other, err := store.Open(ctx, m.s.Config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Close()
+			other.StartNFTIndex()
+			bestOf := func() string {
+				v := []store.NFTView{{CollectionID: m.col.ID, Serial: 1, Owner: m.alice.ID, Traits: worldItems("apes", 12)[0].Traits}}
+				if err := other.BookBestOffers(ctx, m.col.ID, v); err != nil {
+					t.Fatal(err)
+				}
+				if v[0].BestOffer == nil {
+					return ""
+				}
+				return v[0].BestOffer.CID
+			}
+			await := func(want, what string) {
+				t.Helper()
+				deadline := time.Now().Add(2 * time.Second)
+				for bestOf() != want {
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: the other instance's best offer for serial 1 is %q, want %q", what, bestOf(), want)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			await("", "before any offer")
+			cid := m.offer(t, m.carol, store.OfferTerms{Price: "2"})
+			await(cid, "after the offer")
+			if err := m.cancel(t, m.carol, cid); err != nil {
+				t.Fatal(err)
+			}
+			await("", "after the cancel")
+		})
+	}
 }

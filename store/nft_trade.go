@@ -66,6 +66,10 @@ type collectionTx struct {
 	lowest   *Amount        // the lowest price listed by this transaction
 	delists  bool           // a listing went: the floor is read again
 	topOffer bool           // a collection offer came or went: the top offer is read again
+
+	floorBefore *Amount // the floor as the lock found it
+	soldVolume  Amount  // what this transaction sold, for the day's figures
+	soldCount   int
 }
 
 func (tx *Tx) lockCollection(ctx context.Context, id string) (*collectionTx, error) {
@@ -79,7 +83,7 @@ func (tx *Tx) lockCollection(ctx context.Context, id string) (*collectionTx, err
 	if err != nil {
 		return nil, err
 	}
-	return &collectionTx{tx: tx, c: c, owners: map[string]int{}}, nil
+	return &collectionTx{tx: tx, c: c, owners: map[string]int{}, floorBefore: c.FloorPrice, soldVolume: Zero}, nil
 }
 
 // move records that an NFT went from one owner to another ("" for minted or burned).
@@ -174,9 +178,12 @@ func (ct *collectionTx) close(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := ct.writeDay(ctx); err != nil {
+		return err
+	}
 	c.VolumeDescKey = descKey(c.Volume)
 	return tx.Later(ctx, tx.NewUpdate().Model(c).
-		Column("minted", "burned", "floor_price", "floor_key", "listed_count", "owners", "volume", "volume_desc_key", "top_offer").WherePK())
+		Column("minted", "burned", "floor_price", "floor_key", "listed_count", "owners", "volume", "volume_desc_key", "top_offer", "sales").WherePK())
 }
 
 // item reads the read model of a live NFT.
@@ -229,7 +236,9 @@ func (tx *Tx) stampEvents(u *Update, events []nftActivity) {
 	n := tx.nftPart()
 	for i := range events {
 		events[i].UpdateID, events[i].At = u.UpdateID, At(tx.Now())
-		n.nfts = append(n.nfts, events[i].NFTID)
+		if events[i].NFTID != "" { // an offer's event names no NFT
+			n.nfts = append(n.nfts, events[i].NFTID)
+		}
 	}
 }
 

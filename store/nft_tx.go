@@ -10,6 +10,7 @@ type nftTx struct {
 	touched []string      // the collections whose NFTs or listings this transaction writes
 	nfts    []string      // the NFTs whose read model it writes (by their history events)
 	minted  []mintedItems // the items of the NFTs it mints, as it writes them
+	offers  []string      // the offer versions it creates or consumes
 }
 
 func init() { registerTxPart(func() txPart { return new(nftTx) }) }
@@ -40,6 +41,7 @@ func (n *nftTx) afterEnd(ctx context.Context, s *Store, outcome txOutcome) {
 		}
 		s.nftIndex.sync(ctx, n.nfts, minted)
 	}
+	s.nftIndex.syncOffers(ctx, n.offers)
 	s.collectionPages.invalidate("")
 	for _, id := range n.touched {
 		s.nftPages.invalidate(id)

@@ -155,6 +155,7 @@ type Store struct {
 	nftPages        *pageCache[nftPageKey, Page[NFTView]]
 	collectionIDs   sync.Map // id or slug -> collectionIdentity
 	nftIndex        *nftIndex
+	offerBook       *offerBook // each NFT's best offer, kept by the NFT index's build and follower
 
 	commitObserver atomic.Pointer[CommitObserver]  // store_observe.go
 	hooks          atomic.Pointer[[]bun.QueryHook] // AddQueryHook
@@ -207,6 +208,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.nftPages = newPageCache[nftPageKey, Page[NFTView]](maxCachedNFTs, cfg.PageCacheTTL)
 	s.ledger = ledger.Embedded{}
 	s.nftIndex = newNFTIndex(s)
+	s.offerBook = newOfferBook()
 	switch {
 	case strings.HasPrefix(cfg.DB, "postgres://"), strings.HasPrefix(cfg.DB, "postgresql://"):
 		err = s.openPostgres(ctx, cfg.DB)

@@ -96,7 +96,10 @@ func (s *Store) MigrateWithProgress(ctx context.Context, progress Progress) ([]s
 			if err := s.ensureOperator(ctx); err != nil {
 				return nil, err
 			}
-			return g, s.fillPoolFigures(ctx)
+			if err := s.fillPoolFigures(ctx); err != nil {
+				return nil, err
+			}
+			return g, s.fillCollectionDays(ctx)
 		})
 }
 

@@ -173,11 +173,11 @@ func sameFields(t *testing.T, what string, fromREST, fromGraph any) {
 
 // REST's collection id is GraphQL's collectionId (GraphQL's id is the global id).
 const collectionFields = `id: collectionId slug name description image creator currency royaltyBps supply minted burned
-	floorPrice listedCount owners volume createdAt
+	floorPrice listedCount owners volume topOffer createdAt
 	phases { name price start end perPartyLimit supply minted allowList active }`
 
 const nftFields = `contractId collectionId serial name image traits { type value } owner
-	listing { cid seller price currency expiresAt }`
+	listing { cid seller price currency expiresAt } bestOffer { cid price kind }`
 
 func TestFrontDoors_RESTAndGraphQLShowTheSameData(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {

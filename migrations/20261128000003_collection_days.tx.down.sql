@@ -1,0 +1,5 @@
+ALTER TABLE collections DROP COLUMN sales;
+
+--bun:split
+
+DROP TABLE collection_days;
