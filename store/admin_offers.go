@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"slices"
 
@@ -78,23 +79,34 @@ func (s *Store) AdminOffers(ctx context.Context, f OfferFilter, r PageRequest) (
 }
 
 // OfferAccepts is one page of a party's accepts, newest first: the NFTs it sold into offers
-// (it is From) and those it bought through its offers (it is To), from the NFTs' history.
+// (it is From) and those it bought through its offers (To), from the NFTs' history. Each side
+// is one walk of its own index, and the two are merged here.
 func (s *Store) OfferAccepts(ctx context.Context, party string, r PageRequest) (Page[CollectionEvent], error) {
 	q, err := startPage[int64](ctx, s, "admin-offer-accepts:"+hashText(party), r)
 	if err != nil {
 		return Page[CollectionEvent]{}, err
 	}
+	at := q.at(func(id int64) []any { return []any{id} })
 	var acts []nftActivity
-	// nft_activity.*: the offset too, which bun never writes.
-	sel := withLogIndex(s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*"), "update_id").
-		Where("nft_activity.kind = ?", EventOfferAccepted).
-		WhereGroup(" AND ", func(w *bun.SelectQuery) *bun.SelectQuery {
-			return w.Where("nft_activity.from_party = ?", party).WhereOr("nft_activity.to_party = ?", party)
-		})
-	sel = q.seek(sel, true, []string{"nft_activity.id"}, q.at(func(id int64) []any { return []any{id} }))
-	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
-		return Page[CollectionEvent]{}, err
+	for _, side := range []string{"from_party", "to_party"} {
+		var rows []nftActivity
+		// nft_activity.*: the offset too, which bun never writes.
+		sel := withLogIndex(s.db.NewSelect().Model(&rows).ColumnExpr("nft_activity.*"), "update_id").
+			Where("nft_activity.kind = ?", EventOfferAccepted).
+			Where("? = ?", bun.Ident("nft_activity."+side), party)
+		if err := q.seek(sel, true, []string{"nft_activity.id"}, at).Limit(q.fetch()).Scan(ctx); err != nil {
+			return Page[CollectionEvent]{}, err
+		}
+		acts = append(acts, rows...)
 	}
+	// in the read's direction (oldest first when reading back), each event once
+	slices.SortFunc(acts, func(a, b nftActivity) int {
+		if q.backward {
+			return cmp.Compare(a.ID, b.ID)
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	acts = slices.CompactFunc(acts, func(a, b nftActivity) bool { return a.ID == b.ID })
 	page, err := finish(ctx, s, q, acts, func(a nftActivity) int64 { return a.ID })
 	if err != nil {
 		return Page[CollectionEvent]{}, err

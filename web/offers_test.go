@@ -234,6 +234,21 @@ func TestParty_ShowsItsOpenOffersAndItsAccepts(t *testing.T) {
 		if !strings.Contains(pg.body, `href="/admin/offers?maker=`+url.QueryEscape(ob.dave.ID)+`"`) {
 			t.Errorf("dave's page does not link to all of his offers")
 		}
+		// A party's accepts page by keyset, one side's index walk merged with the other's:
+		// alice's two, newest first, one a page, and back.
+		ctx := context.Background()
+		first, err := e.store.OfferAccepts(ctx, ob.alice.ID, store.PageRequest{Limit: 1})
+		if err != nil || len(first.Items) != 1 || first.Items[0].UpdateID != ob.accepted[1] || first.Cursor == "" {
+			t.Fatalf("alice's first accept: %+v %v", first.Items, err)
+		}
+		second, err := e.store.OfferAccepts(ctx, ob.alice.ID, store.PageRequest{Limit: 1, Cursor: first.Cursor, ItemCursors: true})
+		if err != nil || len(second.Items) != 1 || second.Items[0].UpdateID != ob.accepted[0] || second.Cursor != "" {
+			t.Fatalf("alice's second accept: %+v %q %v", second.Items, second.Cursor, err)
+		}
+		back, err := e.store.OfferAccepts(ctx, ob.alice.ID, store.PageRequest{Limit: 5, Cursor: second.ItemCursors[0], Backward: true})
+		if err != nil || len(back.Items) != 1 || back.Items[0].UpdateID != ob.accepted[1] {
+			t.Fatalf("back from alice's second accept: %+v %v", back.Items, err)
+		}
 		// Of his 100 CC, his open trait offer locks 3; the cancelled and expired ones gave theirs back.
 		if cc := between(pg.body, "<td>CC</td>", "</tr>"); !strings.HasPrefix(cc, `<td>CC</td><td class="num">97</td><td class="num">3</td>`) {
 			t.Errorf("dave's CC balance row: %s, want 97 spendable and 3 locked", cc)
