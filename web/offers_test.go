@@ -116,6 +116,17 @@ func newOfferBook(t *testing.T, e *consoleEnv) *offerBook {
 	return ob
 }
 
+// offerConsole is a console over an offer book, with a viewer signed in.
+func offerConsole(t *testing.T, b storetest.Backend) (*consoleEnv, *offerBook, *browserless) {
+	t.Helper()
+	e := newConsoleEnv(t, b)
+	e.user("watcher", store.RoleViewer)
+	ob := newOfferBook(t, e)
+	c := e.client()
+	c.mustLogin("watcher")
+	return e, ob, c
+}
+
 // offerRows are the offer ids of a page's offer rows with the state each shows, in order.
 func offerRows(body string) []string {
 	var rows []string
@@ -129,11 +140,7 @@ func offerRows(body string) []string {
 
 func TestOffers_ListFiltersByCollectionMakerKindAndState(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
-		e := newConsoleEnv(t, b)
-		e.user("watcher", store.RoleViewer)
-		ob := newOfferBook(t, e)
-		c := e.client()
-		c.mustLogin("watcher")
+		e, ob, c := offerConsole(t, b)
 		filled, partial, trait := ob.filled+" filled", ob.partial+" open", ob.trait+" open"
 		cancelled, expired := ob.cancelled+" cancelled", ob.expired+" expired"
 		for _, tc := range []struct {
@@ -190,11 +197,7 @@ func TestOffers_ListFiltersByCollectionMakerKindAndState(t *testing.T) {
 
 func TestParty_ShowsItsOpenOffersAndItsAccepts(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
-		e := newConsoleEnv(t, b)
-		e.user("watcher", store.RoleViewer)
-		ob := newOfferBook(t, e)
-		c := e.client()
-		c.mustLogin("watcher")
+		e, ob, c := offerConsole(t, b)
 		party := func(p *storetest.Party) (offers []string, accepts string) {
 			t.Helper()
 			pg := c.get("/admin/parties/" + url.PathEscape(p.ID))
@@ -258,9 +261,7 @@ func TestParty_ShowsItsOpenOffersAndItsAccepts(t *testing.T) {
 
 func TestMarket_SalesChartCountsAcceptsAsSales(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
-		e := newConsoleEnv(t, b)
-		e.user("watcher", store.RoleViewer)
-		newOfferBook(t, e) // two accepts at 12:00, the clock now at 14:00
+		e, _, c := offerConsole(t, b) // two accepts at 12:00, the clock now at 14:00
 		sales, err := e.store.SalesPerHour(context.Background(), 24)
 		if err != nil {
 			t.Fatal(err)
@@ -268,8 +269,6 @@ func TestMarket_SalesChartCountsAcceptsAsSales(t *testing.T) {
 		if sales.Count[21] != 2 || sales.Accepts[21] != 2 || total(sales.Count) != 2 || sales.Volume[store.CC][21] != 7 {
 			t.Fatalf("sales at 12:00: %d (%d into offers), %v CC; want 2 sales into offers for 7 CC", sales.Count[21], sales.Accepts[21], sales.Volume[store.CC][21])
 		}
-		c := e.client()
-		c.mustLogin("watcher")
 		p := c.get("/admin/")
 		tile := between(p.body, `id="tile-sales"`, "</div>")
 		if !strings.Contains(tile, `<span class="figure">2</span> NFT sales`) || !strings.Contains(tile, `<span id="sales-accepts">2</span> into offers`) {
