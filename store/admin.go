@@ -473,32 +473,40 @@ type bucketCount struct {
 	Sum    float64 `bun:"total"`
 }
 
-// SalesChart is NFT sales per bucket: how many, and the volume in each currency. Volumes are
-// summed as floating point: a chart's figure, not an amount to settle.
+// SalesChart is NFT sales per bucket: how many, and the volume in each currency. A sale is
+// an NFT bought from a listing or sold into an offer; Accepts counts the latter apart too.
+// Volumes are summed as floating point: a chart's figure, not an amount to settle.
 type SalesChart struct {
 	TimeBuckets
-	Count  []int64
-	Volume map[Instrument][]float64
+	Count   []int64
+	Accepts []int64 // of Count, the NFTs sold into offers
+	Volume  map[Instrument][]float64
 }
 
 // SalesPerHour is the NFT sales of the last hours hours, the current one included.
 func (s *Store) SalesPerHour(ctx context.Context, hours int) (*SalesChart, error) {
 	b := s.lastBuckets(hours, time.Hour)
 	start, width, end := b.span()
-	var rows []bucketCount
-	err := s.db.NewRaw(`SELECT (at - ?) / ? AS bucket, currency AS label, COUNT(*) AS n,
+	var rows []struct {
+		bucketCount
+		Kind string `bun:"kind"`
+	}
+	err := s.db.NewRaw(`SELECT (at - ?) / ? AS bucket, kind, currency AS label, COUNT(*) AS n,
 			SUM(CAST(price AS DOUBLE PRECISION)) AS total
-		FROM nft_activity WHERE kind = ? AND at >= ? AND at < ?
-		GROUP BY bucket, currency`, start, width, EventSold, start, end).Scan(ctx, &rows)
+		FROM nft_activity WHERE kind IN (?, ?) AND at >= ? AND at < ?
+		GROUP BY bucket, kind, currency`, start, width, EventSold, EventOfferAccepted, start, end).Scan(ctx, &rows)
 	if err != nil {
 		return nil, err
 	}
-	c := &SalesChart{TimeBuckets: b, Count: make([]int64, hours), Volume: map[Instrument][]float64{}}
+	c := &SalesChart{TimeBuckets: b, Count: make([]int64, hours), Accepts: make([]int64, hours), Volume: map[Instrument][]float64{}}
 	for _, inst := range Instruments {
 		c.Volume[inst] = make([]float64, hours)
 	}
 	for _, r := range rows {
 		c.Count[r.Bucket] += r.N
+		if r.Kind == EventOfferAccepted {
+			c.Accepts[r.Bucket] += r.N
+		}
 		if v, ok := c.Volume[Instrument(r.Label)]; ok {
 			v[r.Bucket] += r.Sum
 		}

@@ -39,7 +39,7 @@ func (s *statements) take() []string {
 }
 
 // Every page of a growing history (NFT histories, listings, rewards, swap outcomes and
-// histories, open intents and quotes, sessions) is a keyset read that an index serves in
+// histories, open intents and quotes, sessions, the console's offers and a party's accepts) is a keyset read that an index serves in
 // order: on PostgreSQL, with sequential scans and sorts priced out, its plan has neither, so
 // the database walks only the page however long the history grows. That holds for a
 // collection's activity feed and a pool's outcomes feed too, read in log order from a
@@ -99,6 +99,16 @@ func TestHistories_EveryPageIsAnIndexWalkWithoutASort(t *testing.T) {
 				{"open intents of a taker", func() error { _, err := s.ActiveIntents(ctx, party, page); return err }},
 				{"open quotes of an LP", func() error { _, err := s.ActiveLPQuotes(ctx, party, page); return err }},
 				{"sessions of a party", func() error { _, err := s.Sessions(ctx, party, page); return err }},
+				{"the console's offers", func() error { _, err := s.AdminOffers(ctx, store.OfferFilter{}, page); return err }},
+				{"the console's offers of a maker", func() error {
+					_, err := s.AdminOffers(ctx, store.OfferFilter{Maker: party, State: "open"}, page)
+					return err
+				}},
+				{"the console's offers of a collection", func() error {
+					_, err := s.AdminOffers(ctx, store.OfferFilter{CollectionID: col.ID, Kind: store.OfferTrait}, page)
+					return err
+				}},
+				{"a party's accepts", func() error { _, err := s.OfferAccepts(ctx, party, page); return err }},
 				{"a pool's outcomes from a position", func() error {
 					outs, err := s.PoolOutcomesAfter(ctx, pool, "", store.LogPosition{}, 2)
 					if err != nil || len(outs) == 0 {

@@ -163,10 +163,15 @@ func (s *Store) CollectionActivityAfter(ctx context.Context, collectionID string
 		return nil, err
 	}
 	out := make([]CollectionEvent, len(acts))
-	for i, a := range acts {
-		_, serial, _ := strings.Cut(a.NFTID, "#")
-		n, _ := strconv.Atoi(serial)
-		out[i] = CollectionEvent{NFTEvent: a.event(), CollectionID: a.CollectionID, Serial: n, Offset: a.LedgerOffset, Seq: a.ID}
+	for i := range acts {
+		out[i] = acts[i].collectionEvent()
 	}
 	return out, nil
+}
+
+// collectionEvent is the event placed in the update log, its serial read from its NFT's id.
+func (a *nftActivity) collectionEvent() CollectionEvent {
+	_, serial, _ := strings.Cut(a.NFTID, "#")
+	n, _ := strconv.Atoi(serial)
+	return CollectionEvent{NFTEvent: a.event(), CollectionID: a.CollectionID, Serial: n, Offset: a.LedgerOffset, Seq: a.ID}
 }

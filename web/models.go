@@ -84,6 +84,8 @@ type partyModel struct {
 	Sessions []sessionModel
 	Balances []store.Balance
 	Listings []store.Listing
+	Offers   []store.AdminOffer      // its open offers, best price first
+	Accepts  []store.CollectionEvent // NFTs it sold into offers or bought through its offers
 	Updates  []store.Update
 	Prepared []store.PreparedTx
 	Now      time.Time
@@ -182,9 +184,9 @@ func listingState(l store.Listing, now time.Time) string {
 
 func stateClass(state string) string {
 	switch state {
-	case "active", "executed", "pending":
+	case "active", "executed", "pending", "open", "filled":
 		return "pill ok"
-	case "revoked", "closed", "disabled":
+	case "revoked", "closed", "disabled", "cancelled":
 		return "pill bad"
 	}
 	return "pill warn"

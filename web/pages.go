@@ -116,12 +116,7 @@ func (c *Console) listingsPage(w http.ResponseWriter, r *http.Request, u *viewer
 	qs := r.URL.Query()
 	f := store.ListingFilter{CollectionID: strings.TrimSpace(qs.Get("collection")), Seller: strings.TrimSpace(qs.Get("seller")), State: qs.Get("state")}
 	v := listingsModel{Page: c.page(r, u, "Listings"), Filter: f, Now: c.store.Now()}
-	if f.CollectionID != "" && !strings.HasPrefix(f.CollectionID, "col_") {
-		// a slug names the collection too
-		if col, err := c.store.CollectionBySlug(r.Context(), f.CollectionID); err == nil {
-			f.CollectionID = col.ID
-		}
-	}
+	f.CollectionID = c.collectionID(r.Context(), f.CollectionID)
 	req := pageRequest(r, 50)
 	page, err := c.store.Listings(r.Context(), f, req)
 	if err != nil {
@@ -166,7 +161,8 @@ func (c *Console) ledgerPage(w http.ResponseWriter, r *http.Request, u *viewer) 
 	c.render(w, r, http.StatusOK, ledgerView(ledgerModel{Page: c.page(r, u, "Ledger activity"), Updates: ups.Items, Pager: pagerOf(r, req, ups), Prepared: preps, Now: c.store.Now()}))
 }
 
-// partyPage joins one party's sessions, balances, listings, updates and prepared transactions.
+// partyPage joins one party's sessions, balances, listings, open offers, accepts, updates and
+// prepared transactions.
 func (c *Console) partyPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 	ctx := r.Context()
 	id := r.PathValue("party")
@@ -187,6 +183,16 @@ func (c *Console) partyPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 		var page store.Page[store.Listing]
 		page, err = c.store.Listings(ctx, store.ListingFilter{Seller: id}, store.PageRequest{Limit: 20})
 		v.Listings = page.Items
+	}
+	if err == nil {
+		var page store.Page[store.Offer]
+		page, err = c.store.OffersByMaker(ctx, id, store.PageRequest{Limit: 20})
+		v.Offers = openOffers(page.Items)
+	}
+	if err == nil {
+		var page store.Page[store.CollectionEvent]
+		page, err = c.store.OfferAccepts(ctx, id, store.PageRequest{Limit: 20})
+		v.Accepts = page.Items
 	}
 	if err == nil {
 		v.Updates, err = c.store.LatestUpdates(ctx, id, 20)

@@ -111,6 +111,7 @@ func New(s *store.Store, cfg Config) *Console {
 	mux.Handle("POST /admin/sessions/{sid}/revoke", c.operator(c.revokeSession))
 	mux.Handle("GET /admin/listings", c.user(c.listingsPage))
 	mux.Handle("GET /admin/listings/{cid}", c.user(c.listingPage))
+	mux.Handle("GET /admin/offers", c.user(c.offersPage))
 	mux.Handle("GET /admin/ratelimits", c.user(c.rateLimitsPage))
 	mux.Handle("POST /admin/ratelimits/reset", c.operator(c.resetRateLimit))
 	mux.Handle("GET /admin/ledger", c.user(c.ledgerPage))
