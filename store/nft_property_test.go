@@ -206,7 +206,7 @@ func (w *nftWorld) step(rng *rand.Rand, i int) {
 	ctx := context.Background()
 	p := w.traders[i]
 	col := w.cols[rng.IntN(len(w.cols))]
-	switch rng.IntN(13) {
+	switch rng.IntN(15) {
 	case 0, 1: // mint
 		q := 1 + rng.IntN(2)
 		if _, r := w.run(p, "mint", store.KindNFTMint, func() (*store.Prepared, error) { return w.s.PrepareMint(ctx, p.ID, col.ID, q) }); r != nil {
@@ -269,9 +269,9 @@ func (w *nftWorld) step(rng *rand.Rand, i int) {
 				return w.s.PrepareTransfer(ctx, p.ID, n.ContractID, w.traders[j].ID)
 			})
 		}
-	case 10: // an offer of any kind, below the floor or not (a crossing one is refused)
+	case 10, 11: // an offer of any kind, below the floor or not (a crossing one is refused)
 		terms := store.OfferTerms{CollectionID: col.ID, ExpiresAt: w.clock.Now().Add(time.Duration(10+rng.IntN(50)) * time.Second).Unix(),
-			Price: unitsString(randomUnits(rng, 20*pow10(decimalsOf(col.Currency)), col.Currency), col.Currency)}
+			Price: unitsString(randomUnits(rng, 3*pow10(decimalsOf(col.Currency)), col.Currency), col.Currency)}
 		q := 1 + rng.IntN(3)
 		page, err := w.s.NFTs(ctx, col.ID, store.NFTFilter{}, store.SortSerial, store.PageRequest{Limit: store.MaxPageSize})
 		if err != nil {
@@ -291,8 +291,14 @@ func (w *nftWorld) step(rng *rand.Rand, i int) {
 			terms.Quantity = &q
 			terms.Traits = []store.TraitMatch{{Type: "Hat", Values: []string{worldTraits["Hat"][rng.IntN(4)]}}}
 		}
-		w.run(p, "offer", store.KindNFTOffer, func() (*store.Prepared, error) { return w.s.PrepareOffer(ctx, p.ID, terms) })
-	case 11: // accept an offer one of its NFTs can be accepted into
+		w.run(p, "offer", store.KindNFTOffer, func() (*store.Prepared, error) {
+			prep, err := w.s.PrepareOffer(ctx, p.ID, terms)
+			if store.ErrorCode(err) == store.CodeNotFound && terms.Serial != nil { // burned since it was read: a race
+				return nil, store.Errorf(store.CodeStale, "%s", store.ErrorMessage(err))
+			}
+			return prep, err
+		})
+	case 12, 13: // accept an offer one of its NFTs can be accepted into
 		mine := append(w.own(p, col, false), w.own(p, col, true)...)
 		n, ok := pick(rng, mine)
 		if !ok {
@@ -307,7 +313,7 @@ func (w *nftWorld) step(rng *rand.Rand, i int) {
 			return w.s.PrepareOfferAccept(ctx, p.ID, store.OfferAcceptance{CID: o.OfferID, ContractIDs: []string{n.ContractID}})
 		})
 		w.acceptedInto(p, col, prep, r)
-	case 12: // cancel one of its offers
+	case 14: // cancel one of its offers
 		mine, err := w.s.OffersByMaker(ctx, p.ID, store.PageRequest{})
 		if err != nil {
 			w.t.Errorf("offers: %v", err)
