@@ -167,3 +167,20 @@ func (r *Resolver) nftPage(ctx context.Context, c *store.Collection, filter *NFT
 	}
 	return conn, page.Items, nil
 }
+
+// offerConnection reads one page of offers with read, as a Relay connection.
+func offerConnection(first *int, after *string, last *int, before *string, read func(store.PageRequest) (store.Page[store.Offer], error)) (*OfferConnection, error) {
+	pr, err := pageRequest(first, after, last, before)
+	if err != nil {
+		return nil, err
+	}
+	page, err := read(pr)
+	if err != nil {
+		return nil, err
+	}
+	conn := &OfferConnection{PageInfo: pageInfo(pr, page), Edges: make([]*OfferEdge, len(page.Items))}
+	for i := range page.Items {
+		conn.Edges[i] = &OfferEdge{Cursor: page.ItemCursors[i], Node: &page.Items[i]}
+	}
+	return conn, nil
+}

@@ -61,6 +61,7 @@ var readsNothing = map[string]bool{
 	"Pool.id":                     true,
 	"LPQuote.id":                  true,
 	"Intent.id":                   true,
+	"Offer.id":                    true,
 	"Collection.phases":           true,
 	"MintPhase.active":            true,
 	"Preapproval.active":          true,
@@ -83,10 +84,15 @@ var fieldStatements = map[string]int{
 	"Query.nft":         3, // the contract's NFT, the NFT, its listing's event
 	"Query.node":        3, // a collection is the dearest object
 	"Query.nodes":       3, // for each id
-	"Wallet.balances":   3, // holdings, and what LP quotes and intents lock
+	"Wallet.balances":   4, // holdings, and what LP quotes, intents and offers lock
 	"Pool.lpQuotes":     2, // the pool again, the page
 	"Pool.outcomes":     2,
 	"Pool.history":      2,
+	// Offer lists: the page, read in runs when it keeps only the offers an NFT takes (at most
+	// five); nftOffers reads the NFT's contract and item first, offersReceived the party's NFTs.
+	"Query.collectionOffers": 2, // the collection's identity, the page
+	"Query.nftOffers":        7,
+	"Wallet.offersReceived":  6,
 	// A subscription is charged when it starts: its object, then its start position.
 	"Subscription.collectionActivity": 4,
 	"Subscription.poolOutcomes":       2,

@@ -37,6 +37,7 @@ type ResolverRoot interface {
 	LPQuote() LPQuoteResolver
 	MintPhase() MintPhaseResolver
 	NFT() NFTResolver
+	Offer() OfferResolver
 	Pool() PoolResolver
 	PoolConnection() PoolConnectionResolver
 	Preapproval() PreapprovalResolver
@@ -238,6 +239,32 @@ type ComplexityRoot struct {
 		Node   func(childComplexity int) int
 	}
 
+	Offer struct {
+		CollectionID  func(childComplexity int) int
+		ExpiresAt     func(childComplexity int) int
+		ID            func(childComplexity int) int
+		Instrument    func(childComplexity int) int
+		Kind          func(childComplexity int) int
+		Maker         func(childComplexity int) int
+		OfferCriteria func(childComplexity int) int
+		OfferID       func(childComplexity int) int
+		PostedAt      func(childComplexity int) int
+		Price         func(childComplexity int) int
+		Quantity      func(childComplexity int) int
+		Remaining     func(childComplexity int) int
+		Serial        func(childComplexity int) int
+	}
+
+	OfferConnection struct {
+		Edges    func(childComplexity int) int
+		PageInfo func(childComplexity int) int
+	}
+
+	OfferEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	Outcome struct {
 		At        func(childComplexity int) int
 		Fee       func(childComplexity int) int
@@ -312,16 +339,18 @@ type ComplexityRoot struct {
 	}
 
 	Query struct {
-		Collection  func(childComplexity int, id *string, slug *string) int
-		Collections func(childComplexity int, sort *CollectionSort, first *int, after *string, last *int, before *string) int
-		Intents     func(childComplexity int, taker string, first *int, after *string, last *int, before *string) int
-		Nft         func(childComplexity int, contractID string) int
-		Node        func(childComplexity int, id string) int
-		Nodes       func(childComplexity int, ids []string) int
-		Pool        func(childComplexity int, id string) int
-		Pools       func(childComplexity int, first *int, after *string, last *int, before *string) int
-		SwapHistory func(childComplexity int, taker string, first *int, after *string, last *int, before *string) int
-		Wallet      func(childComplexity int, partyID string) int
+		Collection       func(childComplexity int, id *string, slug *string) int
+		CollectionOffers func(childComplexity int, collection string, first *int, after *string, last *int, before *string) int
+		Collections      func(childComplexity int, sort *CollectionSort, first *int, after *string, last *int, before *string) int
+		Intents          func(childComplexity int, taker string, first *int, after *string, last *int, before *string) int
+		Nft              func(childComplexity int, contractID string) int
+		NftOffers        func(childComplexity int, contractID string, first *int, after *string, last *int, before *string) int
+		Node             func(childComplexity int, id string) int
+		Nodes            func(childComplexity int, ids []string) int
+		Pool             func(childComplexity int, id string) int
+		Pools            func(childComplexity int, first *int, after *string, last *int, before *string) int
+		SwapHistory      func(childComplexity int, taker string, first *int, after *string, last *int, before *string) int
+		Wallet           func(childComplexity int, partyID string) int
 	}
 
 	RewardConnection struct {
@@ -359,11 +388,18 @@ type ComplexityRoot struct {
 		Value func(childComplexity int) int
 	}
 
+	TraitMatch struct {
+		Type   func(childComplexity int) int
+		Values func(childComplexity int) int
+	}
+
 	Wallet struct {
-		Balances     func(childComplexity int) int
-		PartyID      func(childComplexity int) int
-		Preapprovals func(childComplexity int) int
-		Rewards      func(childComplexity int) int
+		Balances       func(childComplexity int) int
+		Offers         func(childComplexity int, first *int, after *string, last *int, before *string) int
+		OffersReceived func(childComplexity int, first *int, after *string, last *int, before *string) int
+		PartyID        func(childComplexity int) int
+		Preapprovals   func(childComplexity int) int
+		Rewards        func(childComplexity int) int
 	}
 }
 
@@ -399,6 +435,9 @@ type NFTResolver interface {
 
 	History(ctx context.Context, obj *store.NFTView, first *int, after *string, last *int, before *string) (*NFTEventConnection, error)
 }
+type OfferResolver interface {
+	ID(ctx context.Context, obj *store.Offer) (string, error)
+}
 type PoolResolver interface {
 	ID(ctx context.Context, obj *store.Pool) (string, error)
 
@@ -421,6 +460,8 @@ type QueryResolver interface {
 	Collections(ctx context.Context, sort *CollectionSort, first *int, after *string, last *int, before *string) (*CollectionConnection, error)
 	Collection(ctx context.Context, id *string, slug *string) (*store.Collection, error)
 	Nft(ctx context.Context, contractID string) (*store.NFTView, error)
+	CollectionOffers(ctx context.Context, collection string, first *int, after *string, last *int, before *string) (*OfferConnection, error)
+	NftOffers(ctx context.Context, contractID string, first *int, after *string, last *int, before *string) (*OfferConnection, error)
 	Pools(ctx context.Context, first *int, after *string, last *int, before *string) (*PoolConnection, error)
 	Pool(ctx context.Context, id string) (*store.Pool, error)
 	SwapHistory(ctx context.Context, taker string, first *int, after *string, last *int, before *string) (*OutcomeConnection, error)
@@ -439,6 +480,8 @@ type WalletResolver interface {
 	Balances(ctx context.Context, obj *Wallet) ([]*store.Balance, error)
 	Preapprovals(ctx context.Context, obj *Wallet) ([]*ledger.Preapproval, error)
 	Rewards(ctx context.Context, obj *Wallet) (*Rewards, error)
+	Offers(ctx context.Context, obj *Wallet, first *int, after *string, last *int, before *string) (*OfferConnection, error)
+	OffersReceived(ctx context.Context, obj *Wallet, first *int, after *string, last *int, before *string) (*OfferConnection, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -1223,6 +1266,111 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.NFTEventEdge.Node(childComplexity), true
 
+	case "Offer.collectionId":
+		if e.ComplexityRoot.Offer.CollectionID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Offer.CollectionID(childComplexity), true
+	case "Offer.expiresAt":
+		if e.ComplexityRoot.Offer.ExpiresAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Offer.ExpiresAt(childComplexity), true
+	case "Offer.id":
+		if e.ComplexityRoot.Offer.ID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Offer.ID(childComplexity), true
+	case "Offer.currency":
+		if e.ComplexityRoot.Offer.Instrument == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Offer.Instrument(childComplexity), true
+	case "Offer.kind":
+		if e.ComplexityRoot.Offer.Kind == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Offer.Kind(childComplexity), true
+	case "Offer.maker":
+		if e.ComplexityRoot.Offer.Maker == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Offer.Maker(childComplexity), true
+	case "Offer.traits":
+		if e.ComplexityRoot.Offer.OfferCriteria == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Offer.OfferCriteria(childComplexity), true
+	case "Offer.cid":
+		if e.ComplexityRoot.Offer.OfferID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Offer.OfferID(childComplexity), true
+	case "Offer.createdAt":
+		if e.ComplexityRoot.Offer.PostedAt == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Offer.PostedAt(childComplexity), true
+	case "Offer.price":
+		if e.ComplexityRoot.Offer.Price == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Offer.Price(childComplexity), true
+	case "Offer.quantity":
+		if e.ComplexityRoot.Offer.Quantity == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Offer.Quantity(childComplexity), true
+	case "Offer.remaining":
+		if e.ComplexityRoot.Offer.Remaining == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Offer.Remaining(childComplexity), true
+	case "Offer.serial":
+		if e.ComplexityRoot.Offer.Serial == nil {
+			break
+		}
+
+		return e.ComplexityRoot.Offer.Serial(childComplexity), true
+
+	case "OfferConnection.edges":
+		if e.ComplexityRoot.OfferConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OfferConnection.Edges(childComplexity), true
+	case "OfferConnection.pageInfo":
+		if e.ComplexityRoot.OfferConnection.PageInfo == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OfferConnection.PageInfo(childComplexity), true
+
+	case "OfferEdge.cursor":
+		if e.ComplexityRoot.OfferEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OfferEdge.Cursor(childComplexity), true
+	case "OfferEdge.node":
+		if e.ComplexityRoot.OfferEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OfferEdge.Node(childComplexity), true
+
 	case "Outcome.at":
 		if e.ComplexityRoot.Outcome.At == nil {
 			break
@@ -1517,6 +1665,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Collection(childComplexity, args["id"].(*string), args["slug"].(*string)), true
+	case "Query.collectionOffers":
+		if e.ComplexityRoot.Query.CollectionOffers == nil {
+			break
+		}
+
+		args, err := ec.field_Query_collectionOffers_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.CollectionOffers(childComplexity, args["collection"].(string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Query.collections":
 		if e.ComplexityRoot.Query.Collections == nil {
 			break
@@ -1551,6 +1710,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.Query.Nft(childComplexity, args["contractId"].(string)), true
+	case "Query.nftOffers":
+		if e.ComplexityRoot.Query.NftOffers == nil {
+			break
+		}
+
+		args, err := ec.field_Query_nftOffers_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Query.NftOffers(childComplexity, args["contractId"].(string), args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Query.node":
 		if e.ComplexityRoot.Query.Node == nil {
 			break
@@ -1746,12 +1916,47 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Trait.Value(childComplexity), true
 
+	case "TraitMatch.type":
+		if e.ComplexityRoot.TraitMatch.Type == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TraitMatch.Type(childComplexity), true
+	case "TraitMatch.values":
+		if e.ComplexityRoot.TraitMatch.Values == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TraitMatch.Values(childComplexity), true
+
 	case "Wallet.balances":
 		if e.ComplexityRoot.Wallet.Balances == nil {
 			break
 		}
 
 		return e.ComplexityRoot.Wallet.Balances(childComplexity), true
+	case "Wallet.offers":
+		if e.ComplexityRoot.Wallet.Offers == nil {
+			break
+		}
+
+		args, err := ec.field_Wallet_offers_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Wallet.Offers(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
+	case "Wallet.offersReceived":
+		if e.ComplexityRoot.Wallet.OffersReceived == nil {
+			break
+		}
+
+		args, err := ec.field_Wallet_offersReceived_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Wallet.OffersReceived(childComplexity, args["first"].(*int), args["after"].(*string), args["last"].(*int), args["before"].(*string)), true
 	case "Wallet.partyId":
 		if e.ComplexityRoot.Wallet.PartyID == nil {
 			break
@@ -1857,7 +2062,7 @@ func newExecutionContext(
 	}
 }
 
-//go:embed "schema.graphqls" "subscription.graphqls" "swap.graphqls" "wallet.graphqls"
+//go:embed "offer.graphqls" "schema.graphqls" "subscription.graphqls" "swap.graphqls" "wallet.graphqls"
 var sourcesFS embed.FS
 
 func sourceData(filename string) string {
@@ -1869,6 +2074,7 @@ func sourceData(filename string) string {
 }
 
 var sources = []*ast.Source{
+	{Name: "offer.graphqls", Input: sourceData("offer.graphqls"), BuiltIn: false},
 	{Name: "schema.graphqls", Input: sourceData("schema.graphqls"), BuiltIn: false},
 	{Name: "subscription.graphqls", Input: sourceData("subscription.graphqls"), BuiltIn: false},
 	{Name: "swap.graphqls", Input: sourceData("swap.graphqls"), BuiltIn: false},
@@ -2258,6 +2464,58 @@ func (ec *executionContext) childFields_NFTEventEdge(ctx context.Context, field 
 	return nil, fmt.Errorf("no field named %q was found under type NFTEventEdge", field.Name)
 }
 
+func (ec *executionContext) childFields_Offer(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "id":
+		return ec.fieldContext_Offer_id(ctx, field)
+	case "cid":
+		return ec.fieldContext_Offer_cid(ctx, field)
+	case "kind":
+		return ec.fieldContext_Offer_kind(ctx, field)
+	case "maker":
+		return ec.fieldContext_Offer_maker(ctx, field)
+	case "collectionId":
+		return ec.fieldContext_Offer_collectionId(ctx, field)
+	case "serial":
+		return ec.fieldContext_Offer_serial(ctx, field)
+	case "traits":
+		return ec.fieldContext_Offer_traits(ctx, field)
+	case "price":
+		return ec.fieldContext_Offer_price(ctx, field)
+	case "currency":
+		return ec.fieldContext_Offer_currency(ctx, field)
+	case "quantity":
+		return ec.fieldContext_Offer_quantity(ctx, field)
+	case "remaining":
+		return ec.fieldContext_Offer_remaining(ctx, field)
+	case "expiresAt":
+		return ec.fieldContext_Offer_expiresAt(ctx, field)
+	case "createdAt":
+		return ec.fieldContext_Offer_createdAt(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type Offer", field.Name)
+}
+
+func (ec *executionContext) childFields_OfferConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "edges":
+		return ec.fieldContext_OfferConnection_edges(ctx, field)
+	case "pageInfo":
+		return ec.fieldContext_OfferConnection_pageInfo(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type OfferConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_OfferEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_OfferEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_OfferEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type OfferEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_Outcome(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "intentCid":
@@ -2462,6 +2720,16 @@ func (ec *executionContext) childFields_Trait(ctx context.Context, field graphql
 	return nil, fmt.Errorf("no field named %q was found under type Trait", field.Name)
 }
 
+func (ec *executionContext) childFields_TraitMatch(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "type":
+		return ec.fieldContext_TraitMatch_type(ctx, field)
+	case "values":
+		return ec.fieldContext_TraitMatch_values(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TraitMatch", field.Name)
+}
+
 func (ec *executionContext) childFields_Wallet(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "partyId":
@@ -2472,6 +2740,10 @@ func (ec *executionContext) childFields_Wallet(ctx context.Context, field graphq
 		return ec.fieldContext_Wallet_preapprovals(ctx, field)
 	case "rewards":
 		return ec.fieldContext_Wallet_rewards(ctx, field)
+	case "offers":
+		return ec.fieldContext_Wallet_offers(ctx, field)
+	case "offersReceived":
+		return ec.fieldContext_Wallet_offersReceived(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Wallet", field.Name)
 }
@@ -2812,6 +3084,52 @@ func (ec *executionContext) field_Query___type_args(ctx context.Context, rawArgs
 	return args, nil
 }
 
+func (ec *executionContext) field_Query_collectionOffers_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "collection",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["collection"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg4
+	return args, nil
+}
+
 func (ec *executionContext) field_Query_collection_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
 	var err error
 	args := map[string]any{}
@@ -2891,6 +3209,52 @@ func (ec *executionContext) field_Query_intents_args(ctx context.Context, rawArg
 		return nil, err
 	}
 	args["taker"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg3
+	arg4, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg4
+	return args, nil
+}
+
+func (ec *executionContext) field_Query_nftOffers_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "contractId",
+		func(ctx context.Context, v any) (string, error) {
+			return ec.unmarshalNID2string(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["contractId"] = arg0
 	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "first",
 		func(ctx context.Context, v any) (*int, error) {
 			return ec.unmarshalOInt2ᚖint(ctx, v)
@@ -3173,6 +3537,82 @@ func (ec *executionContext) field_Subscription_poolOutcomes_args(ctx context.Con
 		return nil, err
 	}
 	args["after"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Wallet_offersReceived_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
+	return args, nil
+}
+
+func (ec *executionContext) field_Wallet_offers_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "first",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["first"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "last",
+		func(ctx context.Context, v any) (*int, error) {
+			return ec.unmarshalOInt2ᚖint(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["last"] = arg2
+	arg3, err := graphql.ProcessArgField(ctx, rawArgs, "before",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["before"] = arg3
 	return args, nil
 }
 
@@ -6296,6 +6736,433 @@ func (ec *executionContext) fieldContext_NFTEventEdge_node(_ context.Context, fi
 	return fc, nil
 }
 
+func (ec *executionContext) _Offer_id(ctx context.Context, field graphql.CollectedField, obj *store.Offer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Offer_id(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return ec.Resolvers.Offer().ID(ctx, obj)
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Offer_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Offer", field, true, true, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Offer_cid(ctx context.Context, field graphql.CollectedField, obj *store.Offer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Offer_cid(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OfferID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Offer_cid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Offer", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Offer_kind(ctx context.Context, field graphql.CollectedField, obj *store.Offer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Offer_kind(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Kind, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNOfferKind2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Offer_kind(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Offer", field, false, false, errors.New("field of type OfferKind does not have child fields"))
+}
+
+func (ec *executionContext) _Offer_maker(ctx context.Context, field graphql.CollectedField, obj *store.Offer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Offer_maker(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Maker, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Offer_maker(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Offer", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Offer_collectionId(ctx context.Context, field graphql.CollectedField, obj *store.Offer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Offer_collectionId(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.CollectionID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNID2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Offer_collectionId(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Offer", field, false, false, errors.New("field of type ID does not have child fields"))
+}
+
+func (ec *executionContext) _Offer_serial(ctx context.Context, field graphql.CollectedField, obj *store.Offer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Offer_serial(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Serial, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_Offer_serial(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Offer", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Offer_traits(ctx context.Context, field graphql.CollectedField, obj *store.Offer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Offer_traits(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OfferCriteria(), nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []store.TraitMatch) graphql.Marshaler {
+			return ec.marshalNTraitMatch2ᚕmarketdᚋstoreᚐTraitMatchᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Offer_traits(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Offer",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TraitMatch(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Offer_price(ctx context.Context, field graphql.CollectedField, obj *store.Offer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Offer_price(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Price, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Offer_price(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Offer", field, false, false, errors.New("field of type Decimal does not have child fields"))
+}
+
+func (ec *executionContext) _Offer_currency(ctx context.Context, field graphql.CollectedField, obj *store.Offer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Offer_currency(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Instrument, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Offer_currency(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Offer", field, false, false, errors.New("field of type Instrument does not have child fields"))
+}
+
+func (ec *executionContext) _Offer_quantity(ctx context.Context, field graphql.CollectedField, obj *store.Offer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Offer_quantity(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Quantity, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Offer_quantity(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Offer", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Offer_remaining(ctx context.Context, field graphql.CollectedField, obj *store.Offer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Offer_remaining(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Remaining, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v int) graphql.Marshaler {
+			return ec.marshalNInt2int(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Offer_remaining(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Offer", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _Offer_expiresAt(ctx context.Context, field graphql.CollectedField, obj *store.Offer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Offer_expiresAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.ExpiresAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Offer_expiresAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Offer", field, false, false, errors.New("field of type UnixTime does not have child fields"))
+}
+
+func (ec *executionContext) _Offer_createdAt(ctx context.Context, field graphql.CollectedField, obj *store.Offer) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Offer_createdAt(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PostedAt, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v ledger.Timestamp) graphql.Marshaler {
+			return ec.marshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Offer_createdAt(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("Offer", field, false, false, errors.New("field of type UnixTime does not have child fields"))
+}
+
+func (ec *executionContext) _OfferConnection_edges(ctx context.Context, field graphql.CollectedField, obj *OfferConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OfferConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*OfferEdge) graphql.Marshaler {
+			return ec.marshalNOfferEdge2ᚕᚖmarketdᚋgraphᚐOfferEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OfferConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "OfferConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OfferEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _OfferConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *OfferConnection) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OfferConnection_pageInfo(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.PageInfo, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *PageInfo) graphql.Marshaler {
+			return ec.marshalNPageInfo2ᚖmarketdᚋgraphᚐPageInfo(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OfferConnection_pageInfo(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "OfferConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _OfferEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *OfferEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OfferEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OfferEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OfferEdge", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _OfferEdge_node(ctx context.Context, field graphql.CollectedField, obj *OfferEdge) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OfferEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *store.Offer) graphql.Marshaler {
+			return ec.marshalNOffer2ᚖmarketdᚋstoreᚐOffer(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OfferEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "OfferEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Offer(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Outcome_intentCid(ctx context.Context, field graphql.CollectedField, obj *store.Outcome) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7667,6 +8534,94 @@ func (ec *executionContext) fieldContext_Query_nft(ctx context.Context, field gr
 	return fc, nil
 }
 
+func (ec *executionContext) _Query_collectionOffers(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_collectionOffers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().CollectionOffers(ctx, fc.Args["collection"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *OfferConnection) graphql.Marshaler {
+			return ec.marshalNOfferConnection2ᚖmarketdᚋgraphᚐOfferConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_collectionOffers(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OfferConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_collectionOffers_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Query_nftOffers(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Query_nftOffers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Query().NftOffers(ctx, fc.Args["contractId"].(string), fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *OfferConnection) graphql.Marshaler {
+			return ec.marshalNOfferConnection2ᚖmarketdᚋgraphᚐOfferConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Query_nftOffers(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Query",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OfferConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Query_nftOffers_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _Query_pools(ctx context.Context, field graphql.CollectedField) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8465,6 +9420,52 @@ func (ec *executionContext) fieldContext_Trait_value(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Trait", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
+func (ec *executionContext) _TraitMatch_type(ctx context.Context, field graphql.CollectedField, obj *store.TraitMatch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TraitMatch_type(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Type, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TraitMatch_type(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TraitMatch", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _TraitMatch_values(ctx context.Context, field graphql.CollectedField, obj *store.TraitMatch) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TraitMatch_values(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Values, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []string) graphql.Marshaler {
+			return ec.marshalNString2ᚕstringᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TraitMatch_values(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TraitMatch", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
 func (ec *executionContext) _Wallet_partyId(ctx context.Context, field graphql.CollectedField, obj *Wallet) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -8580,6 +9581,94 @@ func (ec *executionContext) fieldContext_Wallet_rewards(_ context.Context, field
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_Rewards(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Wallet_offers(ctx context.Context, field graphql.CollectedField, obj *Wallet) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Wallet_offers(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Wallet().Offers(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *OfferConnection) graphql.Marshaler {
+			return ec.marshalNOfferConnection2ᚖmarketdᚋgraphᚐOfferConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Wallet_offers(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Wallet",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OfferConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Wallet_offers_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Wallet_offersReceived(ctx context.Context, field graphql.CollectedField, obj *Wallet) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Wallet_offersReceived(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Wallet().OffersReceived(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string), fc.Args["last"].(*int), fc.Args["before"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *OfferConnection) graphql.Marshaler {
+			return ec.marshalNOfferConnection2ᚖmarketdᚋgraphᚐOfferConnection(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Wallet_offersReceived(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Wallet",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OfferConnection(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Wallet_offersReceived_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -9753,6 +10842,13 @@ func (ec *executionContext) _Node(ctx context.Context, sel ast.SelectionSet, obj
 			return graphql.Null
 		}
 		return ec._Pool(ctx, sel, obj)
+	case store.Offer:
+		return ec._Offer(ctx, sel, &obj)
+	case *store.Offer:
+		if obj == nil {
+			return graphql.Null
+		}
+		return ec._Offer(ctx, sel, obj)
 	case store.NFTView:
 		return ec._NFT(ctx, sel, &obj)
 	case *store.NFTView:
@@ -11498,6 +12594,223 @@ func (ec *executionContext) _NFTEventEdge(ctx context.Context, sel ast.Selection
 	return out
 }
 
+var offerImplementors = []string{"Offer", "Node"}
+
+func (ec *executionContext) _Offer(ctx context.Context, sel ast.SelectionSet, obj *store.Offer) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, offerImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("Offer")
+		case "id":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Offer_id(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "cid":
+			out.Values[i] = ec._Offer_cid(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "kind":
+			out.Values[i] = ec._Offer_kind(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "maker":
+			out.Values[i] = ec._Offer_maker(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "collectionId":
+			out.Values[i] = ec._Offer_collectionId(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "serial":
+			out.Values[i] = ec._Offer_serial(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "traits":
+			out.Values[i] = ec._Offer_traits(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "price":
+			out.Values[i] = ec._Offer_price(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "currency":
+			out.Values[i] = ec._Offer_currency(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "quantity":
+			out.Values[i] = ec._Offer_quantity(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "remaining":
+			out.Values[i] = ec._Offer_remaining(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "expiresAt":
+			out.Values[i] = ec._Offer_expiresAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "createdAt":
+			out.Values[i] = ec._Offer_createdAt(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var offerConnectionImplementors = []string{"OfferConnection"}
+
+func (ec *executionContext) _OfferConnection(ctx context.Context, sel ast.SelectionSet, obj *OfferConnection) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, offerConnectionImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("OfferConnection")
+		case "edges":
+			out.Values[i] = ec._OfferConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pageInfo":
+			out.Values[i] = ec._OfferConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
+var offerEdgeImplementors = []string{"OfferEdge"}
+
+func (ec *executionContext) _OfferEdge(ctx context.Context, sel ast.SelectionSet, obj *OfferEdge) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, offerEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("OfferEdge")
+		case "cursor":
+			out.Values[i] = ec._OfferEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._OfferEdge_node(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var outcomeImplementors = []string{"Outcome"}
 
 func (ec *executionContext) _Outcome(ctx context.Context, sel ast.SelectionSet, obj *store.Outcome) graphql.Marshaler {
@@ -12470,6 +13783,50 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 			}
 
 			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "collectionOffers":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_collectionOffers(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
+		case "nftOffers":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Query_nftOffers(ctx, field)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			rrm := func(ctx context.Context) graphql.Marshaler {
+				return ec.OperationContext.RootResolverMiddleware(ctx,
+					func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return rrm(innerCtx) })
 		case "pools":
 			field := field
 
@@ -12907,6 +14264,49 @@ func (ec *executionContext) _Trait(ctx context.Context, sel ast.SelectionSet, ob
 	return out
 }
 
+var traitMatchImplementors = []string{"TraitMatch"}
+
+func (ec *executionContext) _TraitMatch(ctx context.Context, sel ast.SelectionSet, obj *store.TraitMatch) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, traitMatchImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TraitMatch")
+		case "type":
+			out.Values[i] = ec._TraitMatch_type(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "values":
+			out.Values[i] = ec._TraitMatch_values(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var walletImplementors = []string{"Wallet"}
 
 func (ec *executionContext) _Wallet(ctx context.Context, sel ast.SelectionSet, obj *Wallet) graphql.Marshaler {
@@ -13010,6 +14410,82 @@ func (ec *executionContext) _Wallet(ctx context.Context, sel ast.SelectionSet, o
 					}
 				}()
 				res = ec._Wallet_rewards(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "offers":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Wallet_offers(ctx, field, obj)
+				if res == graphql.Null {
+					atomic.AddUint32(&fs.Invalids, 1)
+				}
+				return res
+			}
+
+			if field.IsDeferred() {
+				deferredFieldSet.AddField(field)
+				fieldIndex := len(deferredFieldSet.Values) - 1
+				deferredFieldSet.Concurrently(fieldIndex, func(ctx context.Context) graphql.Marshaler {
+					return innerFunc(ctx, deferredFieldSet)
+				})
+
+				for _, deferrable := range field.Deferrables {
+					view, ok := deferLabelToView[deferrable.Label]
+					if !ok {
+						view = deferredFieldSet.NewView()
+						deferLabelToView[deferrable.Label] = view
+					}
+					view.AddIndices(fieldIndex)
+				}
+
+				// don't run the out.Concurrently() call below
+				out.Values[i] = graphql.Null
+				continue
+			}
+
+			out.Concurrently(i, func(ctx context.Context) graphql.Marshaler { return innerFunc(ctx, out) })
+		case "offersReceived":
+			field := field
+
+			innerFunc := func(ctx context.Context, fs *graphql.FieldSet) (res graphql.Marshaler) {
+				defer func() {
+					if r := recover(); r != nil {
+						ec.Error(ctx, ec.Recover(ctx, r))
+					}
+				}()
+				res = ec._Wallet_offersReceived(ctx, field, obj)
 				if res == graphql.Null {
 					atomic.AddUint32(&fs.Invalids, 1)
 				}
@@ -14066,6 +15542,52 @@ func (ec *executionContext) marshalNNode2ᚕmarketdᚋgraphᚐNode(ctx context.C
 	return ret
 }
 
+func (ec *executionContext) marshalNOffer2ᚖmarketdᚋstoreᚐOffer(ctx context.Context, sel ast.SelectionSet, v *store.Offer) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._Offer(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNOfferConnection2ᚖmarketdᚋgraphᚐOfferConnection(ctx context.Context, sel ast.SelectionSet, v *OfferConnection) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._OfferConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNOfferEdge2ᚕᚖmarketdᚋgraphᚐOfferEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*OfferEdge) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNOfferEdge2ᚖmarketdᚋgraphᚐOfferEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNOfferEdge2ᚖmarketdᚋgraphᚐOfferEdge(ctx context.Context, sel ast.SelectionSet, v *OfferEdge) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._OfferEdge(ctx, sel, v)
+}
+
 func (ec *executionContext) unmarshalNOfferKind2string(ctx context.Context, v any) (string, error) {
 	tmp, err := graphql.UnmarshalString(v)
 	res := unmarshalNOfferKind2string[tmp]
@@ -14422,6 +15944,26 @@ func (ec *executionContext) marshalNTrait2ᚕmarketdᚋstoreᚐTraitᚄ(ctx cont
 func (ec *executionContext) unmarshalNTraitFilter2ᚖmarketdᚋgraphᚐTraitFilter(ctx context.Context, v any) (*TraitFilter, error) {
 	res, err := ec.unmarshalInputTraitFilter(ctx, v)
 	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNTraitMatch2marketdᚋstoreᚐTraitMatch(ctx context.Context, sel ast.SelectionSet, v store.TraitMatch) graphql.Marshaler {
+	return ec._TraitMatch(ctx, sel, &v)
+}
+
+func (ec *executionContext) marshalNTraitMatch2ᚕmarketdᚋstoreᚐTraitMatchᚄ(ctx context.Context, sel ast.SelectionSet, v []store.TraitMatch) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTraitMatch2marketdᚋstoreᚐTraitMatch(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalNUnixTime2marketdᚋstoreᚋledgerᚐTimestamp(ctx context.Context, v any) (ledger.Timestamp, error) {

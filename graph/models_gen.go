@@ -110,6 +110,22 @@ type NFTFilter struct {
 	Owner *string `json:"owner,omitempty"`
 }
 
+// A page of offers, best price first (then by cid).
+type OfferConnection struct {
+	// The page's offers, each with its cursor.
+	Edges []*OfferEdge `json:"edges"`
+	// Where the page lies in the list.
+	PageInfo *PageInfo `json:"pageInfo"`
+}
+
+// An offer in a page.
+type OfferEdge struct {
+	// Read on from this offer with after (or before) set to this.
+	Cursor string `json:"cursor"`
+	// The offer.
+	Node *store.Offer `json:"node"`
+}
+
 // A page of fills.
 type OutcomeConnection struct {
 	// The page's fills, each with its cursor.

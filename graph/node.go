@@ -12,7 +12,7 @@ import (
 )
 
 // Node is an object with a global id: a *store.Collection, *store.NFTView, *store.Pool,
-// *store.LPQuote or *store.IntentView.
+// *store.LPQuote, *store.IntentView or *store.Offer.
 type Node any
 
 // maxNodes is how many ids one nodes(ids:) may ask for, as many as a page holds.
@@ -25,12 +25,13 @@ const (
 	nodePool       = "Pool"
 	nodeLPQuote    = "LPQuote"
 	nodeIntent     = "Intent"
+	nodeOffer      = "Offer"
 )
 
 // globalID is the id of the object of type typ that key names: unpadded URL-safe base64 of
 // "typ:key". The key is what names the object for its whole life: a collection's id, an NFT's
 // collection and serial (REST's "col_...#7", not its contract, which changes on every trade),
-// a pool's id, an LP quote's and an intent's cid.
+// a pool's id, an LP quote's, an intent's and an offer's cid.
 func globalID(typ, key string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(typ + ":" + key))
 }
@@ -65,7 +66,7 @@ func parseGlobalID(id string) (typ, key string, ok bool) {
 	switch {
 	case !ok || key == "":
 		return "", "", false
-	case typ == nodeCollection, typ == nodePool, typ == nodeLPQuote, typ == nodeIntent:
+	case typ == nodeCollection, typ == nodePool, typ == nodeLPQuote, typ == nodeIntent, typ == nodeOffer:
 		return typ, key, true
 	case typ == nodeNFT:
 		_, ok := parseNFTKey(key)
@@ -105,6 +106,8 @@ func (r *queryResolver) node(ctx context.Context, id string) (Node, error) {
 		n, err = nonNil(r.store.PoolByID(ctx, key))
 	case nodeLPQuote:
 		n, err = nonNil(r.store.LPQuoteByID(ctx, key))
+	case nodeOffer:
+		n, err = nonNil(r.store.OfferByID(ctx, key))
 	case nodeIntent:
 		// An intent is its taker's, as in intents(taker:): the token must be the taker's.
 		taker, terr := callerParty(ctx)

@@ -100,7 +100,7 @@ func TestIntrospection_EveryTypeFieldArgumentAndEnumValueHasADescription(t *test
 	}
 }
 
-func TestIntrospection_ClosedSetsAreEnumsAndNodeHasItsFiveTypes(t *testing.T) {
+func TestIntrospection_ClosedSetsAreEnumsAndNodeHasItsSixTypes(t *testing.T) {
 	g := newTestGraph(t, storetest.Backends()[0], 0)
 	var s introspected
 	g.data(introspectionQuery, nil, &s)
@@ -137,7 +137,7 @@ func TestIntrospection_ClosedSetsAreEnumsAndNodeHasItsFiveTypes(t *testing.T) {
 		}
 	}
 	sort.Strings(nodeTypes)
-	if want := []string{"Collection", "Intent", "LPQuote", "NFT", "Pool"}; !slices.Equal(nodeTypes, want) {
+	if want := []string{"Collection", "Intent", "LPQuote", "NFT", "Offer", "Pool"}; !slices.Equal(nodeTypes, want) {
 		t.Errorf("Node's types: %v, want %v", nodeTypes, want)
 	}
 	if fieldType["Query.node"] != "Node" || fieldType["Query.nodes"] != "Node" {

@@ -9,7 +9,9 @@ import (
 
 // The offer lists, best price first (then by offer id), open offers only: active and not
 // expired. Lists that keep only the offers an NFT matches read the book in runs of offerScan
-// and filter them in Go, so a page costs what it keeps plus the offers it passes over.
+// and filter them in Go, at most maxOfferRuns runs a page: a page that passes over more offers
+// than that ends short, with a cursor after the last offer it read, so no page costs more
+// than a bounded number of statements.
 
 // CollectionOffers lists a collection's open collection and trait offers.
 func (s *Store) CollectionOffers(ctx context.Context, collectionRef string, r PageRequest) (Page[Offer], error) {
@@ -50,22 +52,20 @@ func (s *Store) NFTOffers(ctx context.Context, contractID string, r PageRequest)
 }
 
 // OffersReceived lists the open offers of others that some NFT the owner holds can be
-// accepted into.
+// accepted into. The owner's NFTs are read once, with their traits.
 func (s *Store) OffersReceived(ctx context.Context, owner string, r PageRequest) (Page[Offer], error) {
-	held := map[string][]nftItem{} // the owner's NFTs, by collection, read as the offers need them
+	var items []nftItem
+	if err := s.db.NewSelect().Model(&items).Column("nft_id", "collection_id", "traits").Where("owner = ?", owner).Scan(ctx); err != nil {
+		return Page[Offer]{}, err
+	}
+	held := map[string][]nftItem{} // by collection
+	for _, it := range items {
+		held[it.CollectionID] = append(held[it.CollectionID], it)
+	}
 	return s.offerPage(ctx, "offers:received:"+owner, r, func(sel *bun.SelectQuery) *bun.SelectQuery {
-		return sel.Where("maker <> ?", owner).
-			Where("collection_id IN (?)", s.db.NewSelect().Model((*collectionOwner)(nil)).Column("collection_id").Where("owner = ?", owner))
+		return sel.Where("maker <> ?", owner).Where("collection_id IN (?)", bun.In(append(sortedKeys(held), "")))
 	}, func(o *Offer) (bool, error) {
-		items, ok := held[o.CollectionID]
-		if !ok {
-			if err := s.db.NewSelect().Model(&items).Column("nft_id", "traits").
-				Where("collection_id = ?", o.CollectionID).Where("owner = ?", owner).Scan(ctx); err != nil {
-				return false, err
-			}
-			held[o.CollectionID] = items
-		}
-		for _, it := range items {
+		for _, it := range held[o.CollectionID] {
 			if o.matches(it.NFTID, traitsOfItem(&it)) {
 				return true, nil
 			}
@@ -84,7 +84,8 @@ func (s *Store) offerPage(ctx context.Context, list string, r PageRequest, where
 	now := s.now()
 	at := q.at(func(k offerKey) []any { return []any{k.K, k.ID} })
 	var kept []Offer
-	for {
+	var read *Offer // the last offer a run read, when the runs ran out before the list did
+	for runs := 1; ; runs++ {
 		run := int64(offerScan)
 		if keep == nil {
 			run = q.fetch()
@@ -109,16 +110,43 @@ func (s *Store) offerPage(ctx context.Context, list string, r PageRequest, where
 			break
 		}
 		last := rows[len(rows)-1]
+		if runs == maxOfferRuns {
+			read = &last
+			break
+		}
 		at = []any{last.PriceKey, last.OfferID}
 	}
 	if int64(len(kept)) > q.fetch() {
 		kept = kept[:q.fetch()]
 	}
-	return finish(ctx, s, q, kept, func(o Offer) offerKey { return offerKey{K: o.PriceKey, ID: o.OfferID} })
+	key := func(o Offer) offerKey { return offerKey{K: o.PriceKey, ID: o.OfferID} }
+	page, err := finish(ctx, s, q, kept, key)
+	if err != nil || read == nil {
+		return page, err
+	}
+	// The runs ran out: the page goes on after the last offer read, kept or not.
+	page.Cursor, err = cursorAt(ctx, s, q, key(*read))
+	return page, err
 }
+
+// maxOfferRuns bounds the runs of offerScan offers one filtered page reads.
+const maxOfferRuns = 5
 
 // OfferCriteria returns a trait offer's criteria (none for another kind).
 func (o *Offer) OfferCriteria() []TraitMatch { return o.criteria() }
 
 // MadeAt is when the offer was made (its first version).
 func (o *Offer) MadeAt() time.Time { return o.PostedAt.Time }
+
+// OfferByID returns an offer as it is now: its open version, or the last one it had (accepted
+// in full, cancelled or expired); not_found when no offer has the id.
+func (s *Store) OfferByID(ctx context.Context, offerID string) (*Offer, error) {
+	var os []Offer
+	if err := s.db.NewSelect().Model(&os).Where("offer_id = ?", offerID).OrderExpr("created_at DESC, remaining ASC").Limit(1).Scan(ctx); err != nil {
+		return nil, err
+	}
+	if len(os) == 0 {
+		return nil, Errorf(CodeNotFound, "no offer %s", truncate(offerID, 80))
+	}
+	return &os[0], nil
+}

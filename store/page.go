@@ -279,3 +279,21 @@ func hashText(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:8])
 }
+
+// cursorAt is the cursor of q's list at the keyset position key, for a read that stopped
+// there without an item to name it by.
+func cursorAt[K any](ctx context.Context, s *Store, q *pageQuery[K], key K) (string, error) {
+	keys, err := s.serviceKeys(ctx)
+	if err != nil {
+		return "", err
+	}
+	k, err := json.Marshal(key)
+	if err != nil {
+		return "", err
+	}
+	body, err := json.Marshal(cursorBody{List: q.list, Key: k})
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(keys.cursorMAC.tag(nil, body)), nil
+}
