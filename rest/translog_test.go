@@ -128,8 +128,16 @@ func TestLog_MalformedTilePathsAre400AndTilesBeyondTheTree404(t *testing.T) {
 		for _, path := range []string{"/log/tile/8/0/000", "/log/tile/0/1", "/log/tile/0/000.p/0", "/log/tile/0/000.p/256", "/log/tile/entries/x000/001", "/log/tile/64/000", "/log/tile/probe"} {
 			a.do("GET", path, nil).wantProblem(t, http.StatusBadRequest, store.CodeInvalidRequest)
 		}
-		for _, path := range []string{"/log/tile/0/001", "/log/tile/1/000.p/1", "/log/tile/entries/000.p/200"} {
-			a.do("GET", path, nil).wantProblem(t, http.StatusNotFound, store.CodeNotFound)
+		// Far beyond the tree: N*256 overflows an int64 (2^55 * 256), and must not wrap to a
+		// tile the log holds, full and cached for a year.
+		far := "x036/x028/x797/x018/x963/968"
+		for _, path := range []string{"/log/tile/0/001", "/log/tile/1/000.p/1", "/log/tile/entries/000.p/200",
+			"/log/tile/0/" + far, "/log/tile/entries/" + far, "/log/tile/2/" + far, "/log/tile/0/" + far + ".p/1"} {
+			r := a.do("GET", path, nil)
+			r.wantProblem(t, http.StatusNotFound, store.CodeNotFound)
+			if cc := r.header.Get("Cache-Control"); cc != "no-store" {
+				t.Errorf("%s: Cache-Control %q", path, cc)
+			}
 		}
 		r := a.do("GET", "/log/tile/entries/000.p/1", nil)
 		if r.status != http.StatusOK || r.header.Get("Cache-Control") != "public, max-age=1" {

@@ -151,6 +151,12 @@ func (s *Store) LogTile(ctx context.Context, t tlog.Tile) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	beyond := Errorf(CodeNotFound, "the log holds %d entries: tile %s is beyond it", h.Size, translog.TilePath(t))
+	// A tile's first hash covers entries from N*256 * 256^level on: one of N past size/256 starts
+	// beyond the log, whatever its level, and N*256 might not fit an int64 (a path may name any N).
+	if t.N > h.Size/translog.TileWidth {
+		return nil, beyond
+	}
 	level := max(t.L, 0)
 	// The tile's last hash covers 256^level entries ending at (N*256+W) * 256^level.
 	end := t.N*translog.TileWidth + int64(t.W)
@@ -161,7 +167,7 @@ func (s *Store) LogTile(ctx context.Context, t tlog.Tile) ([]byte, error) {
 		end *= translog.TileWidth
 	}
 	if end > h.Size {
-		return nil, Errorf(CodeNotFound, "the log holds %d entries: tile %s is beyond it", h.Size, translog.TilePath(t))
+		return nil, beyond
 	}
 	var b []byte
 	if t.L == -1 {
