@@ -293,10 +293,8 @@ func (s *Store) openSQLite(path string) error {
 		s.wdb = s.db
 		return nil
 	}
-	if dir := filepath.Dir(path); dir != "." {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("sqlite: %w", err)
-		}
+	if err := s.privateFiles(path); err != nil {
+		return fmt.Errorf("sqlite: %w", err)
 	}
 	// WAL with synchronous=NORMAL: a commit survives a crash of the process; a power failure
 	// or OS crash may lose the last commits, never consistency. PostgreSQL is the store for
@@ -537,3 +535,47 @@ func isUniqueViolation(err error) bool {
 
 // isNoRows tells whether err says a single-row query found nothing.
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// privateFiles keeps the SQLite store readable by its own user only: the database holds the
+// service's keys (the operator party's among them) and every party's history. The data folder
+// is made 0700 and the database 0600 before SQLite opens it (SQLite gives its -wal and -shm
+// files the database's mode); a folder or file an earlier version left looser is tightened,
+// with a log line. The current directory, holding a database named without a folder, is left
+// as it is.
+func (s *Store) privateFiles(path string) error {
+	tighten := func(name string, mode os.FileMode) error {
+		fi, err := os.Stat(name)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm()&^mode == 0 {
+			return nil
+		}
+		if err := os.Chmod(name, mode); err != nil {
+			return err
+		}
+		s.log.Warn("tightened the permissions of the SQLite store", "path", name, "was", fi.Mode().Perm().String(), "now", mode.String())
+		return nil
+	}
+	if dir := filepath.Dir(path); dir != "." {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+		if err := tighten(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := tighten(path+suffix, 0o600); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}

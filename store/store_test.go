@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"marketd/store"
@@ -89,4 +91,43 @@ func TestOnboard_SameKeyTwiceIsSameParty(t *testing.T) {
 			t.Fatalf("party ids %v", ids)
 		}
 	})
+}
+
+// The SQLite store is its user's alone: its folder 0700 and every database file 0600 from
+// creation, and tightened when an earlier version left them looser (the security read's row 6).
+func TestSQLite_TheDataFolderAndDatabaseFilesAreTheirUsersAlone(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	path := filepath.Join(dir, "marketd.db")
+	open := func() {
+		t.Helper()
+		cfg := storetest.Config(storetest.NewClock(storetest.Epoch))
+		cfg.DB = "sqlite://" + path
+		s, err := store.Open(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		storetest.Onboard(t, s, "alice") // a write: the WAL and its index exist
+		want := map[string]os.FileMode{dir: 0o700, path: 0o600, path + "-wal": 0o600, path + "-shm": 0o600}
+		for name, mode := range want {
+			fi, err := os.Stat(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != mode {
+				t.Errorf("%s is %v, want %v", name, fi.Mode().Perm(), mode)
+			}
+		}
+		s.Close()
+	}
+	open()
+	// As an earlier version left them: readable by every local user.
+	os.Chmod(dir, 0o755)
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Chmod(path+suffix, 0o644)
+	}
+	open()
 }
