@@ -2,6 +2,7 @@ package rest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,17 +24,52 @@ const (
 
 // route is one documented endpoint.
 type route struct {
-	method   string
-	path     string // a ServeMux pattern path, as in openapi.yaml
-	access   access
-	prepare  bool // counted against the per-party prepare limit
-	signin   bool // counted against the per-address sign-in limit (sign-in and onboarding)
-	execute  bool // counted against the per-address execute limit; wrap sets it from the path
-	noRotate bool // never rotates the cookie (logout)
+	method  string
+	path    string // a ServeMux pattern path, as in openapi.yaml
+	access  access
+	prepare bool // counted against the per-party prepare limit
+	signin  bool // counted against the per-address sign-in limit (sign-in and onboarding)
+	execute bool // counted against the per-address execute limit; wrap sets it from the path
+	// writes marks a write that is neither a prepare nor an execute (the unsigned preapproval
+	// renew): counted against the prepare limit, as a prepare is.
+	writes bool
+	// unlimited marks a route no limit applies to: health, readiness, the API document, the
+	// JWKS, metrics. Every other route spends a budget (budget), or the server refuses to start.
+	unlimited bool
+	noRotate  bool // never rotates the cookie (logout)
 	// produces is the one media type the route answers with; when set, a request whose
 	// Accept header rules it out is 406 not_acceptable.
 	produces string
 	handle   func(w http.ResponseWriter, r *http.Request) error
+}
+
+// budget names the limit a request of the route spends: "read" (every GET under /api/ and
+// /log/), "sign-in", "prepare" or "execute", "none" for a route marked unlimited; "" for a
+// route that names none, which New refuses: a route is limited unless it says why not.
+func (rt route) budget() string {
+	switch {
+	case rt.prepare || rt.writes:
+		return "prepare"
+	case rt.signin:
+		return "sign-in"
+	case executes(rt.path):
+		return "execute"
+	case rt.method == http.MethodGet && (strings.HasPrefix(rt.path, "/api/") || strings.HasPrefix(rt.path, "/log/")):
+		return "read"
+	case rt.unlimited:
+		return "none"
+	}
+	return ""
+}
+
+// checkBudgets refuses a route table with a route that spends no budget.
+func checkBudgets(routes []route) error {
+	for _, rt := range routes {
+		if rt.budget() == "" {
+			return fmt.Errorf("rest: route %s %s names no rate-limit budget: mark it prepare, signin, writes or unlimited", rt.method, rt.path)
+		}
+	}
+	return nil
 }
 
 // executes tells whether the route at path executes a signed transaction: every .../execute
@@ -129,7 +165,7 @@ func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error
 		}
 		limitKey = "prepare:" + a.PartyID
 	}
-	if rt.prepare {
+	if rt.prepare || rt.writes {
 		if err := srv.limit(w, limitKey, srv.cfg.RatePrepare); err != nil {
 			return err
 		}

@@ -404,7 +404,7 @@ func TestOpenAPI_LimitedRoutesDocumentRateLimitHeadersAnd429(t *testing.T) {
 	routes := openAPIRoutes()
 	for _, o := range openAPIOps(t, doc) {
 		rt, ok := routes[o.String()]
-		limited := ok && (rt.prepare || rt.signin || executes(rt.path) || (rt.method == http.MethodGet && (strings.HasPrefix(rt.path, "/api/") || strings.HasPrefix(rt.path, "/log/"))))
+		limited := ok && rt.budget() != "none"
 		rs := openAPIResponses(t, doc, o)
 		if !limited {
 			if _, ok := rs["429"]; ok {

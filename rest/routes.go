@@ -17,10 +17,10 @@ import (
 // apiRoutes is every endpoint the API serves; rest/openapi.yaml documents exactly these.
 func (srv *Server) apiRoutes() []route {
 	return append([]route{
-		{method: "GET", path: "/healthz", produces: "application/json", handle: srv.healthz},
-		{method: "GET", path: "/readyz", produces: "application/json", handle: srv.readyz},
-		{method: "GET", path: "/openapi.yaml", produces: "application/yaml", handle: serveOpenAPI},
-		{method: "GET", path: "/.well-known/jwks.json", produces: "application/json", handle: srv.jwks},
+		{method: "GET", path: "/healthz", unlimited: true, produces: "application/json", handle: srv.healthz},
+		{method: "GET", path: "/readyz", unlimited: true, produces: "application/json", handle: srv.readyz},
+		{method: "GET", path: "/openapi.yaml", unlimited: true, produces: "application/yaml", handle: serveOpenAPI},
+		{method: "GET", path: "/.well-known/jwks.json", unlimited: true, produces: "application/json", handle: srv.jwks},
 
 		{method: "POST", path: "/api/parties/onboard/prepare", prepare: true, signin: true, handle: srv.onboardPrepare},
 		{method: "POST", path: "/api/parties/onboard/execute", signin: true, handle: srv.execute(kindOnboard)},
@@ -28,7 +28,7 @@ func (srv *Server) apiRoutes() []route {
 		{method: "POST", path: "/api/auth/nonce", signin: true, handle: srv.nonce},
 		{method: "POST", path: "/api/auth/verify", signin: true, handle: srv.verify},
 		{method: "GET", path: "/api/auth/me", access: token, handle: srv.me},
-		{method: "POST", path: "/api/auth/logout", access: token, noRotate: true, handle: srv.logout},
+		{method: "POST", path: "/api/auth/logout", access: token, signin: true, noRotate: true, handle: srv.logout},
 		{method: "GET", path: "/api/auth/sessions", access: token, handle: srv.sessions},
 	}, append(append(append(append(append(srv.walletRoutes(), srv.nftRoutes()...), srv.offerRoutes()...), srv.swapRoutes()...), srv.logRoutes()...), srv.metricsRoutes()...)...)
 }
@@ -41,7 +41,7 @@ func (srv *Server) metricsRoutes() []route {
 	if srv.cfg.MetricsElsewhere {
 		return nil
 	}
-	return []route{{method: "GET", path: "/metrics", handle: func(w http.ResponseWriter, r *http.Request) error {
+	return []route{{method: "GET", path: "/metrics", unlimited: true, handle: func(w http.ResponseWriter, r *http.Request) error {
 		if !clientaddr.Local(r) {
 			return store.Errorf(store.CodeNotFound, "no endpoint at %s; see /openapi.yaml", r.URL.Path)
 		}

@@ -92,6 +92,9 @@ func New(s *store.Store, cfg Config) (*Server, error) {
 		srv.origins[origin] = true
 	}
 	srv.routes = srv.apiRoutes()
+	if err := checkBudgets(srv.routes); err != nil {
+		return nil, err
+	}
 	srv.mux = http.NewServeMux()
 	for _, rt := range srv.routes {
 		srv.mux.Handle(rt.method+" "+rt.path, srv.wrap(rt))

@@ -29,7 +29,7 @@ func (srv *Server) walletRoutes() []route {
 		{method: "POST", path: "/api/wallet/usdcx-preapproval/execute", access: token, handle: srv.execute(kindUSDCxPreapproval)},
 		{method: "POST", path: "/api/wallet/preapproval/renew/prepare", access: token, prepare: true, handle: srv.preapprovalRenewPrepare},
 		{method: "POST", path: "/api/wallet/preapproval/renew/execute", access: token, handle: srv.execute(kindPreapprovalRenew)},
-		{method: "POST", path: "/api/wallet/preapproval/renew", access: token, handle: srv.preapprovalRenew}, // deprecated: unsigned
+		{method: "POST", path: "/api/wallet/preapproval/renew", access: token, writes: true, handle: srv.preapprovalRenew}, // deprecated: unsigned
 		{method: "GET", path: "/api/wallet/preapprovals/{partyId}", access: token, handle: srv.preapprovals},
 		{method: "GET", path: "/api/wallet/rewards/{partyId}", access: token, handle: srv.rewards},
 		{method: "GET", path: "/api/wallet/rewards/{partyId}/history", access: token, handle: srv.rewardHistory},
