@@ -557,7 +557,7 @@ func (s *Store) privateFiles(path string) error {
 		if err := os.Chmod(name, mode); err != nil {
 			return err
 		}
-		s.log.Warn("tightened the permissions of the SQLite store", "path", name, "was", fi.Mode().Perm().String(), "now", mode.String())
+		s.log.Info("tightened the permissions of the SQLite store", "path", name, "was", fi.Mode().Perm().String(), "now", mode.String())
 		return nil
 	}
 	if dir := filepath.Dir(path); dir != "." {

@@ -33,7 +33,13 @@ var commands = []command{
 			fs.StringVar(&w.hint, "hint", "wallet", "the party id's hint: 1 to 64 of [A-Za-z0-9_-]")
 		}},
 	{cmdline.Command{Name: "onboard", Args: "", Summary: "onboard the key's party on the ledger: prepare, check it onboards this key, sign, execute"}, secWallet, false, nil},
-	{cmdline.Command{Name: "login", Args: "", Summary: "sign in: get a challenge, check it, sign it, keep the token beside the key"}, secWallet, false, nil},
+	{cmdline.Command{Name: "login", Args: "[--network NAME] [--accept-domain HOST] [--accept-uri URI]",
+		Summary: "sign in: get a challenge, check each of its fields is what was asked, sign it, keep the token beside the key"}, secWallet, false,
+		func(w *wallet, fs *flag.FlagSet) {
+			fs.StringVar(&w.network, "network", envOr(envNetwork, "devnet"), "the ledger network the challenge must name")
+			fs.StringVar(&w.acceptDomain, "accept-domain", "", "sign a challenge naming this domain instead of --server's host (a proxy that forwards for the service)")
+			fs.StringVar(&w.acceptURI, "accept-uri", "", "sign a challenge naming this URI instead of --server's")
+		}},
 	{cmdline.Command{Name: "logout", Args: "", Summary: "end the session on the server"}, secWallet, false, nil},
 	{cmdline.Command{Name: "whoami", Args: "", Summary: "the key's party and the token's expiry, as the server sees them"}, secWallet, false, nil},
 	{cmdline.Command{Name: "party", Args: "", Summary: "print the key's party id"}, secWallet, true, nil},
@@ -80,6 +86,8 @@ var commands = []command{
 const (
 	envServer = "WALLETCTL_SERVER"
 	envKey    = "WALLETCTL_KEY"
+	// envNetwork is the ledger network login expects a challenge to name (login --network).
+	envNetwork = "WALLETCTL_NETWORK"
 )
 
 // printUsage is walletctl -h: every command by section, and the settings they share.

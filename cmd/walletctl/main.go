@@ -40,9 +40,12 @@ type wallet struct {
 	keyPath string
 	hint    string // keygen --hint
 	hash    string // sign --hash
-	out     io.Writer
-	log     io.Writer
-	http    *http.Client
+	// login's overrides: the domain, URI and network its challenge may name instead of the
+	// ones walletctl asked for (the server's, and WALLETCTL_NETWORK's).
+	acceptDomain, acceptURI, network string
+	out                              io.Writer
+	log                              io.Writer
+	http                             *http.Client
 }
 
 func run(args []string, out, log io.Writer) error {
@@ -393,19 +396,12 @@ func (w *wallet) login() error {
 	if err := w.do("POST", "/api/auth/nonce", body, "", &nr); err != nil {
 		return err
 	}
-	// A wallet signs a challenge only after reading it: the right site, party and nonce.
 	c, err := signing.ParseChallenge(nr.Message)
 	if err != nil {
 		return fmt.Errorf("the server's challenge is not one to sign: %v", err)
 	}
-	u, _ := url.Parse(w.server)
-	switch {
-	case c.Domain != u.Host:
-		fmt.Fprintf(w.log, "note: the challenge names domain %s, you are talking to %s (a proxy, or MARKETD_PUBLIC_URL differs)\n", c.Domain, u.Host)
-	case c.PartyID != k.PartyID:
-		return fmt.Errorf("the challenge is for party %s, not %s", c.PartyID, k.PartyID)
-	case c.Nonce != nr.Nonce:
-		return errors.New("the challenge's nonce differs from the one returned")
+	if err := w.checkChallenge(c, k.PartyID, nr.Nonce, time.Now()); err != nil {
+		return err
 	}
 	sig := ed25519.Sign(priv, []byte(nr.Message))
 	body, _ = json.Marshal(map[string]string{"partyId": k.PartyID, "signature": base64.StdEncoding.EncodeToString(sig), "nonce": nr.Nonce})
@@ -720,4 +716,48 @@ func warnPlainHTTP(log io.Writer, server string) {
 		return
 	}
 	fmt.Fprintf(log, "warning: %s is plain http to a host other than this machine: anyone on the path can read your session token and change requests and answers; use https\n", server)
+}
+
+// checkChallenge refuses, before anything is signed, a challenge that is not the one this
+// login asked for: each field on its own, every mismatch named. A relay that forwards to the
+// real service gets a challenge naming the service's domain; signing it would hand the relay a
+// session, so a domain or URI other than --server's is refused unless the user names it
+// (--accept-domain, --accept-uri, for a proxy of their own).
+func (w *wallet) checkChallenge(c signing.Challenge, party, nonce string, now time.Time) error {
+	u, err := url.Parse(w.server)
+	if err != nil {
+		return fmt.Errorf("--server %q: %v", w.server, err)
+	}
+	domain, uri := u.Host, w.server
+	if w.acceptDomain != "" {
+		domain = w.acceptDomain
+	}
+	if w.acceptURI != "" {
+		uri = strings.TrimRight(w.acceptURI, "/")
+	}
+	var wrong []string
+	if c.Domain != domain {
+		wrong = append(wrong, fmt.Sprintf("domain %s, not %s (a relay? --accept-domain %s if it is your own proxy)", c.Domain, domain, c.Domain))
+	}
+	if strings.TrimRight(c.URI, "/") != uri {
+		wrong = append(wrong, fmt.Sprintf("URI %s, not %s", c.URI, uri))
+	}
+	if c.Network != w.network {
+		wrong = append(wrong, fmt.Sprintf("network %s, not %s (--network)", c.Network, w.network))
+	}
+	if c.PartyID != party {
+		wrong = append(wrong, fmt.Sprintf("party %s, not %s", c.PartyID, party))
+	}
+	if c.Nonce != nonce {
+		wrong = append(wrong, fmt.Sprintf("nonce %s, not the %s returned with it", c.Nonce, nonce))
+	}
+	// A challenge lives ten minutes; one already expired, or issued far from now, is not this one.
+	const skew = 2 * time.Minute
+	if !c.ExpiresAt.After(now) || c.ExpiresAt.After(now.Add(10*time.Minute+skew)) || c.IssuedAt.After(now.Add(skew)) {
+		wrong = append(wrong, fmt.Sprintf("issued %s, expiring %s: not a challenge issued now", c.IssuedAt.Format(time.RFC3339), c.ExpiresAt.Format(time.RFC3339)))
+	}
+	if len(wrong) > 0 {
+		return fmt.Errorf("refusing to sign the challenge: it names %s", strings.Join(wrong, "; "))
+	}
+	return nil
 }

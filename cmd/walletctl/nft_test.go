@@ -16,6 +16,9 @@ import (
 	"marketd/store/storetest"
 )
 
+// testPublicURL is the tests' services' public URL, which their challenges name.
+const testPublicURL = "http://localhost:8080"
+
 // ctlWorld is a real marketd (REST over a store on one backend) and walletctl keys for it.
 type ctlWorld struct {
 	t      *testing.T
@@ -29,7 +32,7 @@ func newCtlWorld(t *testing.T, b storetest.Backend) *ctlWorld {
 	// walletctl judges its token's expiry by the wall clock, so the service's clock starts now.
 	clock := storetest.NewClock(time.Now().Truncate(time.Second))
 	s := b.Open(t, storetest.Config(clock))
-	srv, err := rest.New(s, rest.Config{PublicURL: "http://localhost:8080", Dev: true, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := rest.New(s, rest.Config{PublicURL: testPublicURL, Dev: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +45,10 @@ func newCtlWorld(t *testing.T, b storetest.Backend) *ctlWorld {
 func (w *ctlWorld) ctl(key string, args ...string) (string, error) {
 	w.t.Helper()
 	var out, log bytes.Buffer
+	if len(args) > 0 && args[0] == "login" {
+		// The service's public URL is not the test server's address: the user names it.
+		args = append(args, "--accept-domain", "localhost:8080", "--accept-uri", testPublicURL)
+	}
 	args = append([]string{"--server", w.server, "--key", filepath.Join(w.dir, key+".key")}, args...)
 	err := run(args, &out, &log)
 	return out.String(), err

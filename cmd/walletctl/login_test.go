@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"marketd/store/signing"
+	"marketd/store/storetest"
+)
+
+// A relay that forwards to the real service gets a challenge naming the service: walletctl
+// refuses it before it signs, so the relay never gets a session (the security read's row 5).
+func TestLogin_RefusesARelayedChallengeBeforeItSigns(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		w := newCtlWorld(t, b)
+		w.must("alice", "keygen", "--hint", "alice")
+		w.must("alice", "onboard")
+		var verifies atomic.Int32
+		relay := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/api/auth/verify" {
+				verifies.Add(1)
+			}
+			body, _ := io.ReadAll(r.Body)
+			req, _ := http.NewRequest(r.Method, w.server+r.URL.RequestURI(), bytes.NewReader(body))
+			req.Header = r.Header.Clone()
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				rw.WriteHeader(http.StatusBadGateway)
+				return
+			}
+			defer res.Body.Close()
+			for k, v := range res.Header {
+				rw.Header()[k] = v
+			}
+			rw.WriteHeader(res.StatusCode)
+			io.Copy(rw, res.Body)
+		}))
+		defer relay.Close()
+		var out, log bytes.Buffer
+		err := run([]string{"--server", relay.URL, "--key", filepath.Join(w.dir, "alice.key"), "login"}, &out, &log)
+		if err == nil || !strings.Contains(err.Error(), "refusing to sign") || !strings.Contains(err.Error(), "domain localhost:8080") {
+			t.Fatalf("login through a relay: %v (%s)", err, log.String())
+		}
+		if n := verifies.Load(); n != 0 {
+			t.Fatalf("%d verify requests reached the relay: walletctl signed", n)
+		}
+	})
+}
+
+// Each field of the challenge is checked on its own, every mismatch named; an override names
+// the one domain and URI it accepts.
+func TestLogin_ChecksEachFieldOfTheChallenge(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	const party = "alice::1220aa"
+	good := signing.Challenge{Domain: "market.example", PartyID: party, URI: "https://market.example", Version: "1", Network: "devnet",
+		Nonce: "abcdefghijklmnopqrstuvwxyz012345", IssuedAt: now, ExpiresAt: now.Add(10 * time.Minute)}
+	w := &wallet{server: "https://market.example", network: "devnet"}
+	if err := w.checkChallenge(good, party, good.Nonce, now); err != nil {
+		t.Fatalf("the challenge asked for: %v", err)
+	}
+	for _, c := range []struct {
+		name   string
+		change func(*signing.Challenge)
+		says   string
+	}{
+		{"domain", func(c *signing.Challenge) { c.Domain = "evil.example" }, "domain evil.example"},
+		{"URI", func(c *signing.Challenge) { c.URI = "https://evil.example" }, "URI https://evil.example"},
+		{"network", func(c *signing.Challenge) { c.Network = "mainnet" }, "network mainnet"},
+		{"party", func(c *signing.Challenge) { c.PartyID = "mallory::1220bb" }, "party mallory::1220bb"},
+		{"nonce", func(c *signing.Challenge) { c.Nonce = "ZYXWVUTSRQPONMLKJIHGFEDCBA543210" }, "nonce ZYXW"},
+		{"expired", func(c *signing.Challenge) { c.ExpiresAt = now.Add(-time.Second) }, "not a challenge issued now"},
+		{"far expiry", func(c *signing.Challenge) { c.ExpiresAt = now.Add(24 * time.Hour) }, "not a challenge issued now"},
+	} {
+		ch := good
+		c.change(&ch)
+		err := w.checkChallenge(ch, party, good.Nonce, now)
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s: %v, want a refusal naming %q", c.name, err, c.says)
+		}
+		if c.name == "domain" || c.name == "URI" { // one field wrong: one mismatch named
+			if n := strings.Count(err.Error(), ";"); n != 0 {
+				t.Errorf("%s: %v names more than the one field", c.name, err)
+			}
+		}
+	}
+	// The user's own proxy: the service's domain and URI named explicitly.
+	proxied := &wallet{server: "http://127.0.0.1:9999", network: "devnet", acceptDomain: "market.example", acceptURI: "https://market.example"}
+	if err := proxied.checkChallenge(good, party, good.Nonce, now); err != nil {
+		t.Errorf("with --accept-domain and --accept-uri: %v", err)
+	}
+	bad := good
+	bad.Domain, bad.PartyID = "evil.example", "mallory::1220bb"
+	if err := proxied.checkChallenge(bad, party, good.Nonce, now); err == nil || !strings.Contains(err.Error(), "domain evil.example") || !strings.Contains(err.Error(), "party mallory") {
+		t.Errorf("two fields wrong, both named: %v", err)
+	}
+}
