@@ -79,7 +79,7 @@ func TestLog_AClientVerifiesAReceiptEveryEntryAndConsistencyAcrossARestart(t *te
 
 		c := logClient{t, a}
 		before := c.checkpoint()
-		entries, err := translog.Audit(before, c.fetch) // every entry's signature, and the root
+		entries, err := translog.Audit(before, a.store.Config().Network, c.fetch) // every entry's signature, and the root
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func TestLog_AClientVerifiesAReceiptEveryEntryAndConsistencyAcrossARestart(t *te
 		if err := translog.CheckConsistency(before, after, c2.fetch); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := translog.Audit(after, c2.fetch); err != nil {
+		if _, err := translog.Audit(after, a.store.Config().Network, c2.fetch); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -92,7 +92,7 @@ func TestSeedDemo_EveryUpdateIsExecutedSignedByTheDemoPartyItActsAs(t *testing.T
 		if err != nil {
 			t.Fatal(err)
 		}
-		entries, err := translog.Audit(storetest.CheckLog(t, s), storetest.LogTiles(s))
+		entries, err := translog.Audit(storetest.CheckLog(t, s), s.Config().Network, storetest.LogTiles(s))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -77,7 +77,7 @@ func checkLogAfterCrash(t *testing.T, db *sql.DB, sqlite bool, base string) {
 	if tree.N < updates { // writes of the restarted instance (its expiry sweeps) may follow the count
 		t.Fatalf("the checkpoint says %d entries, the store held %d updates", tree.N, updates)
 	}
-	logged, err := translog.Audit(tree, func(tile tlog.Tile) ([]byte, error) { return get(translog.TilePath(tile)), nil })
+	logged, err := translog.Audit(tree, "devnet", func(tile tlog.Tile) ([]byte, error) { return get(translog.TilePath(tile)), nil })
 	if err != nil {
 		t.Fatalf("audit after the crash: %v", err)
 	}

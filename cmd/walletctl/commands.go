@@ -36,7 +36,7 @@ var commands = []command{
 	{cmdline.Command{Name: "login", Args: "[--network NAME] [--accept-domain HOST] [--accept-uri URI]",
 		Summary: "sign in: get a challenge, check each of its fields is what was asked, sign it, keep the token beside the key"}, secWallet, false,
 		func(w *wallet, fs *flag.FlagSet) {
-			fs.StringVar(&w.network, "network", envOr(envNetwork, "devnet"), "the ledger network the challenge must name")
+			networkFlag(w, fs)
 			fs.StringVar(&w.acceptDomain, "accept-domain", "", "sign a challenge naming this domain instead of --server's host (a proxy that forwards for the service)")
 			fs.StringVar(&w.acceptURI, "accept-uri", "", "sign a challenge naming this URI instead of --server's")
 		}},
@@ -49,8 +49,8 @@ var commands = []command{
 			fs.StringVar(&w.hash, "hash", "", "sign this preparedTransactionHash (standard base64 of 32 bytes) instead of a message")
 		}},
 	{cmdline.Command{Name: "call", Args: "METHOD PATH [JSON]", Summary: "call the API with the token attached; {me} in PATH is the key's party id"}, secWallet, false, nil},
-	{cmdline.Command{Name: "verify", Args: "[RECEIPT]", Summary: "check that each kept receipt (or the JSON one given) is in the server's transparency log, as this key signed it, and that the log only grew since last seen"}, secWallet, false, nil},
-	{cmdline.Command{Name: "audit", Args: "", Summary: "download the whole transparency log: check every entry's signature, the root hash, and that the log only grew since last seen"}, secWallet, false, nil},
+	{cmdline.Command{Name: "verify", Args: "[--network NAME] [RECEIPT]", Summary: "check that each kept receipt (or the JSON one given) is in the server's transparency log, as this key signed it, and that the log only grew since last seen"}, secWallet, false, networkFlag},
+	{cmdline.Command{Name: "audit", Args: "[--network NAME]", Summary: "download the whole transparency log: check every entry's signature, that its key is its party's and the signed bytes its kind's, that no signature commits two updates, the root hash, and that the log only grew since last seen"}, secWallet, false, networkFlag},
 	{cmdline.Command{Name: "exec", Args: "PATH JSON", Summary: "PATH/prepare, check the hash, print what the signed bytes do, sign, execute (it checks the party only, not what the transaction does)"}, secWallet, false, nil},
 
 	{cmdline.Command{Name: "balance", Args: "", Summary: "the party's balances"}, secShortcut, false, nil},
@@ -80,6 +80,11 @@ var commands = []command{
 	{cmdline.Command{Name: "swap status", Args: "INTENT", Summary: "an intent's status and fills"}, secSwap, false, nil},
 	{cmdline.Command{Name: "swap active", Args: "", Summary: "your pending intents"}, secSwap, false, nil},
 	{cmdline.Command{Name: "swap history", Args: "", Summary: "your filled swaps"}, secSwap, false, nil},
+}
+
+// networkFlag is --network: the ledger network a challenge or a signed transaction must name.
+func networkFlag(w *wallet, fs *flag.FlagSet) {
+	fs.StringVar(&w.network, "network", envOr(envNetwork, "devnet"), "the ledger network the challenge and the log's signed transactions must name")
 }
 
 // The settings every command shares: a flag anywhere on the line, or its variable.

@@ -233,6 +233,9 @@ func (w *wallet) verifyReceipt(tree tlog.Tree, receipt json.RawMessage, partyID 
 	if err != nil {
 		return fmt.Errorf("entry %d (update %s): %v", n, r.UpdateID, err)
 	}
+	if d.Network != w.network {
+		return fmt.Errorf("entry %d (update %s): the signed transaction is for network %s, not %s (--network)", n, r.UpdateID, d.Network, w.network)
+	}
 	if d.ActAs != partyID || d.Kind != e.Kind {
 		return fmt.Errorf("entry %d (update %s): the signed transaction is %s as %s, the entry says %s as %s", n, r.UpdateID, d.Kind, d.ActAs, e.Kind, e.ActAs)
 	}
@@ -246,7 +249,7 @@ func (w *wallet) audit() error {
 	if err != nil {
 		return err
 	}
-	entries, err := translog.Audit(tree, w.fetchTile)
+	entries, err := translog.Audit(tree, w.network, w.fetchTile)
 	if err != nil {
 		return fmt.Errorf("AUDIT FAILED: %v", err)
 	}

@@ -47,7 +47,7 @@ func CheckLog(t testing.TB, s *store.Store) tlog.Tree {
 	if tree.N != int64(len(updates)) {
 		t.Fatalf("the log holds %d entries, the ledger %d updates", tree.N, len(updates))
 	}
-	entries, err := translog.Audit(tree, LogTiles(s))
+	entries, err := translog.Audit(tree, s.Config().Network, LogTiles(s))
 	if err != nil {
 		t.Fatalf("audit: %v", err)
 	}
@@ -94,7 +94,7 @@ func mustTile(t testing.TB, s *store.Store, tile tlog.Tile) []byte {
 // LogIndexes checks s's log (CheckLog) and returns the index of each entry by its update's id.
 func LogIndexes(t testing.TB, s *store.Store) map[string]int64 {
 	t.Helper()
-	entries, err := translog.Audit(CheckLog(t, s), LogTiles(s))
+	entries, err := translog.Audit(CheckLog(t, s), s.Config().Network, LogTiles(s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,9 +75,11 @@ func CheckConsistency(old, tree tlog.Tree, fetch Fetch) error {
 	return nil
 }
 
-// Audit reads every entry of tree from its bundles, checks each (ParseEntry) and that together
-// they hash to the tree's root, and returns them in log order.
-func Audit(tree tlog.Tree, fetch Fetch) ([]*Entry, error) {
+// Audit reads every entry of tree from its bundles, checks each (ParseEntry), that no signed
+// transaction is the entry of two updates, that every signed transaction is for network, and
+// that together they hash to the tree's root, and returns them in log order.
+func Audit(tree tlog.Tree, network string, fetch Fetch) ([]*Entry, error) {
+	signedBy := map[[sha256.Size]byte]string{} // a signed transaction's hash: the update it committed
 	hashes := map[int64]tlog.Hash{}
 	read := tlog.HashReaderFunc(func(indexes []int64) ([]tlog.Hash, error) {
 		out := make([]tlog.Hash, len(indexes))
@@ -105,6 +107,16 @@ func Audit(tree tlog.Tree, fetch Fetch) ([]*Entry, error) {
 			e, err := ParseEntry(b)
 			if err != nil {
 				return nil, fmt.Errorf("entry %d: %w", n, err)
+			}
+			if e.CommittedBy == CommittedByParty {
+				h := sha256.Sum256(e.PreparedTransaction)
+				if first, ok := signedBy[h]; ok {
+					return nil, fmt.Errorf("entry %d: update %s commits the transaction update %s committed: one signature, two updates", n, e.UpdateID, first)
+				}
+				signedBy[h] = e.UpdateID
+				if s, _ := e.Signed(); s.Network != network {
+					return nil, fmt.Errorf("entry %d: update %s was signed for network %q, not %q", n, e.UpdateID, s.Network, network)
+				}
 			}
 			hs, err := tlog.StoredHashes(n, b, read)
 			if err != nil {

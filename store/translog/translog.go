@@ -22,6 +22,8 @@ import (
 	"strings"
 
 	"golang.org/x/mod/sumdb/tlog"
+
+	"marketd/store/signing"
 )
 
 // TileHeight is the height of every hash tile: a full tile holds 256 hashes.
@@ -85,12 +87,28 @@ func ParseEntry(b []byte) (*Entry, error) {
 	return e, e.Check()
 }
 
-// Check verifies what the entry says of who committed it.
+// ServiceKinds are the kinds of update the service commits itself, with no party's signature:
+// its own onboarding, the deprecated unsigned renewal, the releases of what expires (listings,
+// offers, LP quotes and intents), fills of waiting intents, pools it creates. An entry of any
+// other kind that says committedBy service is refused: the service cannot sign a party's
+// transfer in the party's stead.
+var ServiceKinds = map[string]bool{
+	"party.onboard": true, "wallet.preapproval-renew": true, "nft.listing-expired": true, "offer-expiry": true,
+	"swap.pool-create": true, "swap.fill": true, "swap.expire": true,
+}
+
+// Check verifies what the entry says of who committed it. A party-signed entry's signature
+// must verify against its key, that key must be actAs's (a party id is its key's
+// fingerprint), and the signed bytes must say the entry's kind and actAs; a service-committed
+// entry must be of a kind the service commits itself (ServiceKinds).
 func (e *Entry) Check() error {
 	switch e.CommittedBy {
 	case CommittedByService, CommittedBeforeLog:
 		if e.PreparedTransaction != nil || e.Signature != nil || e.PublicKey != nil {
 			return fmt.Errorf("log entry %s: committed by %s, yet carries a signature", e.UpdateID, e.CommittedBy)
+		}
+		if e.CommittedBy == CommittedByService && !ServiceKinds[e.Kind] {
+			return fmt.Errorf("log entry %s: a %s that the service says it committed itself; only a party's signature commits one", e.UpdateID, e.Kind)
 		}
 		return nil
 	case CommittedByParty:
@@ -101,9 +119,37 @@ func (e *Entry) Check() error {
 		if !ed25519.Verify(e.PublicKey, sum[:], e.Signature) {
 			return fmt.Errorf("log entry %s: the signature does not verify over the SHA-256 of preparedTransaction", e.UpdateID)
 		}
+		hint, _, _ := strings.Cut(e.ActAs, "::")
+		if signing.PartyIDFor(hint, e.PublicKey) != e.ActAs {
+			return fmt.Errorf("log entry %s: publicKey is not the key of actAs %s", e.UpdateID, e.ActAs)
+		}
+		env, err := e.Signed()
+		if err != nil {
+			return fmt.Errorf("log entry %s: %w", e.UpdateID, err)
+		}
+		if env.Kind != e.Kind || env.ActAs != e.ActAs {
+			return fmt.Errorf("log entry %s: says %s by %s, the signed transaction %s by %s", e.UpdateID, e.Kind, e.ActAs, env.Kind, env.ActAs)
+		}
 		return nil
 	}
 	return fmt.Errorf("log entry %s: committedBy %q, want %q, %q or %q", e.UpdateID, e.CommittedBy, CommittedByParty, CommittedByService, CommittedBeforeLog)
+}
+
+// Signed is what a party-signed entry's prepared transaction says of itself: its kind, the
+// party it acts as and the network it is for.
+type Signed struct {
+	Network string `json:"network"`
+	Kind    string `json:"kind"`
+	ActAs   string `json:"actAs"`
+}
+
+// Signed reads the envelope of the entry's prepared transaction.
+func (e *Entry) Signed() (Signed, error) {
+	var s Signed
+	if err := json.Unmarshal(e.PreparedTransaction, &s); err != nil {
+		return s, fmt.Errorf("preparedTransaction is not a prepared transaction: %w", err)
+	}
+	return s, nil
 }
 
 // FormatCheckpoint is the body of a checkpoint note: the origin line, the tree size and the
