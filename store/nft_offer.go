@@ -39,6 +39,9 @@ const (
 const (
 	MaxOfferQuantity = 1000                // units one collection or trait offer may ask for
 	MaxOfferLifetime = 30 * 24 * time.Hour // the furthest expiresAt accepted
+	// maxOfferTraitValues bounds a trait offer's values over all its types, so its signed
+	// transaction, kept whole in the transparency log, stays far under an entry's 64 KiB.
+	maxOfferTraitValues = 32
 )
 
 // Offer is one version of an offer contract.
@@ -300,6 +303,13 @@ func (s *Store) offerDeadline(at int64) error {
 func (s *Store) traitCriteria(ctx context.Context, collectionID string, in []TraitMatch) ([]TraitMatch, error) {
 	if len(in) == 0 || len(in) > maxTraitsPerItem {
 		return nil, Errorf(CodeInvalidRequest, "traits names 1 to %d trait types", maxTraitsPerItem)
+	}
+	values := 0
+	for _, m := range in {
+		values += len(m.Values)
+	}
+	if values > maxOfferTraitValues {
+		return nil, Errorf(CodeInvalidRequest, "a trait offer names at most %d values in all", maxOfferTraitValues)
 	}
 	byType := map[string][]string{}
 	for _, m := range in {

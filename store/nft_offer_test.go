@@ -467,6 +467,7 @@ func TestOffers_BadInputGetsItsCodeAndChangesNothing(t *testing.T) {
 			{"an expiry past 30 days", store.OfferTerms{Price: "1", ExpiresAt: now.Add(31 * 24 * time.Hour).Unix()}, store.CodeInvalidRequest},
 			{"an unknown trait type", store.OfferTerms{Price: "1", Traits: []store.TraitMatch{{Type: "Wings", Values: []string{"Gold"}}}}, store.CodeInvalidRequest},
 			{"a trait without values", store.OfferTerms{Price: "1", Traits: []store.TraitMatch{{Type: "Hat"}}}, store.CodeInvalidRequest},
+			{"more trait values than an entry holds", store.OfferTerms{Price: "1", Traits: manyTraitValues()}, store.CodeInvalidRequest},
 			{"more than it holds", store.OfferTerms{Price: "600", Quantity: &two}, store.CodeInsufficientFunds},
 			{"serial and traits", store.OfferTerms{Price: "1", Serial: &one, Traits: []store.TraitMatch{{Type: "Hat", Values: []string{"Cap"}}}}, store.CodeInvalidRequest},
 			{"an unknown collection", store.OfferTerms{CollectionID: "nope", Price: "1"}, store.CodeNotFound},
@@ -781,4 +782,18 @@ func TestOfferBook_AnotherInstanceFollowsOffersFromTheLog(t *testing.T) {
 			await("", "after the cancel")
 		})
 	}
+}
+
+// manyTraitValues is a trait offer's criteria of 32 types of 32 long values each: 64 KiB of
+// text, more than a log entry holds.
+func manyTraitValues() []store.TraitMatch {
+	out := make([]store.TraitMatch, 32)
+	for i := range out {
+		out[i].Type = fmt.Sprintf("type%d", i)
+		for j := range 32 {
+			out[i].Values = append(out[i].Values, fmt.Sprintf("%064d", j))
+		}
+	}
+	out[0].Type = "Hat"
+	return out
 }
