@@ -636,7 +636,15 @@ func (w *ledgerWorld) verify() {
 					t.Errorf("transfer %s by %s spent %s's holding %s", id, c.actAs.ID, h.Owner, h.CID)
 				}
 			}
-			want := rewardUnits(c.units)
+			// CC another party's transfer gave the sender within the reward window earns nothing.
+			var fresh int64
+			for _, h := range inputs {
+				cu, _, err := s.UpdateByID(ctx, h.CreatedUpdate)
+				if err == nil && cu.Kind == store.KindCCTransfer && cu.ActAs != c.actAs.ID && u.RecordedAt.Sub(h.CreatedAt.Time) < store.RewardWindow {
+					fresh += amountUnits(t, h.Amount, h.Instrument)
+				}
+			}
+			want := rewardUnits(max(0, c.units-fresh))
 			if c.receiver == c.actAs.ID {
 				want = 0
 			} else if got := sumOf(outputs, c.receiver); got != c.units {

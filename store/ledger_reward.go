@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/shopspring/decimal"
 	"github.com/uptrace/bun"
@@ -11,8 +12,35 @@ import (
 // RewardBps basis points of the amount, rounded down to CC's precision, as CC rewards.
 // Rewards are accounted apart from holdings: they are not spendable CC, so every
 // instrument's supply stays what was minted. Self-transfers (consolidation), taps,
-// onboarding and preapprovals earn nothing.
+// onboarding and preapprovals earn nothing, and neither does CC passed on within
+// RewardWindow of receiving it by transfer: the part of a transfer paid from holdings another
+// party's transfer created in the window earns nothing, so sending CC round a ring of one's
+// own parties, or back and forth, earns at most the first hop.
 const RewardBps = 10
+
+// RewardWindow is how long CC received by transfer earns nothing when sent on.
+const RewardWindow = 24 * time.Hour
+
+// receivedLately is how much of the holdings inputs, spent by sender, another party's
+// transfer created within RewardWindow of now.
+func (tx *Tx) receivedLately(ctx context.Context, sender string, inputs []spentHolding) (Amount, error) {
+	cids := make([]string, len(inputs))
+	for i, in := range inputs {
+		cids[i] = in.CID
+	}
+	var rows []struct {
+		Amount Amount `bun:"amount"`
+	}
+	err := tx.NewSelect().TableExpr("holdings AS h").ColumnExpr("h.amount").
+		Join("JOIN updates AS u ON u.update_id = h.created_update").
+		Where("h.cid IN (?)", bun.In(cids)).Where("h.created_at > ?", At(tx.Now().Add(-RewardWindow))).
+		Where("u.kind = ?", KindCCTransfer).Where("u.act_as <> ?", sender).Scan(ctx, &rows)
+	sum := Zero
+	for _, r := range rows {
+		sum = sum.Add(r.Amount)
+	}
+	return sum, err
+}
 
 func transferReward(amount Amount) *Amount {
 	r := amount.MulFloor(decimal.New(RewardBps, -4), CC.Decimals())

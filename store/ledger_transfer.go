@@ -113,7 +113,13 @@ func applyTransfer(ctx context.Context, tx *Tx, u *Update, e *transferEffects) (
 		return nil, err
 	}
 	if e.Receiver != e.Sender {
-		u.Reward = transferReward(e.Amount)
+		fresh, err := tx.receivedLately(ctx, e.Sender, e.Inputs)
+		if err != nil {
+			return nil, err
+		}
+		if rewarded := e.Amount.Sub(fresh); rewarded.IsPositive() {
+			u.Reward = transferReward(rewarded)
+		}
 	}
 	res := HoldingsResult{}
 	for _, h := range out {

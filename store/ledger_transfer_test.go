@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"marketd/store"
 	"marketd/store/storetest"
@@ -179,6 +180,45 @@ func TestTransfer_ConcurrentExecutesOverMixedHoldingsCommitExactlyTheAffordable(
 		}
 		if sup, err := s.Supply(ctx); err != nil || !sup[store.CC].Equal(total) {
 			t.Errorf("supply %v, %v; want %s CC", sup, err, total)
+		}
+	})
+}
+
+// CC sent round a ring of one's own parties earns a reward at the first hop only: what a
+// party passes on within RewardWindow of receiving it by transfer earns nothing, and earns
+// again once the window has passed (the security read's row 9).
+func TestRewards_ARingOfTransfersEarnsOnlyItsFirstHop(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s, clock, _ := openLedger(t, b)
+		a, bb, c := storetest.Onboard(t, s, "a"), storetest.Onboard(t, s, "b"), storetest.Onboard(t, s, "c")
+		a.Tap(t, s, store.CC, "100")
+		send := func(from, to *storetest.Party, amount string) {
+			t.Helper()
+			prep, err := s.PrepareCCTransfer(ctx, from.ID, to.ID, store.MustAmount(amount))
+			if err != nil {
+				t.Fatal(err)
+			}
+			from.MustExecute(t, s, store.KindCCTransfer, prep)
+		}
+		reward := func(p *storetest.Party) string {
+			t.Helper()
+			r, err := s.RewardBalance(ctx, p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.String()
+		}
+		send(a, bb, "10")
+		send(bb, c, "10")
+		send(c, a, "10")
+		if ra, rb, rc := reward(a), reward(bb), reward(c); ra != "0.01" || rb != "0" || rc != "0" {
+			t.Fatalf("after one turn of the ring: a %s, b %s, c %s; want 0.01, 0, 0", ra, rb, rc)
+		}
+		clock.Advance(store.RewardWindow + time.Minute)
+		send(a, bb, "10") // a's own CC from the tap, or c's after the window: earns either way
+		if ra := reward(a); ra != "0.02" {
+			t.Fatalf("a sending again after the window: %s, want 0.02", ra)
 		}
 	})
 }
