@@ -27,7 +27,7 @@ import (
 
 // Options is the GraphQL endpoint's part of the service configuration.
 type Options struct {
-	MaxDepth      int // deepest selection a query may make (introspection aside); 0 picks 12
+	MaxDepth      int // deepest selection a query may make (introspection aside; fields and aliases: handler.go); 0 picks 12
 	MaxComplexity int // the most an operation may cost (cost.go), whatever the budget; 0 picks 10,000
 	Logger        *slog.Logger
 
@@ -223,9 +223,20 @@ func (e operationMetrics) InterceptResponse(ctx context.Context, next graphql.Re
 	return resp
 }
 
-// depthLimit refuses a query whose selections nest deeper than its value. Introspection
-// fields are not counted: GraphiQL's schema query nests type references deeply.
+// depthLimit refuses a query whose selections nest deeper than its value, or that selects more
+// fields (maxFields) or aliases (maxAliases) than any dashboard asks, fragments expanded.
+// Introspection fields are not counted in the depth (GraphiQL's schema query nests type
+// references deeply), but they count as fields: a hundred aliases of a full __schema are
+// refused by the field count before anything runs.
 type depthLimit int
+
+// maxFields and maxAliases bound what one operation selects, each spread of a fragment
+// counting its fields again: GraphiQL's full schema query selects about 100, the largest
+// dashboard page a few hundred.
+const (
+	maxFields  = 2000
+	maxAliases = 100
+)
 
 func (depthLimit) ExtensionName() string                   { return "DepthLimit" }
 func (depthLimit) Validate(graphql.ExecutableSchema) error { return nil }
@@ -233,39 +244,58 @@ func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.Operat
 	if oc.Operation == nil {
 		return nil
 	}
-	if n := depthOf(oc.Operation.SelectionSet, map[string]int{}); n > int(d) {
-		err := gqlerror.Errorf("the query nests %d levels deep; the limit is %d", n, int(d))
-		setCode(err, string(store.CodeInvalidRequest))
-		return err
+	var err *gqlerror.Error
+	switch n := shapeOf(oc.Operation.SelectionSet, map[string]shape{}); {
+	case n.depth > int(d):
+		err = gqlerror.Errorf("the query nests %d levels deep; the limit is %d", n.depth, int(d))
+	case n.fields > maxFields:
+		err = gqlerror.Errorf("the query selects %d fields, fragments expanded; the limit is %d", n.fields, maxFields)
+	case n.aliases > maxAliases:
+		err = gqlerror.Errorf("the query names %d aliases, fragments expanded; the limit is %d", n.aliases, maxAliases)
+	default:
+		return nil
 	}
-	return nil
+	setCode(err, string(store.CodeInvalidRequest))
+	return err
 }
 
-// depthOf is the depth of set; fragments holds the depth of each fragment seen, so one spread
+// shape is how deep a selection nests and how many fields and aliases it selects.
+type shape struct{ depth, fields, aliases int }
+
+// shapeOf is the shape of set; fragments holds the shape of each fragment seen, so one spread
 // under many aliases is walked once (a query of 15,000 tokens could otherwise name millions).
-func depthOf(set ast.SelectionSet, fragments map[string]int) int {
-	deepest := 0
+// Counts stop at costCap.
+func shapeOf(set ast.SelectionSet, fragments map[string]shape) shape {
+	var all shape
 	for _, sel := range set {
-		n := 0
+		var n shape
 		switch sel := sel.(type) {
 		case *ast.Field:
-			if strings.HasPrefix(sel.Name, "__") {
-				continue
+			n = shapeOf(sel.SelectionSet, fragments)
+			n.fields++
+			if sel.Alias != "" && sel.Alias != sel.Name {
+				n.aliases++
 			}
-			n = 1 + depthOf(sel.SelectionSet, fragments)
+			if strings.HasPrefix(sel.Name, "__") {
+				n.depth = 0
+			} else {
+				n.depth++
+			}
 		case *ast.InlineFragment:
-			n = depthOf(sel.SelectionSet, fragments)
+			n = shapeOf(sel.SelectionSet, fragments)
 		case *ast.FragmentSpread:
 			if sel.Definition != nil {
 				d, ok := fragments[sel.Name]
 				if !ok {
-					d = depthOf(sel.Definition.SelectionSet, fragments)
+					d = shapeOf(sel.Definition.SelectionSet, fragments)
 					fragments[sel.Name] = d
 				}
 				n = d
 			}
 		}
-		deepest = max(deepest, n)
+		all.depth = max(all.depth, n.depth)
+		all.fields = min(all.fields+n.fields, costCap)
+		all.aliases = min(all.aliases+n.aliases, costCap)
 	}
-	return deepest
+	return all
 }
