@@ -305,3 +305,16 @@ func (r *countingReader) Read(p []byte) (int, error) {
 	r.read.Add(int64(n))
 	return n, nil
 }
+
+// TestGraphQL_AnAnswerOverTheLimitIsRefused: an answer larger than MaxAnswerBytes is replaced
+// by one error with code payload_too_large; a smaller one is sent.
+func TestGraphQL_AnAnswerOverTheLimitIsRefused(t *testing.T) {
+	g := newBudgetGraph(t, storetest.Backends()[0], 10_000, Options{MaxAnswerBytes: 10_000})
+	_, out := g.post(introspectionQuery, nil)
+	if len(out.Data) > 4 || len(out.Errors) != 1 || out.Errors[0].Extensions["code"] != string(store.CodePayloadTooLarge) {
+		t.Fatalf("a full introspection over 10,000 bytes: data %d bytes, errors %+v", len(out.Data), out.Errors)
+	}
+	if _, out := g.post(`{ __schema { queryType { name } } }`, nil); len(out.Errors) > 0 {
+		t.Fatalf("a small answer: %+v", out.Errors)
+	}
+}

@@ -29,7 +29,10 @@ import (
 type Options struct {
 	MaxDepth      int // deepest selection a query may make (introspection aside; fields and aliases: handler.go); 0 picks 12
 	MaxComplexity int // the most an operation may cost (cost.go), whatever the budget; 0 picks 10,000
-	Logger        *slog.Logger
+	// MaxAnswerBytes is the largest answer's data sent: a larger one is replaced by an error
+	// with code payload_too_large; 0 picks 4 MiB.
+	MaxAnswerBytes int
+	Logger         *slog.Logger
 
 	// Authenticate reads a request's token as REST does; nil means no query may act as a party.
 	Authenticate func(*http.Request) (*store.Auth, error)
@@ -65,6 +68,9 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	if cfg.MaxComplexity == 0 {
 		cfg.MaxComplexity = 10_000
 	}
+	if cfg.MaxAnswerBytes == 0 {
+		cfg.MaxAnswerBytes = 4 << 20
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -85,6 +91,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	gql.Use(&operationBudget{model: newCostModel(es.Schema()), limit: cfg.MaxComplexity, seen: cfg.lastCost}) // budget.go
 	gql.SetParserTokenLimit(maxQueryTokens)
 	gql.Use(operationMetrics{cfg.Metrics})
+	gql.Use(answerLimit(cfg.MaxAnswerBytes))
 	gql.Use(reuseGuard{schema: es.Schema()})
 	// Innermost: the extensions above see its answers as the executor's.
 	if !cfg.NoFastPath {
@@ -221,6 +228,22 @@ func (e operationMetrics) InterceptResponse(ctx context.Context, next graphql.Re
 	}
 	e.m.GraphQLOperation(typ, outcome, time.Since(graphql.GetStartTime(ctx)))
 	return resp
+}
+
+// answerLimit replaces an answer whose data is larger than its value by an error: a client
+// gets a clear refusal, not megabytes it did not mean to ask for.
+type answerLimit int
+
+func (answerLimit) ExtensionName() string                   { return "AnswerLimit" }
+func (answerLimit) Validate(graphql.ExecutableSchema) error { return nil }
+func (n answerLimit) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	if resp == nil || len(resp.Data) <= int(n) {
+		return resp
+	}
+	err := gqlerror.Errorf("the answer is %d bytes; the limit is %d: ask for fewer fields or smaller pages", len(resp.Data), int(n))
+	setCode(err, string(store.CodePayloadTooLarge))
+	return &graphql.Response{Errors: gqlerror.List{err}}
 }
 
 // depthLimit refuses a query whose selections nest deeper than its value, or that selects more
