@@ -87,6 +87,10 @@ func (g *budgetGraph) post(q string, vars map[string]any) (*http.Response, gqlRe
 	return res, out
 }
 
+// overBudget costs 5 + 100 × (3 + 10 × 3) = 3,305, 551 reads: over a budget of 300 a minute,
+// however full, and under the cost and alias limits.
+const overBudget = `{ collections(first: 100) { edges { node { nfts(first: 10) { edges { node { collection { name } } } } } } } }`
+
 // aliasedLookups is n aliased nft(contractId:) lookups in one query.
 func aliasedLookups(n int) string {
 	var q strings.Builder
@@ -119,9 +123,8 @@ func wantRateLimited(t *testing.T, res *http.Response, out gqlResponse) {
 func TestGraphQLBudget_AQueryOverTheBudgetIsRefusedBeforeAnyStatement(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		g := newBudgetGraph(t, b, 300, Options{})
-		// 1,000 lookups cost 3,000, 500 reads: over a budget of 300 a minute, however full.
 		start, before := time.Now(), g.queries.Load()
-		res, out := g.post(aliasedLookups(1000), nil)
+		res, out := g.post(overBudget, nil)
 		if n := g.queries.Load() - before; n != 0 {
 			t.Fatalf("the refused query ran %d statements", n)
 		}
@@ -160,7 +163,7 @@ func TestGraphQLBudget_AQueryOverTheBudgetIsRefusedBeforeAnyStatement(t *testing
 		}
 		// Over the budget by GET: 429 before any statement.
 		before = g.queries.Load()
-		res, err = http.Get(g.http.URL + "/graphql?query=" + url.QueryEscape(aliasedLookups(1000)))
+		res, err = http.Get(g.http.URL + "/graphql?query=" + url.QueryEscape(overBudget))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,4 +304,17 @@ func (r *countingReader) Read(p []byte) (int, error) {
 	r.left -= n
 	r.read.Add(int64(n))
 	return n, nil
+}
+
+// TestGraphQL_AnAnswerOverTheLimitIsRefused: an answer larger than MaxAnswerBytes is replaced
+// by one error with code payload_too_large; a smaller one is sent.
+func TestGraphQL_AnAnswerOverTheLimitIsRefused(t *testing.T) {
+	g := newBudgetGraph(t, storetest.Backends()[0], 10_000, Options{MaxAnswerBytes: 10_000})
+	_, out := g.post(introspectionQuery, nil)
+	if len(out.Data) > 4 || len(out.Errors) != 1 || out.Errors[0].Extensions["code"] != string(store.CodePayloadTooLarge) {
+		t.Fatalf("a full introspection over 10,000 bytes: data %d bytes, errors %+v", len(out.Data), out.Errors)
+	}
+	if _, out := g.post(`{ __schema { queryType { name } } }`, nil); len(out.Errors) > 0 {
+		t.Fatalf("a small answer: %+v", out.Errors)
+	}
 }

@@ -24,7 +24,8 @@ import (
 //     the page cache misses: 1, or what fieldStatements says (a collection is 3: its row, its
 //     mint phases, its expired listings), or 0 where readsNothing says it answers from its
 //     object alone. nodes(ids:) costs its read once per id. A plain field of a struct costs
-//     nothing beyond its children; introspection (__typename, __schema, __type) nothing.
+//     nothing beyond its children; __typename nothing; __schema and __type introspectionCost
+//     each, whatever they select (the shape limit in handler.go bounds what they select).
 //   - A connection (a field with first/last) resolves its edges' selection once per item of
 //     its page: first or last, else store.DefaultPageSize (a size outside 1 to 100 is refused
 //     by the resolver before it reads, so the cost counts at most 100); nodes(ids:) once per
@@ -47,6 +48,10 @@ const costPerRead = 6
 
 // readsFor is how many reads of the budget an operation of cost c is charged.
 func readsFor(c int) int { return max(1, (c+costPerRead-1)/costPerRead) }
+
+// introspectionCost is what each __schema or __type field costs: the answer is built from the
+// schema, not the store, but it is large, so each asks for one read of the budget.
+const introspectionCost = costPerRead
 
 // costCap bounds every sum and product: a query nested 12 deep with 100 items a level would
 // overflow an int; anything near the cap is far over any limit anyway.
@@ -310,6 +315,9 @@ func (c *coster) object(sels ast.SelectionSet, typ string, page int) int {
 
 // field is the cost of one collected field of an object of type typ.
 func (c *coster) field(typ string, f graphql.CollectedField, page int) int {
+	if f.Name == "__schema" || f.Name == "__type" {
+		return introspectionCost
+	}
 	if strings.HasPrefix(f.Name, "__") || f.Definition == nil {
 		return 0
 	}

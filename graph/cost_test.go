@@ -323,8 +323,9 @@ func TestOperationCost_CountsReadsNotFields(t *testing.T) {
 			// nodes reads once per id; an interface costs its dearest type.
 			{`{ nodes(ids: ["a", "b", "c"]) { id ... on NFT { collection { name } } } }`, nil, 18},
 			{`query($n: Int) { collections(first: $n) { totalCount edges { node { nfts(first: 2) { totalCount } } } } }`, map[string]any{"n": 7}, 27}, // 5 + 1 + 7 × 3
-			// Introspection reads the schema only.
-			{`{ __typename __schema { queryType { name } } }`, nil, 0},
+			// Introspection reads the schema only, but each __schema or __type is one read's worth.
+			{`{ __typename __schema { queryType { name } } }`, nil, introspectionCost},
+			{`{ a: __schema { queryType { name } } b: __type(name: "NFT") { name } }`, nil, 2 * introspectionCost},
 		} {
 			if cost, _ := m.check(t, c.q, c.vars, false); cost != c.want {
 				t.Errorf("%s: cost %d, want %d", c.q, cost, c.want)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -410,4 +411,35 @@ func TestGraphQL_PersistedQueriesRunByHash(t *testing.T) {
 func sha256Hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// TestGraphQL_IntrospectionAndAliasBombsAreRefused: a hundred aliases of a full __schema
+// query and three hundred aliases of anything are refused before they run, while GraphiQL's
+// one __schema still answers.
+func TestGraphQL_IntrospectionAndAliasBombsAreRefused(t *testing.T) {
+	g := newTestGraph(t, storetest.Backends()[0], 0) // the limits read the query, not the store
+	full := strings.Index(introspectionQuery, "fragment")
+	schemaSel, fragment := introspectionQuery[2:full-2], introspectionQuery[full:]
+	aliases := func(n int, sel string) string {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range n {
+			fmt.Fprintf(&b, " a%d: %s", i, sel)
+		}
+		b.WriteString(" }")
+		return b.String()
+	}
+	for name, q := range map[string]string{
+		"100 full introspections": aliases(100, schemaSel) + "\n" + fragment,
+		"300 aliases":             aliases(300, "__typename"),
+	} {
+		if code, n := g.errorCode(q, nil); code != string(store.CodeInvalidRequest) || n != 0 {
+			t.Errorf("%s: code %q after %d statements; want invalid_request before any", name, code, n)
+		}
+	}
+	var s introspected
+	g.data(introspectionQuery, nil, &s)
+	if len(s.Schema.Types) == 0 {
+		t.Fatal("one full introspection answered no types")
+	}
 }

@@ -27,9 +27,12 @@ import (
 
 // Options is the GraphQL endpoint's part of the service configuration.
 type Options struct {
-	MaxDepth      int // deepest selection a query may make (introspection aside); 0 picks 12
+	MaxDepth      int // deepest selection a query may make (introspection aside; fields and aliases: handler.go); 0 picks 12
 	MaxComplexity int // the most an operation may cost (cost.go), whatever the budget; 0 picks 10,000
-	Logger        *slog.Logger
+	// MaxAnswerBytes is the largest answer's data sent: a larger one is replaced by an error
+	// with code payload_too_large; 0 picks 4 MiB.
+	MaxAnswerBytes int
+	Logger         *slog.Logger
 
 	// Authenticate reads a request's token as REST does; nil means no query may act as a party.
 	Authenticate func(*http.Request) (*store.Auth, error)
@@ -65,6 +68,9 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	if cfg.MaxComplexity == 0 {
 		cfg.MaxComplexity = 10_000
 	}
+	if cfg.MaxAnswerBytes == 0 {
+		cfg.MaxAnswerBytes = 4 << 20
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -85,6 +91,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	gql.Use(&operationBudget{model: newCostModel(es.Schema()), limit: cfg.MaxComplexity, seen: cfg.lastCost}) // budget.go
 	gql.SetParserTokenLimit(maxQueryTokens)
 	gql.Use(operationMetrics{cfg.Metrics})
+	gql.Use(answerLimit(cfg.MaxAnswerBytes))
 	gql.Use(reuseGuard{schema: es.Schema()})
 	// Innermost: the extensions above see its answers as the executor's.
 	if !cfg.NoFastPath {
@@ -223,9 +230,36 @@ func (e operationMetrics) InterceptResponse(ctx context.Context, next graphql.Re
 	return resp
 }
 
-// depthLimit refuses a query whose selections nest deeper than its value. Introspection
-// fields are not counted: GraphiQL's schema query nests type references deeply.
+// answerLimit replaces an answer whose data is larger than its value by an error: a client
+// gets a clear refusal, not megabytes it did not mean to ask for.
+type answerLimit int
+
+func (answerLimit) ExtensionName() string                   { return "AnswerLimit" }
+func (answerLimit) Validate(graphql.ExecutableSchema) error { return nil }
+func (n answerLimit) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	if resp == nil || len(resp.Data) <= int(n) {
+		return resp
+	}
+	err := gqlerror.Errorf("the answer is %d bytes; the limit is %d: ask for fewer fields or smaller pages", len(resp.Data), int(n))
+	setCode(err, string(store.CodePayloadTooLarge))
+	return &graphql.Response{Errors: gqlerror.List{err}}
+}
+
+// depthLimit refuses a query whose selections nest deeper than its value, or that selects more
+// fields (maxFields) or aliases (maxAliases) than any dashboard asks, fragments expanded.
+// Introspection fields are not counted in the depth (GraphiQL's schema query nests type
+// references deeply), but they count as fields: a hundred aliases of a full __schema are
+// refused by the field count before anything runs.
 type depthLimit int
+
+// maxFields and maxAliases bound what one operation selects, each spread of a fragment
+// counting its fields again: GraphiQL's full schema query selects about 100, the largest
+// dashboard page a few hundred.
+const (
+	maxFields  = 2000
+	maxAliases = 100
+)
 
 func (depthLimit) ExtensionName() string                   { return "DepthLimit" }
 func (depthLimit) Validate(graphql.ExecutableSchema) error { return nil }
@@ -233,39 +267,58 @@ func (d depthLimit) MutateOperationContext(_ context.Context, oc *graphql.Operat
 	if oc.Operation == nil {
 		return nil
 	}
-	if n := depthOf(oc.Operation.SelectionSet, map[string]int{}); n > int(d) {
-		err := gqlerror.Errorf("the query nests %d levels deep; the limit is %d", n, int(d))
-		setCode(err, string(store.CodeInvalidRequest))
-		return err
+	var err *gqlerror.Error
+	switch n := shapeOf(oc.Operation.SelectionSet, map[string]shape{}); {
+	case n.depth > int(d):
+		err = gqlerror.Errorf("the query nests %d levels deep; the limit is %d", n.depth, int(d))
+	case n.fields > maxFields:
+		err = gqlerror.Errorf("the query selects %d fields, fragments expanded; the limit is %d", n.fields, maxFields)
+	case n.aliases > maxAliases:
+		err = gqlerror.Errorf("the query names %d aliases, fragments expanded; the limit is %d", n.aliases, maxAliases)
+	default:
+		return nil
 	}
-	return nil
+	setCode(err, string(store.CodeInvalidRequest))
+	return err
 }
 
-// depthOf is the depth of set; fragments holds the depth of each fragment seen, so one spread
+// shape is how deep a selection nests and how many fields and aliases it selects.
+type shape struct{ depth, fields, aliases int }
+
+// shapeOf is the shape of set; fragments holds the shape of each fragment seen, so one spread
 // under many aliases is walked once (a query of 15,000 tokens could otherwise name millions).
-func depthOf(set ast.SelectionSet, fragments map[string]int) int {
-	deepest := 0
+// Counts stop at costCap.
+func shapeOf(set ast.SelectionSet, fragments map[string]shape) shape {
+	var all shape
 	for _, sel := range set {
-		n := 0
+		var n shape
 		switch sel := sel.(type) {
 		case *ast.Field:
-			if strings.HasPrefix(sel.Name, "__") {
-				continue
+			n = shapeOf(sel.SelectionSet, fragments)
+			n.fields++
+			if sel.Alias != "" && sel.Alias != sel.Name {
+				n.aliases++
 			}
-			n = 1 + depthOf(sel.SelectionSet, fragments)
+			if strings.HasPrefix(sel.Name, "__") {
+				n.depth = 0
+			} else {
+				n.depth++
+			}
 		case *ast.InlineFragment:
-			n = depthOf(sel.SelectionSet, fragments)
+			n = shapeOf(sel.SelectionSet, fragments)
 		case *ast.FragmentSpread:
 			if sel.Definition != nil {
 				d, ok := fragments[sel.Name]
 				if !ok {
-					d = depthOf(sel.Definition.SelectionSet, fragments)
+					d = shapeOf(sel.Definition.SelectionSet, fragments)
 					fragments[sel.Name] = d
 				}
 				n = d
 			}
 		}
-		deepest = max(deepest, n)
+		all.depth = max(all.depth, n.depth)
+		all.fields = min(all.fields+n.fields, costCap)
+		all.aliases = min(all.aliases+n.aliases, costCap)
 	}
-	return deepest
+	return all
 }
