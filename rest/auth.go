@@ -166,6 +166,11 @@ func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error
 		limitKey = "prepare:" + a.PartyID
 	}
 	if rt.prepare || rt.writes {
+		if rt.access == token {
+			if err := srv.limit(w, "prepare-address:"+srv.clientOrigin(r), srv.cfg.RatePrepareAddress); err != nil {
+				return err
+			}
+		}
 		if err := srv.limit(w, limitKey, srv.cfg.RatePrepare); err != nil {
 			return err
 		}

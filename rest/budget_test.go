@@ -47,3 +47,26 @@ func TestRenew_IsCountedAgainstThePrepareLimit(t *testing.T) {
 		}
 	})
 }
+
+// One client address that signs in as many parties gets no more prepares than its address
+// budget: each party's own limit is not a way round it (the security read's row 9).
+func TestPrepares_AreLimitedPerClientAddressOverAllItsParties(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		a := newTestAPI(t, b, func(sc *store.Config, rc *Config) { rc.RatePrepare, rc.RatePrepareAddress = 3, 8 })
+		refused := 0
+		for i := range 5 { // five parties, three prepares each: 15 within their own limits
+			p := storetest.Onboard(t, a.store, string(rune('a'+i)))
+			tok := a.token(p)
+			for range 3 {
+				r := a.do("POST", "/api/wallet/tap/prepare", map[string]string{"instrument": "CC", "amount": "1"}, bearer(tok))
+				if r.status == http.StatusTooManyRequests {
+					r.wantProblem(t, http.StatusTooManyRequests, store.CodeRateLimited)
+					refused++
+				}
+			}
+		}
+		if refused == 0 {
+			t.Fatalf("15 prepares from one address under an address limit of 8: none refused")
+		}
+	})
+}

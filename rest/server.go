@@ -24,16 +24,19 @@ import (
 
 // Config is the REST API's part of the service configuration.
 type Config struct {
-	PublicURL      string             // its origin may write with the session cookie
-	AllowedOrigins []string           // more origins that may write with the cookie
-	Dev            bool               // dev mode: the tap exists, cookies travel over plain http
-	RateRead       int                // GET requests under /api/ per minute per origin; 0 = unlimited
-	RatePrepare    int                // prepare requests per minute per party (per origin when anonymous); 0 = unlimited
-	RateSignIn     int                // sign-in and onboarding requests per minute per client address; 0 = unlimited
-	RateExecute    int                // executes (and intent submits) per minute per client address; 0 = unlimited
-	TrustedProxies clientaddr.Proxies // the proxies whose X-Forwarded-For names the client
-	Limiter        ratelimit.Limiter
-	Logger         *slog.Logger
+	PublicURL      string   // its origin may write with the session cookie
+	AllowedOrigins []string // more origins that may write with the cookie
+	Dev            bool     // dev mode: the tap exists, cookies travel over plain http
+	RateRead       int      // GET requests under /api/ per minute per origin; 0 = unlimited
+	RatePrepare    int      // prepare requests per minute per party (per origin when anonymous); 0 = unlimited
+	// RatePrepareAddress bounds the prepares of one client address over all the parties it
+	// signs in as, so onboarding more parties buys no more prepares; 0 = unlimited.
+	RatePrepareAddress int
+	RateSignIn         int                // sign-in and onboarding requests per minute per client address; 0 = unlimited
+	RateExecute        int                // executes (and intent submits) per minute per client address; 0 = unlimited
+	TrustedProxies     clientaddr.Proxies // the proxies whose X-Forwarded-For names the client
+	Limiter            ratelimit.Limiter
+	Logger             *slog.Logger
 	// Metrics collects the service's metrics; nil makes a registry of the API's own.
 	Metrics *metrics.Metrics
 	// MetricsElsewhere leaves /metrics off the API's routes: the caller serves

@@ -27,6 +27,7 @@ type config struct {
 	allowedOrigins []string
 	rateRead       int
 	ratePrepare    int
+	ratePrepareAdr int
 	rateSignIn     int
 	rateExecute    int
 	trustedProxies clientaddr.Proxies
@@ -146,6 +147,7 @@ func settings(c *config) []setting {
 		}},
 		{"rate-read", "MARKETD_RATE_READ", "300", "read requests per minute per origin; 0 = unlimited", num(&c.rateRead)},
 		{"rate-prepare", "MARKETD_RATE_PREPARE", "60", "prepare requests per minute per party; 0 = unlimited", num(&c.ratePrepare)},
+		{"rate-prepare-address", "MARKETD_RATE_PREPARE_ADDRESS", "600", "prepare requests per minute per client address, over all the parties it signs in as; 0 = unlimited", num(&c.ratePrepareAdr)},
 		{"rate-signin", "MARKETD_RATE_SIGNIN", strconv.Itoa(rest.DefaultRateSignIn), "sign-in requests (nonce, verify, onboarding prepare and execute) per minute per client address; 0 = unlimited", num(&c.rateSignIn)},
 		{"rate-execute", "MARKETD_RATE_EXECUTE", strconv.Itoa(rest.DefaultRateExecute), "executes (and swap intent submits) per minute per client address; 0 = unlimited", num(&c.rateExecute)},
 		{"trusted-proxies", "MARKETD_TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of proxies whose X-Forwarded-For names the client", func(v string) error {

@@ -100,7 +100,7 @@ func startInstance(t testing.TB, env ...string) *instance {
 		"MARKETD_PUBLIC_URL=http://marketd.fleet.test", "MARKETD_DEV=1", "MARKETD_LOG_LEVEL=warn",
 		// Tests and benchmarks play many parties from one address: the per-address sign-in
 		// and execute limits are off unless a test sets them.
-		"MARKETD_DRAIN_DELAY=0s", "MARKETD_RATE_PREPARE=0", "MARKETD_RATE_SIGNIN=0", "MARKETD_RATE_EXECUTE=0",
+		"MARKETD_DRAIN_DELAY=0s", "MARKETD_RATE_PREPARE=0", "MARKETD_RATE_PREPARE_ADDRESS=0", "MARKETD_RATE_SIGNIN=0", "MARKETD_RATE_EXECUTE=0",
 	}, env...)...)
 	in := &instance{t: t, url: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, logs: new(syncBuffer), done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = in.logs, in.logs

@@ -95,18 +95,19 @@ func serve(args []string) error {
 	defer closeLimiter()
 	m := metrics.New(s, limiter)
 	api, err := rest.New(s, rest.Config{
-		Limiter:          limiter,
-		Metrics:          m,
-		MetricsElsewhere: c.metricsAddr != "",
-		PublicURL:        c.store.PublicURL,
-		AllowedOrigins:   c.allowedOrigins,
-		Dev:              c.dev,
-		RateRead:         c.rateRead,
-		RatePrepare:      c.ratePrepare,
-		RateSignIn:       c.rateSignIn,
-		RateExecute:      c.rateExecute,
-		TrustedProxies:   c.trustedProxies,
-		Logger:           log,
+		Limiter:            limiter,
+		Metrics:            m,
+		MetricsElsewhere:   c.metricsAddr != "",
+		PublicURL:          c.store.PublicURL,
+		AllowedOrigins:     c.allowedOrigins,
+		Dev:                c.dev,
+		RateRead:           c.rateRead,
+		RatePrepare:        c.ratePrepare,
+		RatePrepareAddress: c.ratePrepareAdr,
+		RateSignIn:         c.rateSignIn,
+		RateExecute:        c.rateExecute,
+		TrustedProxies:     c.trustedProxies,
+		Logger:             log,
 	})
 	if err != nil {
 		return err
