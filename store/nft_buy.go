@@ -72,6 +72,7 @@ type purchase struct {
 type buyEffects struct {
 	Buyer        string     `json:"buyer"`
 	CollectionID string     `json:"collectionId"`
+	Slug         string     `json:"slug"` // the collection's, checked at execute as a mint's is
 	Purchases    []purchase `json:"purchases"`
 	Settlement   Settlement `json:"settlement"`
 	MaxTotal     *Amount    `json:"maxTotal,omitempty"`
@@ -176,7 +177,7 @@ func (s *Store) buildBuy(ctx context.Context, buyer, collectionID string, ls []L
 		return nil, nil, nil, err
 	}
 	now := s.now()
-	e := buyEffects{Buyer: buyer, CollectionID: c.ID, MaxTotal: maxTotal}
+	e := buyEffects{Buyer: buyer, CollectionID: c.ID, Slug: c.Slug, MaxTotal: maxTotal}
 	var credits []newHolding
 	consenting := map[string]bool{}
 	var settlements []Settlement
@@ -231,6 +232,9 @@ func applyBuy(ctx context.Context, tx *Tx, u *Update, e *buyEffects) (any, error
 	ct, err := tx.lockCollection(ctx, e.CollectionID)
 	if err != nil {
 		return nil, err
+	}
+	if e.Slug != "" && e.Slug != ct.c.Slug {
+		return nil, Errorf(CodeStale, "the purchase was prepared for collection %q, not %q", e.Slug, ct.c.Slug)
 	}
 	t := &Transaction{}
 	nfts := make([]*NFT, len(e.Purchases))

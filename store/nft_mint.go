@@ -10,14 +10,18 @@ import (
 )
 
 type mintEffects struct {
-	Minter       string     `json:"minter"`
-	CollectionID string     `json:"collectionId"`
-	Phase        string     `json:"phase"`
-	Quantity     int        `json:"quantity"`
-	Price        Amount     `json:"price"`
-	Currency     Instrument `json:"currency"`
-	Creator      string     `json:"creator"`
-	Payment      *payment   `json:"payment"`
+	Minter       string `json:"minter"`
+	CollectionID string `json:"collectionId"`
+	// Slug is the collection's, which a wallet compares with the one its user typed; the
+	// execute checks it under the collection's lock, so a prepare that named another
+	// collection cannot pass for this one.
+	Slug     string     `json:"slug"`
+	Phase    string     `json:"phase"`
+	Quantity int        `json:"quantity"`
+	Price    Amount     `json:"price"`
+	Currency Instrument `json:"currency"`
+	Creator  string     `json:"creator"`
+	Payment  *payment   `json:"payment"`
 }
 
 // mintCheck refuses a mint of quantity by party in phase ph of c that the phase's rules or
@@ -94,7 +98,7 @@ func (s *Store) PrepareMint(ctx context.Context, minter, collectionID string, qu
 	if err != nil {
 		return nil, err
 	}
-	e := mintEffects{Minter: minter, CollectionID: c.ID, Phase: ph.Name, Quantity: quantity, Price: ph.Price, Currency: c.Currency, Creator: c.Creator, Payment: pay}
+	e := mintEffects{Minter: minter, CollectionID: c.ID, Slug: c.Slug, Phase: ph.Name, Quantity: quantity, Price: ph.Price, Currency: c.Currency, Creator: c.Creator, Payment: pay}
 	summary := map[string]any{
 		"action":     fmt.Sprintf("mint %d NFT(s) of %s in phase %q", quantity, c.Name, ph.Name),
 		"collection": c.ID, "phase": ph.Name, "quantity": quantity, "price": ph.Price, "total": total, "currency": c.Currency, "paidTo": c.Creator,

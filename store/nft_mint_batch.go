@@ -119,6 +119,10 @@ func (tx *Tx) applyMints(ctx context.Context, us []*Update, es []*mintEffects) (
 		if !ok {
 			return nil, nil, -1, fmt.Errorf("nft: collection %s has no phase %q", c.ID, e.Phase)
 		}
+		if e.Slug != "" && e.Slug != c.Slug {
+			errs[i] = Errorf(CodeStale, "the mint was prepared for collection %q, not %q", e.Slug, c.Slug)
+			continue
+		}
 		if !ph.ActiveAt(tx.Now()) {
 			errs[i] = Errorf(CodeStale, "phase %q of %s is not active any more; prepare again", ph.Name, c.Slug)
 			continue

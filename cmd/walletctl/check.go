@@ -220,15 +220,23 @@ func wantRenewal(kind store.PreapprovalKind) intent {
 	}
 }
 
-func wantMint(collectionID string, quantity int) intent {
+// wantMint admits minting quantity NFTs of the collection the user named (ref: its slug or
+// id), whose id a read of the server gave, at no more than maxPrice each when set. The slug
+// is compared with the signed effects, not with that read's answer: a proxy that answers a
+// look-alike's id gets a transaction naming the look-alike's slug, which is refused here.
+func wantMint(ref, collectionID string, quantity int, maxPrice *store.Amount) intent {
 	return func(me string, d *store.DecodedPrepared) error {
-		c := &checker{asked: fmt.Sprintf("mint %d NFT(s) of %s", quantity, collectionID), d: d}
+		c := &checker{asked: fmt.Sprintf("mint %d NFT(s) of %s", quantity, ref), d: d}
 		e := effectsAs[store.MintEffects](c, store.KindNFTMint)
 		if e == nil {
 			return c.err
 		}
 		c.same("minter", e.Minter, me)
 		c.same("collection", e.CollectionID, collectionID)
+		sameCollection(c, ref, e.CollectionID, e.Slug)
+		if maxPrice != nil && e.Price.Cmp(*maxPrice) > 0 {
+			c.does(fmt.Sprintf("pay %s %s an NFT, more than the %s you allowed", e.Price, e.Currency, maxPrice))
+		}
 		c.same("quantity", e.Quantity, quantity)
 		total := e.Price.MulFloor(decimal.NewFromInt(int64(quantity)), e.Currency.Decimals())
 		checkPayment(c, me, e.Payment, e.Currency, map[string]store.Amount{e.Creator: total})
@@ -315,6 +323,38 @@ func wantBuy(asked, kind, collectionID string, cids []string, count int, maxTota
 			checkPayment(c, me, e.Payment, e.Payment.Currency, due)
 		} else if price.IsPositive() {
 			c.fail("it names no payment")
+		}
+		return c.err
+	}
+}
+
+// sameCollection checks that the signed effects name the collection the user typed: its slug,
+// or its id when the user gave one.
+func sameCollection(c *checker, ref, collectionID, slug string) {
+	if strings.HasPrefix(ref, "col_") {
+		c.same("collection", collectionID, ref)
+		return
+	}
+	c.same("collection slug", slug, ref)
+}
+
+// wantSweep adds to buy's checks that the sweep is of the collection the user named and that
+// no NFT costs more than maxPrice when set.
+func wantSweep(buy intent, ref string, maxPrice *store.Amount) intent {
+	return func(me string, d *store.DecodedPrepared) error {
+		if err := buy(me, d); err != nil {
+			return err
+		}
+		c := &checker{asked: "buy listings of " + ref, d: d}
+		e := effectsAs[store.BuyEffects](c, store.KindNFTSweep)
+		if e == nil {
+			return c.err
+		}
+		sameCollection(c, ref, e.CollectionID, e.Slug)
+		for _, p := range e.Purchases {
+			if maxPrice != nil && p.Price.Cmp(*maxPrice) > 0 {
+				c.does(fmt.Sprintf("pay %s for listing %s, more than the %s you allowed", p.Price, p.Listing, maxPrice))
+			}
 		}
 		return c.err
 	}

@@ -61,11 +61,11 @@ var commands = []command{
 	{cmdline.Command{Name: "renew", Args: "nft|usdcx", Summary: "move that consent's expiry later"}, secShortcut, false, nil},
 	{cmdline.Command{Name: "rewards", Args: "[history]", Summary: "the party's activity rewards, or their history"}, secShortcut, false, nil},
 
-	{cmdline.Command{Name: "mint", Args: "COLLECTION [QUANTITY]", Summary: fmt.Sprintf("mint from the open phase (QUANTITY 2 to %d: one batch)", store.MaxBatch)}, secNFT, false, nil},
+	{cmdline.Command{Name: "mint", Args: "[--max-price P] COLLECTION [QUANTITY]", Summary: fmt.Sprintf("mint from the open phase (QUANTITY 2 to %d: one batch); the collection signed for must be the one named, at no more than --max-price each", store.MaxBatch)}, secNFT, false, maxPriceFlag},
 	{cmdline.Command{Name: "list", Args: "CONTRACT_ID PRICE [EXPIRY]", Summary: "list an NFT for sale; EXPIRY is Unix seconds or a duration (24h)"}, secNFT, false, nil},
 	{cmdline.Command{Name: "cancel", Args: "CID...", Summary: fmt.Sprintf("withdraw listings (2 to %d: one batch)", store.MaxBatch)}, secNFT, false, nil},
 	{cmdline.Command{Name: "buy", Args: "CID", Summary: "buy a listing"}, secNFT, false, nil},
-	{cmdline.Command{Name: "sweep", Args: "COLLECTION MAX_TOTAL COUNT|CID...", Summary: fmt.Sprintf("buy the COUNT cheapest listings, or the named ones (at most %d), for at most MAX_TOTAL in all", store.MaxBatch)}, secNFT, false, nil},
+	{cmdline.Command{Name: "sweep", Args: "[--max-price P] COLLECTION MAX_TOTAL COUNT|CID...", Summary: fmt.Sprintf("buy the COUNT cheapest listings, or the named ones (at most %d), for at most MAX_TOTAL in all and --max-price each", store.MaxBatch)}, secNFT, false, maxPriceFlag},
 	{cmdline.Command{Name: "transfer", Args: "CONTRACT_ID PARTY", Summary: "give an NFT to a party (it needs an NFT preapproval)"}, secNFT, false, nil},
 	{cmdline.Command{Name: "burn", Args: "CONTRACT_ID", Summary: "destroy an NFT for good"}, secNFT, false, nil},
 
@@ -80,6 +80,11 @@ var commands = []command{
 	{cmdline.Command{Name: "swap status", Args: "INTENT", Summary: "an intent's status and fills"}, secSwap, false, nil},
 	{cmdline.Command{Name: "swap active", Args: "", Summary: "your pending intents"}, secSwap, false, nil},
 	{cmdline.Command{Name: "swap history", Args: "", Summary: "your filled swaps"}, secSwap, false, nil},
+}
+
+// maxPriceFlag is --max-price: the most one NFT of a mint or a sweep may cost.
+func maxPriceFlag(w *wallet, fs *flag.FlagSet) {
+	fs.StringVar(&w.maxPrice, "max-price", "", "refuse to sign when one NFT costs more than this (a decimal of the collection's currency)")
 }
 
 // networkFlag is --network: the ledger network a challenge or a signed transaction must name.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"marketd/store"
 	"marketd/store/signing"
 	"marketd/store/storetest"
 )
@@ -100,4 +103,63 @@ func TestLogin_ChecksEachFieldOfTheChallenge(t *testing.T) {
 	if err := proxied.checkChallenge(bad, party, good.Nonce, now); err == nil || !strings.Contains(err.Error(), "domain evil.example") || !strings.Contains(err.Error(), "party mallory") {
 		t.Errorf("two fields wrong, both named: %v", err)
 	}
+}
+
+// A proxy that answers a collection's slug with a look-alike's id gets a mint of the
+// look-alike prepared; its effects carry the look-alike's slug, so walletctl refuses it before
+// any execute, and --max-price bounds what one NFT may cost (the security read's row 4).
+func TestMintAndSweep_RefuseALookAlikeCollectionBeforeSigning(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		w := newCtlWorld(t, b)
+		creator := w.party("creator")
+		w.apes(creator, "2")
+		fake, err := w.store.CreateCollection(ctx, store.CollectionSpec{Slug: "apes-x", Name: "Apes", Creator: creator, Currency: store.CC, Supply: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		if _, err := w.store.AddPhase(ctx, store.PhaseSpec{Collection: fake.ID, Name: "public", Price: "900", Start: now.Add(-time.Hour), End: now.Add(time.Hour), PerPartyLimit: 5}); err != nil {
+			t.Fatal(err)
+		}
+		real := w.server
+		var executes atomic.Int32
+		proxy := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/api/nft/slug/apes" { // the look-alike's answer for the real slug
+				rw.Header().Set("Content-Type", "application/json")
+				json.NewEncoder(rw).Encode(map[string]any{"id": fake.ID, "slug": "apes"})
+				return
+			}
+			if strings.HasSuffix(r.URL.Path, "/execute") {
+				executes.Add(1)
+			}
+			body, _ := io.ReadAll(r.Body)
+			req, _ := http.NewRequest(r.Method, real+r.URL.RequestURI(), bytes.NewReader(body))
+			req.Header = r.Header.Clone()
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				rw.WriteHeader(http.StatusBadGateway)
+				return
+			}
+			defer res.Body.Close()
+			for k, v := range res.Header {
+				rw.Header()[k] = v
+			}
+			rw.WriteHeader(res.StatusCode)
+			io.Copy(rw, res.Body)
+		}))
+		defer proxy.Close()
+		w.party("alice")
+		w.must("alice", "tap", "CC", "1000")
+		w.server = proxy.URL
+		w.must("alice", "login")
+		w.refused("alice", []string{"slug", "apes-x"}, "mint", "apes")
+		if n := executes.Load(); n != 0 {
+			t.Fatalf("%d executes reached the server: walletctl signed a look-alike's mint", n)
+		}
+		w.server = real // a session is kept per server URL
+		w.must("alice", "login")
+		w.refused("alice", []string{"more than the 1 you allowed"}, "mint", "--max-price", "1", "apes")
+		w.must("alice", "mint", "--max-price", "2", "apes")
+	})
 }

@@ -43,6 +43,7 @@ type wallet struct {
 	// login's overrides: the domain, URI and network its challenge may name instead of the
 	// ones walletctl asked for (the server's, and WALLETCTL_NETWORK's).
 	acceptDomain, acceptURI, network string
+	maxPrice                         string // mint and sweep --max-price: the most one NFT may cost
 	out                              io.Writer
 	log                              io.Writer
 	http                             *http.Client

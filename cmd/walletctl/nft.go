@@ -31,14 +31,18 @@ func (w *wallet) nftShortcut(cmd string, args []string) error {
 				return fmt.Errorf("QUANTITY %q: want a whole number from 1 to %d (one signature covers at most %d)", args[1], store.MaxBatch, store.MaxBatch)
 			}
 		}
+		maxPrice, err := w.askedMaxPrice()
+		if err != nil {
+			return err
+		}
 		id, err := w.collectionID(args[0])
 		if err != nil {
 			return err
 		}
 		if n == 1 {
-			return w.exec("/api/nft/mint/atomic", body(map[string]any{"collectionId": id}), wantMint(id, n))
+			return w.exec("/api/nft/mint/atomic", body(map[string]any{"collectionId": id}), wantMint(args[0], id, n, maxPrice))
 		}
-		return w.exec("/api/nft/mint/batch/atomic", body(map[string]any{"collectionId": id, "quantity": n}), wantMint(id, n))
+		return w.exec("/api/nft/mint/batch/atomic", body(map[string]any{"collectionId": id, "quantity": n}), wantMint(args[0], id, n, maxPrice))
 	case "list":
 		if len(args) < 2 || len(args) > 3 {
 			return usage("list CONTRACT_ID PRICE [EXPIRY]")
@@ -94,11 +98,15 @@ func (w *wallet) nftShortcut(cmd string, args []string) error {
 		if err := underBatchLimit("sweep", n); err != nil {
 			return err
 		}
+		maxPrice, err := w.askedMaxPrice()
+		if err != nil {
+			return err
+		}
 		id, err := w.collectionID(args[0])
 		if err != nil {
 			return err
 		}
-		return w.exec("/api/nft/sweep/buy", body(req), wantBuy(asked, store.KindNFTSweep, id, cids, count, &maxTotal))
+		return w.exec("/api/nft/sweep/buy", body(req), wantSweep(wantBuy(asked, store.KindNFTSweep, id, cids, count, &maxTotal), args[0], maxPrice))
 	case "transfer":
 		if len(args) != 2 {
 			return usage("transfer CONTRACT_ID PARTY")
@@ -134,6 +142,15 @@ func (w *wallet) collectionID(ref string) (string, error) {
 		return "", fmt.Errorf("collection %q: %w", ref, err)
 	}
 	return c.ID, nil
+}
+
+// askedMaxPrice reads --max-price, nil when not given.
+func (w *wallet) askedMaxPrice() (*store.Amount, error) {
+	if w.maxPrice == "" {
+		return nil, nil
+	}
+	p, err := askedAmount("--max-price", w.maxPrice)
+	return &p, err
 }
 
 // expiry reads a listing's expiry: Unix seconds, or a duration from now.
