@@ -418,7 +418,7 @@ func (w *nftWorld) settled(buyer *storetest.Party, col *store.Collection, prep *
 func TestNFTMarket_ConservesValueAndKeepsOneLiveContractPerNFTUnderConcurrency(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		seed := propertySeed(t)
-		const traders, steps = 5, 30
+		const traders, steps = 5, 45 // as many buys as before the offers joined the mix
 		w := newNFTWorld(t, b, traders)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
