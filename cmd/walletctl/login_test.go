@@ -30,20 +30,7 @@ func TestLogin_RefusesARelayedChallengeBeforeItSigns(t *testing.T) {
 			if r.URL.Path == "/api/auth/verify" {
 				verifies.Add(1)
 			}
-			body, _ := io.ReadAll(r.Body)
-			req, _ := http.NewRequest(r.Method, w.server+r.URL.RequestURI(), bytes.NewReader(body))
-			req.Header = r.Header.Clone()
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				rw.WriteHeader(http.StatusBadGateway)
-				return
-			}
-			defer res.Body.Close()
-			for k, v := range res.Header {
-				rw.Header()[k] = v
-			}
-			rw.WriteHeader(res.StatusCode)
-			io.Copy(rw, res.Body)
+			forward(rw, r, w.server)
 		}))
 		defer relay.Close()
 		var out, log bytes.Buffer
@@ -133,20 +120,7 @@ func TestMintAndSweep_RefuseALookAlikeCollectionBeforeSigning(t *testing.T) {
 			if strings.HasSuffix(r.URL.Path, "/execute") {
 				executes.Add(1)
 			}
-			body, _ := io.ReadAll(r.Body)
-			req, _ := http.NewRequest(r.Method, real+r.URL.RequestURI(), bytes.NewReader(body))
-			req.Header = r.Header.Clone()
-			res, err := http.DefaultClient.Do(req)
-			if err != nil {
-				rw.WriteHeader(http.StatusBadGateway)
-				return
-			}
-			defer res.Body.Close()
-			for k, v := range res.Header {
-				rw.Header()[k] = v
-			}
-			rw.WriteHeader(res.StatusCode)
-			io.Copy(rw, res.Body)
+			forward(rw, r, real)
 		}))
 		defer proxy.Close()
 		w.party("alice")
@@ -162,4 +136,22 @@ func TestMintAndSweep_RefuseALookAlikeCollectionBeforeSigning(t *testing.T) {
 		w.refused("alice", []string{"more than the 1 you allowed"}, "mint", "--max-price", "1", "apes")
 		w.must("alice", "mint", "--max-price", "2", "apes")
 	})
+}
+
+// forward relays r to the server at target and copies its answer back, as a proxy does.
+func forward(rw http.ResponseWriter, r *http.Request, target string) {
+	body, _ := io.ReadAll(r.Body)
+	req, _ := http.NewRequest(r.Method, target+r.URL.RequestURI(), bytes.NewReader(body))
+	req.Header = r.Header.Clone()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		rw.WriteHeader(http.StatusBadGateway)
+		return
+	}
+	defer res.Body.Close()
+	for k, v := range res.Header {
+		rw.Header()[k] = v
+	}
+	rw.WriteHeader(res.StatusCode)
+	io.Copy(rw, res.Body)
 }

@@ -1,5 +1,5 @@
 // The SDL marketd serves, read as code generators read it: graphql-js's buildSchema must
-// accept it, and it must show the Node interface with its five types and the enums.
+// accept it, and it must show the Node interface with its six types and the enums.
 // Usage: node schema.mjs http://127.0.0.1:PORT. Exits 1 on the first difference.
 import { buildSchema, isEnumType, isInterfaceType } from "graphql";
 
@@ -18,8 +18,8 @@ const schema = buildSchema(sdl);
 const node = schema.getType("Node");
 check(isInterfaceType(node), "Node is an interface");
 const implementers = schema.getPossibleTypes(node).map((t) => t.name).sort();
-check(JSON.stringify(implementers) === JSON.stringify(["Collection", "Intent", "LPQuote", "NFT", "Pool"]),
-  "Node's types are the five", implementers);
+check(JSON.stringify(implementers) === JSON.stringify(["Collection", "Intent", "LPQuote", "NFT", "Offer", "Pool"]),
+  "Node's types are the six", implementers);
 for (const name of ["NFTEventKind", "LPQuoteSide", "IntentStatus", "PreapprovalKind", "RewardKind"]) {
   const t = schema.getType(name);
   check(isEnumType(t) && t.getValues().every((v) => v.description), `${name} is an enum with every value described`);
