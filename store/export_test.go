@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -106,4 +107,14 @@ func (s *Store) SkipTransparencyLog(tb testing.TB) {
 			tb.Fatal(err)
 		}
 	}
+}
+
+// ScaleDemoPrices multiplies the demo collections' floors, and so their mint and listing
+// prices, by f until the test ends.
+func ScaleDemoPrices(t interface{ Cleanup(func()) }, f float64) {
+	saved := slices.Clone(demoCollections)
+	for i := range demoCollections {
+		demoCollections[i].floor *= f
+	}
+	t.Cleanup(func() { demoCollections = saved })
 }
