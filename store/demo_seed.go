@@ -91,7 +91,7 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 		return nil, err
 	}
 	if n > 0 {
-		return nil, Errorf(CodeConflict, "the store has a market already (%d collection(s)); the demo seed only fills an empty store", n)
+		return nil, Errorf(CodeConflict, "the store has a market already (%d collection(s)), perhaps part of one a failed seed left; the demo seed only fills an empty store: to start again, stop the service and remove the store (./data with SQLite, or drop and recreate the PostgreSQL database)", n)
 	}
 	if o.NFTs == 0 {
 		o.NFTs = 3000
