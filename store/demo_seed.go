@@ -91,7 +91,7 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 		return nil, err
 	}
 	if n > 0 {
-		return nil, Errorf(CodeConflict, "the store has a market already (%d collection(s)); the demo seed only fills an empty store", n)
+		return nil, Errorf(CodeConflict, "the store has a market already (%d collection(s)), perhaps part of one a failed seed left; the demo seed only fills an empty store: to start again, stop the service and remove the store (./data with SQLite, or drop and recreate the PostgreSQL database)", n)
 	}
 	if o.NFTs == 0 {
 		o.NFTs = 3000
@@ -134,6 +134,9 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 		sum.NFTs += count
 		sum.Sales += plans[i].sold
 		sum.Listings += len(plans[i].listings) - plans[i].sold
+	}
+	if err := s.seedFunds(ctx, plans, parties); err != nil {
+		return nil, err
 	}
 	var mu sync.Mutex
 	minted := 0
@@ -211,8 +214,8 @@ func inParallel(n int, fn func(i int) error) error {
 	return nil
 }
 
-// seedParty onboards a fresh key as a party, taps it a million of each instrument and
-// gives it both preapprovals, as a wallet would.
+// seedParty onboards a fresh key as a party and gives it both preapprovals, as a wallet
+// would; seedFunds taps it what the plan makes it spend.
 func (s *Store) seedParty(ctx context.Context, hint string) (*demoParty, error) {
 	pub, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -225,11 +228,6 @@ func (s *Store) seedParty(ctx context.Context, hint string) (*demoParty, error) 
 	p := &demoParty{id: prep.PartyID, key: key}
 	if _, err := p.run(ctx, s, KindOnboard, func() (*Prepared, error) { return prep, nil }); err != nil {
 		return nil, err
-	}
-	for _, inst := range []Instrument{CC, USDCx} {
-		if _, err := p.run(ctx, s, KindTap, func() (*Prepared, error) { return s.PrepareTap(ctx, p.id, inst, MustAmount("1000000")) }); err != nil {
-			return nil, err
-		}
 	}
 	for _, kind := range []PreapprovalKind{PreapprovalNFT, PreapprovalUSDCx} {
 		if _, err := p.run(ctx, s, kindOfPreapproval(kind), func() (*Prepared, error) { return s.PreparePreapproval(ctx, p.id, kind) }); err != nil {
@@ -307,6 +305,9 @@ func planCollection(rng *mrand.Rand, dc demoCollection, creator *demoParty, part
 	return pl
 }
 
+// demoMintPrice is the price of the collection's public phase: half its floor.
+func demoMintPrice(dc demoCollection) string { return fmt.Sprintf("%.2f", dc.floor/2) }
+
 // minter is the party that mints serial.
 func (pl *collectionPlan) minter(serial int) *demoParty {
 	return pl.runs[(serial-1)/demoMintRun]
@@ -329,7 +330,7 @@ func (s *Store) seedCollection(ctx context.Context, pl *collectionPlan, parties 
 		perParty[owner] += min(demoMintRun, pl.count-k*demoMintRun)
 	}
 	limit := max(20, slices.Max(slices.Collect(maps.Values(perParty))))
-	price := fmt.Sprintf("%.2f", dc.floor/2)
+	price := demoMintPrice(dc)
 	if _, err := s.AddPhase(ctx, PhaseSpec{Collection: c.ID, Name: "public", Price: price, Start: now.Add(-time.Hour), End: now.AddDate(1, 0, 0), PerPartyLimit: limit}); err != nil {
 		return err
 	}

@@ -148,3 +148,22 @@ func TestSeedDemo_EveryUpdateIsExecutedSignedByTheDemoPartyItActsAs(t *testing.T
 		}
 	})
 }
+
+// The traders' funds grow with what the market makes them spend: at a thousand times the
+// demo's prices, one party mints a whole collection for several million, more than the
+// fixed million each party used to be tapped, and the seed still completes with every
+// planned NFT minted.
+func TestSeedDemo_FundsScaleWithWhatTheMarketSpends(t *testing.T) {
+	store.ScaleDemoPrices(t, 1000)
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
+		sum, err := s.SeedDemo(ctx, store.DemoOptions{NFTs: 400, Seed: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.NFTs != 400 || sum.Sales == 0 {
+			t.Fatalf("seeded %+v", sum)
+		}
+	})
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -136,4 +137,14 @@ func (s *Store) ReferenceTraitStats(ctx context.Context, collectionID string) ([
 	ready := s.nftIndex.ready.Swap(false)
 	defer s.nftIndex.ready.Store(ready)
 	return s.traitStats(ctx, collectionID, s.now())
+}
+
+// ScaleDemoPrices multiplies the demo collections' floors, and so their mint and listing
+// prices, by f until the test ends.
+func ScaleDemoPrices(t interface{ Cleanup(func()) }, f float64) {
+	saved := slices.Clone(demoCollections)
+	for i := range demoCollections {
+		demoCollections[i].floor *= f
+	}
+	t.Cleanup(func() { demoCollections = saved })
 }
