@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -37,7 +38,7 @@ func (srv *Server) nftRoutes() []route {
 		{method: "POST", path: "/api/nft/list/cancel/execute", access: token, handle: srv.execute(kindNFTCancel)},
 		{method: "POST", path: "/api/nft/list/batch/atomic/prepare", access: token, prepare: true, handle: srv.listBatchPrepare},
 		{method: "POST", path: "/api/nft/list/batch/atomic/execute", access: token, handle: srv.execute(kindNFTList)},
-		{method: "POST", path: "/api/nft/listing/batch/cancel/prepare", access: token, prepare: true, handle: srv.cancelBatchPrepare},
+		{method: "POST", path: "/api/nft/listing/batch/cancel/prepare", access: token, prepare: true, handle: srv.cidsPrepare(srv.store.PrepareCancel)},
 		{method: "POST", path: "/api/nft/listing/batch/cancel/execute", access: token, handle: srv.execute(kindNFTCancel)},
 		{method: "POST", path: "/api/nft/buy/atomic/prepare", access: token, prepare: true, handle: srv.buyPrepare},
 		{method: "POST", path: "/api/nft/buy/atomic/execute", access: token, handle: srv.execute(kindNFTBuy)},
@@ -334,17 +335,21 @@ func (srv *Server) cancelPrepare(w http.ResponseWriter, r *http.Request) error {
 	return srv.prepared(w)(srv.store.PrepareCancel(r.Context(), authOf(r.Context()).PartyID, []string{r.PathValue("cid")}))
 }
 
-func (srv *Server) cancelBatchPrepare(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		CIDs []string `json:"cids"`
+// cidsPrepare is a prepare whose body names contracts by their cids ({"cids": [...]}): a
+// batch cancel of listings or of offers.
+func (srv *Server) cidsPrepare(prepare func(ctx context.Context, party string, cids []string) (*store.Prepared, error)) func(w http.ResponseWriter, r *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		var req struct {
+			CIDs []string `json:"cids"`
+		}
+		if err := decode(w, r, &req); err != nil {
+			return err
+		}
+		if len(req.CIDs) == 0 {
+			return store.Errorf(store.CodeInvalidRequest, "cids is required")
+		}
+		return srv.prepared(w)(prepare(r.Context(), authOf(r.Context()).PartyID, req.CIDs))
 	}
-	if err := decode(w, r, &req); err != nil {
-		return err
-	}
-	if len(req.CIDs) == 0 {
-		return store.Errorf(store.CodeInvalidRequest, "cids is required")
-	}
-	return srv.prepared(w)(srv.store.PrepareCancel(r.Context(), authOf(r.Context()).PartyID, req.CIDs))
 }
 
 func (srv *Server) buyPrepare(w http.ResponseWriter, r *http.Request) error {

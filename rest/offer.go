@@ -26,7 +26,7 @@ func (srv *Server) offerRoutes() []route {
 
 		{method: "POST", path: "/api/nft/offer/prepare", access: token, prepare: true, handle: srv.offerPrepare},
 		{method: "POST", path: "/api/nft/offer/execute", access: token, handle: srv.execute(kindNFTOffer)},
-		{method: "POST", path: "/api/nft/offer/cancel/prepare", access: token, prepare: true, handle: srv.offerCancelPrepare},
+		{method: "POST", path: "/api/nft/offer/cancel/prepare", access: token, prepare: true, handle: srv.cidsPrepare(srv.store.PrepareOfferCancel)},
 		{method: "POST", path: "/api/nft/offer/cancel/execute", access: token, handle: srv.execute(kindNFTOfferCancel)},
 		{method: "POST", path: "/api/nft/offer/accept/prepare", access: token, prepare: true, handle: srv.offerAcceptPrepare},
 		{method: "POST", path: "/api/nft/offer/accept/execute", access: token, handle: srv.execute(kindNFTOfferAccept)},
@@ -124,19 +124,6 @@ func (srv *Server) offerPrepare(w http.ResponseWriter, r *http.Request) error {
 		CollectionID: req.CollectionID, Serial: req.Serial, ContractID: req.ContractID, Traits: req.Traits,
 		Price: req.Price, Quantity: req.Quantity, ExpiresAt: *req.ExpiresAt,
 	}))
-}
-
-func (srv *Server) offerCancelPrepare(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		CIDs []string `json:"cids"`
-	}
-	if err := decode(w, r, &req); err != nil {
-		return err
-	}
-	if len(req.CIDs) == 0 {
-		return store.Errorf(store.CodeInvalidRequest, "cids is required")
-	}
-	return srv.prepared(w)(srv.store.PrepareOfferCancel(r.Context(), authOf(r.Context()).PartyID, req.CIDs))
 }
 
 func (srv *Server) offerAcceptPrepare(w http.ResponseWriter, r *http.Request) error {

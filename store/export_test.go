@@ -134,9 +134,7 @@ func (s *Store) IndexedTraitStats(ctx context.Context, collectionID string) ([]T
 }
 
 func (s *Store) ReferenceTraitStats(ctx context.Context, collectionID string) ([]TraitStats, error) {
-	ready := s.nftIndex.ready.Swap(false)
-	defer s.nftIndex.ready.Store(ready)
-	return s.traitStats(ctx, collectionID, s.now())
+	return s.traitStatsBySQL(ctx, collectionID, s.now())
 }
 
 // ScaleDemoPrices multiplies the demo collections' floors, and so their mint and listing

@@ -216,12 +216,11 @@ func (s *Store) NFTByContract(ctx context.Context, contractID string) (*NFTDetai
 	if err := sel.Where("nft_id = ?", it.NFTID).OrderExpr("id DESC").Limit(historyLength).Scan(ctx); err != nil {
 		return nil, err
 	}
-	now := s.now()
-	vs := []NFTView{it.view(now)}
-	if _, err := s.bestOffers(ctx, it.CollectionID, vs, now); err != nil {
+	v, err := s.viewWithBestOffer(ctx, it)
+	if err != nil {
 		return nil, err
 	}
-	return &NFTDetail{NFTView: vs[0], History: eventsOf(acts)}, nil
+	return &NFTDetail{NFTView: v, History: eventsOf(acts)}, nil
 }
 
 // NFTByRef returns the NFT a collection and serial name, as it is now; not_found when it was
@@ -231,13 +230,16 @@ func (s *Store) NFTByRef(ctx context.Context, ref NFTRef) (*NFTView, error) {
 	if err != nil {
 		return nil, err
 	}
+	v, err := s.viewWithBestOffer(ctx, it)
+	return &v, err
+}
+
+// viewWithBestOffer is the item as the API shows it now, with its best offer.
+func (s *Store) viewWithBestOffer(ctx context.Context, it *nftItem) (NFTView, error) {
 	now := s.now()
-	v := it.view(now)
-	vs := []NFTView{v}
-	if _, err := s.bestOffers(ctx, it.CollectionID, vs, now); err != nil {
-		return nil, err
-	}
-	return &vs[0], nil
+	vs := []NFTView{it.view(now)}
+	_, err := s.bestOffers(ctx, it.CollectionID, vs, now)
+	return vs[0], err
 }
 
 // liveItem reads a live NFT's read model by its nft_id, or not_found.

@@ -346,12 +346,13 @@ func (x *nftIndex) readLog(ctx context.Context, locked bool) error {
 	return nil
 }
 
-// sync brings this instance's writes into the index before the write answers: it reads the
-// NFTs a committed transaction changed again (already committed, so any read from now on
+// sync brings this instance's writes into the index, and the offer versions they created or
+// consumed into the offer book, before the write answers: it reads the NFTs a committed
+// transaction changed again (already committed, so any read from now on
 // sees them). The NFTs it minted it takes as the transaction wrote them (minted), without
 // reading them: see putMinted.
-func (x *nftIndex) sync(ctx context.Context, nftIDs []string, minted []mintedItems) {
-	if len(nftIDs) == 0 || !x.started.Load() {
+func (x *nftIndex) sync(ctx context.Context, nftIDs []string, minted []mintedItems, offers []string) {
+	if len(nftIDs) == 0 && len(offers) == 0 || !x.started.Load() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -361,10 +362,12 @@ func (x *nftIndex) sync(ctx context.Context, nftIDs []string, minted []mintedIte
 	if !x.ready.Load() {
 		return // not built yet: the build, which takes this lock, will read the change
 	}
-	if nftIDs = x.putMinted(minted, nftIDs); len(nftIDs) == 0 {
-		return
+	nftIDs = x.putMinted(minted, nftIDs)
+	err := x.reread(ctx, nftIDs)
+	if err == nil {
+		err = x.rereadOffers(ctx, offers)
 	}
-	if err := x.reread(ctx, nftIDs); err != nil {
+	if err != nil {
 		// The follower reads them again from the log within followEvery.
 		x.s.log.Warn("the NFT index could not read a committed change; the follower will", "error", err.Error())
 		x.kick()

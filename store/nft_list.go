@@ -319,28 +319,36 @@ func (s *Store) ExpireListings(ctx context.Context, limit int) (int, error) {
 	var due []Listing
 	err := s.db.NewSelect().Model(&due).Where("consumed_update IS NULL").Where("expires_at IS NOT NULL").
 		Where("expires_at <= ?", At(s.now())).OrderExpr("expires_at, cid").Limit(int64(limit)).Scan(ctx)
-	if err != nil || len(due) == 0 {
+	if err != nil {
 		return 0, err
+	}
+	return s.releaseExpired(ctx, KindListingExpired, len(due), func(tx *Tx, u *Update, i int) error {
+		l := due[i]
+		return tx.withdrawListings(ctx, u, []listingRef{{CID: l.CID, NFTID: l.NFTID, CollectionID: l.CollectionID}}, nil)
+	})
+}
+
+// releaseExpired commits, as the operator, one update of kind for each of n things past their
+// expiry, release applying the i-th; one that a write took meanwhile (stale: sold, filled,
+// accepted or cancelled) is passed over. It returns how many it committed.
+func (s *Store) releaseExpired(ctx context.Context, kind string, n int, release func(tx *Tx, u *Update, i int) error) (int, error) {
+	if n == 0 {
+		return 0, nil
 	}
 	op, err := s.OperatorParty(ctx)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	for _, l := range due {
-		err := s.commit(ctx, KindListingExpired, op, func(tx *Tx, u *Update) error {
-			return tx.withdrawListings(ctx, u, []listingRef{{CID: l.CID, NFTID: l.NFTID, CollectionID: l.CollectionID}}, nil)
-		})
-		switch ErrorCode(err) {
-		case "":
-		case CodeStale: // sold or cancelled meanwhile
-			continue
+	done := 0
+	for i := range n {
+		err := s.commit(ctx, kind, op, func(tx *Tx, u *Update) error { return release(tx, u, i) })
+		switch {
+		case err == nil:
+			done++
+		case ErrorCode(err) == CodeStale:
 		default:
-			if err != nil {
-				return n, err
-			}
+			return done, err
 		}
-		n++
 	}
-	return n, nil
+	return done, nil
 }

@@ -178,7 +178,7 @@ func (s *Store) PrepareOffer(ctx context.Context, maker string, t OfferTerms) (*
 		return nil, err
 	}
 	e.Lock = *funds
-	what := map[string]string{OfferItem: "NFT #" + itoa(deref0(e.Serial)), OfferCollection: "any NFT", OfferTrait: "NFTs with the traits"}[e.Kind]
+	what := map[string]string{OfferItem: "NFT #" + itoa(deref(e.Serial)), OfferCollection: "any NFT", OfferTrait: "NFTs with the traits"}[e.Kind]
 	summary := map[string]any{
 		"action": fmt.Sprintf("offer %s %s each for %d %s of %s until %s", e.Price, e.Lock.Instrument, e.Quantity, what, e.CollectionID, time.Unix(e.ExpiresAt, 0).UTC().Format(time.RFC3339)),
 		"maker":  maker, "kind": e.Kind, "collectionId": e.CollectionID, "price": e.Price, "quantity": e.Quantity, "expiresAt": e.ExpiresAt,
@@ -190,11 +190,13 @@ func (s *Store) PrepareOffer(ctx context.Context, maker string, t OfferTerms) (*
 	return s.prepareAs(ctx, KindNFTOffer, maker, e, summary, claims)
 }
 
-func deref0(p *int) int {
-	if p == nil {
-		return 0
+// deref is what p points to, or T's zero value for nil.
+func deref[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
 	}
-	return *p
+	return v
 }
 
 // offerEffects checks an offer's terms and works out what it asks for; the lock's inputs
@@ -242,10 +244,11 @@ func (s *Store) offerEffects(ctx context.Context, maker string, t OfferTerms) (*
 	switch {
 	case t.Serial != nil:
 		e.Kind, e.Serial, e.NFTID = OfferItem, t.Serial, nftIDOf(c.ID, *t.Serial)
-		if _, err := s.liveItem(ctx, e.NFTID); err != nil {
+		it, err := s.liveItem(ctx, e.NFTID)
+		if err != nil {
 			return nil, err
 		}
-		if it, _ := s.liveItem(ctx, e.NFTID); it != nil && it.Owner == maker {
+		if it.Owner == maker {
 			return nil, Errorf(CodeConflict, "NFT %s is the maker's own", e.NFTID)
 		}
 	case t.Traits != nil:
@@ -286,16 +289,10 @@ func (s *Store) offerEffects(ctx context.Context, maker string, t OfferTerms) (*
 
 // offerDeadline checks an offer's expiry: required, in the future, at most 30 days ahead.
 func (s *Store) offerDeadline(at int64) error {
-	now := s.now()
-	switch t := time.Unix(at, 0); {
-	case at == 0:
+	if at == 0 {
 		return Errorf(CodeInvalidRequest, "expiresAt is required")
-	case !t.After(now):
-		return Errorf(CodeInvalidRequest, "expiresAt must be in the future")
-	case t.After(now.Add(MaxOfferLifetime)):
-		return Errorf(CodeInvalidRequest, "expiresAt must be at most %s ahead", MaxOfferLifetime)
 	}
-	return nil
+	return s.deadline("expiresAt", at, MaxOfferLifetime)
 }
 
 // traitCriteria checks a trait offer's criteria against the collection's trait types and
@@ -512,14 +509,10 @@ func (s *Store) PrepareOfferCancel(ctx context.Context, maker string, cids []str
 // liveOffer returns the open version of offer cid: not_found for no such offer, conflict
 // when it was cancelled or has expired, offer_exhausted when accepts took all of it.
 func (s *Store) liveOffer(ctx context.Context, db bun.IDB, cid string) (*Offer, error) {
-	var os []Offer
-	if err := db.NewSelect().Model(&os).Where("offer_id = ?", cid).OrderExpr("created_at DESC, remaining ASC").Limit(1).Scan(ctx); err != nil {
+	o, err := lastOfferVersion(ctx, db, cid)
+	if err != nil {
 		return nil, err
 	}
-	if len(os) == 0 {
-		return nil, Errorf(CodeNotFound, "no offer %s", truncate(cid, 80))
-	}
-	o := &os[0]
 	expired := Errorf(CodeConflict, "offer %s expired at %s", cid, o.ExpiresAt.UTC().Format(time.RFC3339))
 	if o.Active() {
 		if o.expiredAt(s.now()) {
@@ -590,27 +583,12 @@ func (s *Store) ExpireOffers(ctx context.Context, limit int) (int, error) {
 	var due []Offer
 	err := s.db.NewSelect().Model(&due).Column("offer_id", "collection_id").Where("consumed_update IS NULL").
 		Where("expires_at <= ?", At(s.now())).OrderExpr("expires_at, cid").Limit(int64(limit)).Scan(ctx)
-	if err != nil || len(due) == 0 {
-		return 0, err
-	}
-	op, err := s.OperatorParty(ctx)
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	for _, o := range due {
-		err := s.commit(ctx, KindOfferExpiry, op, func(tx *Tx, u *Update) error {
-			return tx.releaseOffers(ctx, u, []offerRef{{OfferID: o.OfferID, CollectionID: o.CollectionID}}, true)
-		})
-		switch {
-		case err == nil:
-			n++
-		case ErrorCode(err) == CodeStale: // accepted or cancelled meanwhile
-		default:
-			return n, err
-		}
-	}
-	return n, nil
+	return s.releaseExpired(ctx, KindOfferExpiry, len(due), func(tx *Tx, u *Update, i int) error {
+		return tx.releaseOffers(ctx, u, []offerRef{{OfferID: due[i].OfferID, CollectionID: due[i].CollectionID}}, true)
+	})
 }
 
 // offersChanged notes that the transaction creates or consumes the version o (committed: its

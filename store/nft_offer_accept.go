@@ -112,12 +112,10 @@ func (s *Store) PrepareOfferAccept(ctx context.Context, seller string, a OfferAc
 			return nil, Errorf(CodeOfferMismatch, "NFT %s does not match offer %s", cid, a.CID)
 		}
 		st := settle(o.Price, c.Currency, s.cfg.MarketFeeBps, op, c.RoyaltyBps, c.Creator, seller)
-		sale := offerSale{NFTCID: n.CID, NFTID: n.NFTID, Settlement: st}
-		if l, err := activeListingOf(ctx, s.db, n.CID); err != nil {
-			return nil, err
-		} else if l != nil {
-			sale.Listing = l.CID
-			claims = append(claims, l.CID)
+		// The item's listing is the NFT's active one (an expired one too, until it is archived).
+		sale := offerSale{NFTCID: n.CID, NFTID: n.NFTID, Listing: deref(it.ListingCID), Settlement: st}
+		if sale.Listing != "" {
+			claims = append(claims, sale.Listing)
 		}
 		e.Sales = append(e.Sales, sale)
 		settlements = append(settlements, st)
@@ -326,16 +324,9 @@ func (tx *Tx) acceptable(ctx context.Context, e *acceptEffects, o *Offer, items 
 	}
 	for _, sale := range e.Sales {
 		it := items[sale.NFTID]
-		if it == nil || it.ContractID != sale.NFTCID || it.Owner != e.Seller || valueOf(it.ListingCID) != sale.Listing {
+		if it == nil || it.ContractID != sale.NFTCID || it.Owner != e.Seller || deref(it.ListingCID) != sale.Listing {
 			return Errorf(CodeStale, "NFT %s was sold, moved, burned, listed or delisted since this was prepared", sale.NFTCID)
 		}
 	}
 	return nil
-}
-
-func valueOf(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -290,24 +290,6 @@ func (x *nftIndex) rereadOffers(ctx context.Context, cids []string) error {
 	return nil
 }
 
-// syncOffers brings this instance's offer writes into the book before the write answers.
-func (x *nftIndex) syncOffers(ctx context.Context, cids []string) {
-	if len(cids) == 0 || !x.started.Load() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	x.follow.Lock()
-	defer x.follow.Unlock()
-	if !x.ready.Load() {
-		return
-	}
-	if err := x.rereadOffers(ctx, cids); err != nil {
-		x.s.log.Warn("the offer book could not read a committed change; the follower will", "error", err.Error())
-		x.kick()
-	}
-}
-
 // bestOffers sets the BestOffer of NFTs of one collection: from the book once the NFT index
 // is built, else by SQL, one query per NFT (the reference the book is tested against). It
 // returns the earliest expiry of those it set.

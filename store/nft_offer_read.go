@@ -141,8 +141,15 @@ func (o *Offer) MadeAt() time.Time { return o.PostedAt.Time }
 // OfferByID returns an offer as it is now: its open version, or the last one it had (accepted
 // in full, cancelled or expired); not_found when no offer has the id.
 func (s *Store) OfferByID(ctx context.Context, offerID string) (*Offer, error) {
+	return lastOfferVersion(ctx, s.db, offerID)
+}
+
+// lastOfferVersion reads an offer's latest version, open or not; not_found for no such
+// offer. Versions made in one batch share their instant: the one with fewer units left is the
+// later.
+func lastOfferVersion(ctx context.Context, db bun.IDB, offerID string) (*Offer, error) {
 	var os []Offer
-	if err := s.db.NewSelect().Model(&os).Where("offer_id = ?", offerID).OrderExpr("created_at DESC, remaining ASC").Limit(1).Scan(ctx); err != nil {
+	if err := db.NewSelect().Model(&os).Where("offer_id = ?", offerID).OrderExpr("created_at DESC, remaining ASC").Limit(1).Scan(ctx); err != nil {
 		return nil, err
 	}
 	if len(os) == 0 {

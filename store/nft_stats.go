@@ -188,22 +188,29 @@ func floorChange(start, now *Amount) *string {
 
 // traitStats is every trait value's figures at now: from the NFT index once built, else by SQL.
 func (s *Store) traitStats(ctx context.Context, collectionID string, now time.Time) ([]TraitStats, error) {
+	if !s.nftIndex.ready.Load() {
+		return s.traitStatsBySQL(ctx, collectionID, now)
+	}
 	out := []TraitStats{}
-	if s.nftIndex.ready.Load() {
-		ci := s.nftIndex.index.Collection(collectionID)
-		if ci == nil {
-			return out, nil
-		}
-		for _, f := range ci.TraitFigures(now) {
-			t := TraitStats{Type: f.Type, Value: f.Value, Count: f.Count, Listed: f.Listed}
-			if f.Floor != nil {
-				a := amountOf(*f.Floor)
-				t.FloorPrice = &a
-			}
-			out = append(out, t)
-		}
+	ci := s.nftIndex.index.Collection(collectionID)
+	if ci == nil {
 		return out, nil
 	}
+	for _, f := range ci.TraitFigures(now) {
+		t := TraitStats{Type: f.Type, Value: f.Value, Count: f.Count, Listed: f.Listed}
+		if f.Floor != nil {
+			a := amountOf(*f.Floor)
+			t.FloorPrice = &a
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// traitStatsBySQL is traitStats read by SQL: the reference the index's figures are tested
+// against.
+func (s *Store) traitStatsBySQL(ctx context.Context, collectionID string, now time.Time) ([]TraitStats, error) {
+	out := []TraitStats{}
 	var rows []struct {
 		Type   string `bun:"trait_type"`
 		Value  string `bun:"trait_value"`

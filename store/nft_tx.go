@@ -34,14 +34,11 @@ func (n *nftTx) beforeCommit(ctx context.Context, tx *Tx) error {
 // committed; the pages it changed end after that. Whatever ended may have moved a
 // collection's statistics, so every write ends the collection pages.
 func (n *nftTx) afterEnd(ctx context.Context, s *Store, outcome txOutcome) {
-	if len(n.nfts) > 0 {
-		minted := n.minted
-		if outcome != txCommitted {
-			minted = nil
-		}
-		s.nftIndex.sync(ctx, n.nfts, minted)
+	minted := n.minted
+	if outcome != txCommitted {
+		minted = nil
 	}
-	s.nftIndex.syncOffers(ctx, n.offers)
+	s.nftIndex.sync(ctx, n.nfts, minted, n.offers)
 	s.collectionPages.invalidate("")
 	for _, id := range n.touched {
 		s.nftPages.invalidate(id)

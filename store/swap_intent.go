@@ -59,7 +59,7 @@ func (s *Store) PrepareSwap(ctx context.Context, taker string, st SwapTerms) (*P
 	if err != nil {
 		return nil, fieldError("minReceive", err)
 	}
-	if err := s.swapDeadline("deadline", st.Deadline); err != nil {
+	if err := s.deadline("deadline", st.Deadline, maxSwapLifetime); err != nil {
 		return nil, err
 	}
 	funds, claims, err := s.prepareLock(ctx, taker, sell, amount)

@@ -45,14 +45,14 @@ func (l *lockFunds) add(t *Transaction, owner string) {
 	}
 }
 
-// swapDeadline checks a client's expiry instant: in the future, and not too far.
-func (s *Store) swapDeadline(field string, at int64) error {
+// deadline checks a client's expiry instant: in the future, and at most within ahead.
+func (s *Store) deadline(field string, at int64, within time.Duration) error {
 	now := s.now()
 	switch t := time.Unix(at, 0); {
 	case !t.After(now):
 		return Errorf(CodeInvalidRequest, "%s must be in the future", field)
-	case t.After(now.Add(maxSwapLifetime)):
-		return Errorf(CodeInvalidRequest, "%s must be at most %s ahead", field, maxSwapLifetime)
+	case t.After(now.Add(within)):
+		return Errorf(CodeInvalidRequest, "%s must be at most %s ahead", field, within)
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ func (s *Store) PrepareLPQuote(ctx context.Context, lp string, q LPQuoteTerms) (
 	if err != nil {
 		return nil, fieldError("size", err)
 	}
-	if err := s.swapDeadline("expiresAt", q.ExpiresAt); err != nil {
+	if err := s.deadline("expiresAt", q.ExpiresAt, maxSwapLifetime); err != nil {
 		return nil, err
 	}
 	inst, lock := pool.Base, size

@@ -95,41 +95,19 @@ func (s *Store) ExpireSwaps(ctx context.Context, limit int) (int, error) {
 		OrderExpr("deadline, cid").Limit(int64(limit)).Scan(ctx); err != nil {
 		return 0, err
 	}
-	if len(quotes) == 0 && len(intents) == 0 {
-		return 0, nil
-	}
-	op, err := s.OperatorParty(ctx)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	run := func(poolID string, fn func(tx *Tx, u *Update) error) error {
-		err := s.commit(ctx, KindSwapExpired, op, func(tx *Tx, u *Update) error {
-			if _, err := tx.lockPool(ctx, poolID); err != nil {
+	// The quotes first, then the intents: the i-th of all of them, each under its pool's lock.
+	return s.releaseExpired(ctx, KindSwapExpired, len(quotes)+len(intents), func(tx *Tx, u *Update, i int) error {
+		if i < len(quotes) {
+			q := &quotes[i]
+			if _, err := tx.lockPool(ctx, q.PoolID); err != nil {
 				return err
 			}
-			return fn(tx, u)
-		})
-		switch {
-		case err == nil:
-			n++
-		case ErrorCode(err) == CodeStale: // filled or cancelled meanwhile
-		default:
+			return tx.releaseQuote(ctx, u, q)
+		}
+		in := &intents[i-len(quotes)]
+		if _, err := tx.lockPool(ctx, in.PoolID); err != nil {
 			return err
 		}
-		return nil
-	}
-	for i := range quotes {
-		q := &quotes[i]
-		if err := run(q.PoolID, func(tx *Tx, u *Update) error { return tx.releaseQuote(ctx, u, q) }); err != nil {
-			return n, err
-		}
-	}
-	for i := range intents {
-		in := &intents[i]
-		if err := run(in.PoolID, func(tx *Tx, u *Update) error { return tx.closeIntent(ctx, u, in, IntentExpired) }); err != nil {
-			return n, err
-		}
-	}
-	return n, nil
+		return tx.closeIntent(ctx, u, in, IntentExpired)
+	})
 }

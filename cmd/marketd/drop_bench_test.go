@@ -31,10 +31,7 @@ import (
 //	go test ./cmd/marketd -run '^$' -bench BenchmarkMintDrop -benchtime 1x
 func BenchmarkMintDrop(b *testing.B) {
 	const wallets = 64
-	seconds := 20
-	if v, err := strconv.Atoi(os.Getenv("MARKETD_BENCH_SECONDS")); err == nil && v > 0 {
-		seconds = v
-	}
+	seconds := benchSetting("MARKETD_BENCH_SECONDS", 20)
 	bin, err := binary()
 	if err != nil {
 		b.Fatal(err)
@@ -187,13 +184,7 @@ func (t *tally) report(b *testing.B, unit string, elapsed time.Duration) float64
 //	go test ./cmd/marketd -run '^$' -bench BenchmarkBuyRace -benchtime 1x
 func BenchmarkBuyRace(b *testing.B) {
 	const buyers = 64
-	seconds, listings := 20, 3000
-	if v, err := strconv.Atoi(os.Getenv("MARKETD_BENCH_SECONDS")); err == nil && v > 0 {
-		seconds = v
-	}
-	if v, err := strconv.Atoi(os.Getenv("MARKETD_BENCH_LISTINGS")); err == nil && v > 0 {
-		listings = v
-	}
+	seconds, listings := benchSetting("MARKETD_BENCH_SECONDS", 20), benchSetting("MARKETD_BENCH_LISTINGS", 3000)
 	bin, err := binary()
 	if err != nil {
 		b.Fatal(err)
@@ -263,4 +254,12 @@ func BenchmarkBuyRace(b *testing.B) {
 			sweeps.report(b, "sweeps", elapsed)
 		})
 	}
+}
+
+// benchSetting is the positive whole number in the variable name, or def.
+func benchSetting(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
 }

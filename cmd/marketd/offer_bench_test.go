@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,13 +23,7 @@ import (
 //	go test ./cmd/marketd -run '^$' -bench BenchmarkOfferCrowd -benchtime 1x
 func BenchmarkOfferCrowd(b *testing.B) {
 	const owners = 64
-	seconds, units := 20, 5000
-	if v, err := strconv.Atoi(os.Getenv("MARKETD_BENCH_SECONDS")); err == nil && v > 0 {
-		seconds = v
-	}
-	if v, err := strconv.Atoi(os.Getenv("MARKETD_BENCH_UNITS")); err == nil && v > 0 {
-		units = v
-	}
+	seconds, units := benchSetting("MARKETD_BENCH_SECONDS", 20), benchSetting("MARKETD_BENCH_UNITS", 5000)
 	perOwner := (units+owners-1)/owners + 10 // enough NFTs that the offer runs out first
 	bin, err := binary()
 	if err != nil {
