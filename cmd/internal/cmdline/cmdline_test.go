@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var table = []Command{{Name: "serve"}, {Name: "lp publish", Args: "POOL"}, {Name: "lp cancel", Args: "CID"}}
+var table = []Command{{Name: "serve"}, {Name: "lp publish", Args: "POOL"}, {Name: "lp cancel", Args: "CID"}, {Name: "offer", Args: "COLLECTION"}, {Name: "offer cancel", Args: "CID"}}
 
 func TestFind_TakesOneWordOrAGroupAndItsVerb(t *testing.T) {
 	for _, tc := range []struct {
@@ -20,6 +20,9 @@ func TestFind_TakesOneWordOrAGroupAndItsVerb(t *testing.T) {
 		{[]string{"lp"}, "", nil},
 		{[]string{"lp", "withdraw"}, "", nil},
 		{[]string{"publish"}, "", nil},
+		{[]string{"offer", "apes"}, "offer", []string{"apes"}},
+		{[]string{"offer", "cancel", "c1"}, "offer cancel", []string{"c1"}},
+		{[]string{"offer"}, "offer", nil},
 	} {
 		c, rest, ok := Find(table, tc.args)
 		if ok != (tc.name != "") || c.Name != tc.name || strings.Join(rest, " ") != strings.Join(tc.rest, " ") {
