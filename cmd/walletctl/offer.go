@@ -92,7 +92,11 @@ func (w *wallet) offerShortcut(name string, args []string) error {
 			}
 			least, req["minProceeds"] = &m, w.minProceeds
 		}
-		return w.exec("/api/nft/offer/accept", body(req), wantAccept(args[0], nfts, least))
+		o, err := w.receivedOffer(args[0])
+		if err != nil {
+			return err
+		}
+		return w.exec("/api/nft/offer/accept", body(req), wantAccept(o, nfts, least))
 	}
 	return fmt.Errorf("unknown offer shortcut %q", name)
 }
@@ -326,6 +330,52 @@ func (w *wallet) listOffers() error {
 	return fmt.Errorf("more than %d pages of offers; list them without --collection", maxPages)
 }
 
+// offerSeen is an offer as the offer lists show it.
+type offerSeen struct {
+	CID          string           `json:"cid"`
+	Maker        string           `json:"maker"`
+	CollectionID string           `json:"collectionId"`
+	Price        store.Amount     `json:"price"`
+	Currency     store.Instrument `json:"currency"`
+}
+
+// receivedOffer finds offer cid among the offers the party's NFTs can be accepted into: who
+// made it, at what price, in which collection. accept signs an accept of that offer only.
+func (w *wallet) receivedOffer(cid string) (*offerSeen, error) {
+	tok, err := w.token()
+	if err != nil {
+		return nil, err
+	}
+	path, err := w.expandPath("/api/nft/offers/received?owner={me}&limit=" + strconv.Itoa(store.MaxPageSize))
+	if err != nil {
+		return nil, err
+	}
+	cursor := ""
+	for range maxPages {
+		var page struct {
+			Items  []offerSeen `json:"items"`
+			Cursor *string     `json:"cursor"`
+		}
+		p := path
+		if cursor != "" {
+			p += "&cursor=" + url.QueryEscape(cursor)
+		}
+		if err := w.do("GET", p, nil, tok, &page); err != nil {
+			return nil, err
+		}
+		for _, o := range page.Items {
+			if o.CID == cid {
+				return &o, nil
+			}
+		}
+		if page.Cursor == nil {
+			break
+		}
+		cursor = *page.Cursor
+	}
+	return nil, fmt.Errorf("offer %s is not among the open offers your NFTs can be accepted into (walletctl offers --received)", cid)
+}
+
 // ---- what each offer shortcut may sign
 
 func (a offerAsked) String() string {
@@ -401,14 +451,14 @@ func wantOfferCancel(cids []string) intent {
 	}
 }
 
-// wantAccept admits selling exactly the NFTs nfts into offer cid: each goes to the offer's
-// maker (execute refuses effects naming another maker than the offer's), each sale's price is
-// the offer's, split into a fee, a royalty and the party's share that sum to it, and the party
-// gets at least least (when set) in all. An accept spends none of the party's holdings: what
-// it pays comes out of the offer's lock.
-func wantAccept(cid string, nfts []string, least *store.Amount) intent {
+// wantAccept admits selling exactly the NFTs nfts into offer o (as the offer list showed it):
+// each goes to the offer's maker, each sale's price is the offer's, split into a fee, a
+// royalty and the party's share that sum to it, and the party gets at least least (when set)
+// in all. An accept spends none of the party's holdings: what it pays comes out of the
+// offer's lock.
+func wantAccept(o *offerSeen, nfts []string, least *store.Amount) intent {
 	return func(me string, d *store.DecodedPrepared) error {
-		asked := fmt.Sprintf("sell NFT(s) %s into offer %s", strings.Join(nfts, ", "), cid)
+		asked := fmt.Sprintf("sell NFT(s) %s into offer %s of %s at %s %s each", strings.Join(nfts, ", "), o.CID, o.Maker, o.Price, o.Currency)
 		if least != nil {
 			asked += fmt.Sprintf(" for at least %s in all", least)
 		}
@@ -418,7 +468,11 @@ func wantAccept(cid string, nfts []string, least *store.Amount) intent {
 			return c.err
 		}
 		c.same("seller", e.Seller, me)
-		c.same("offer", e.OfferID, cid)
+		c.same("offer", e.OfferID, o.CID)
+		c.same("maker", e.Maker, o.Maker)
+		c.same("collection", e.CollectionID, o.CollectionID)
+		c.same("price", e.Price, o.Price)
+		c.same("currency", e.Currency, o.Currency)
 		if e.Maker == me {
 			c.fail("its maker is you")
 		}
