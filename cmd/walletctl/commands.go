@@ -68,7 +68,7 @@ var commands = []command{
 	{cmdline.Command{Name: "sweep", Args: "[--max-price P] COLLECTION MAX_TOTAL COUNT|CID...", Summary: fmt.Sprintf("buy the COUNT cheapest listings, or the named ones (at most %d), for at most MAX_TOTAL in all and --max-price each", store.MaxBatch)}, secNFT, false, maxPriceFlag},
 	{cmdline.Command{Name: "transfer", Args: "CONTRACT_ID PARTY", Summary: "give an NFT to a party (it needs an NFT preapproval)"}, secNFT, false, nil},
 	{cmdline.Command{Name: "burn", Args: "CONTRACT_ID", Summary: "destroy an NFT for good"}, secNFT, false, nil},
-	{cmdline.Command{Name: "offer", Args: "COLLECTION PRICE [--quantity N] [--serial S | --contract CID] [--trait TYPE=VALUE ...] [--expires DURATION|RFC3339]",
+	{cmdline.Command{Name: "offer", Args: "COLLECTION PRICE [--quantity N] [--serial S|--contract CID|--trait T=V...] [--expires E]",
 		Summary: "bid PRICE each for N NFTs of the collection (an item offer for one NFT, a trait offer, else a collection offer), locking PRICE × N of your funds"}, secNFT, false, offerFlags},
 	{cmdline.Command{Name: "offer cancel", Args: "CID...", Summary: fmt.Sprintf("withdraw your offers (at most %d: one batch), what they lock back to you", store.MaxBatch)}, secNFT, false, nil},
 	{cmdline.Command{Name: "offers", Args: "[--received] [--collection C]", Summary: "your open offers, or (--received) the offers your NFTs can be accepted into"}, secNFT, false,
@@ -144,11 +144,12 @@ Before it signs, walletctl checks that the hash is the SHA-256 of preparedTransa
 the transaction acts as the key's party, decodes those bytes and prints what they do (never the
 server's summary). A shortcut also refuses, exiting non-zero and executing nothing, a transaction
 that does anything but what was asked: a send gives the receiver exactly AMOUNT and returns the
-rest to you (nothing to anyone else); the NFT, listing(s), price, expiry, collection, quantity,
-MAX_TOTAL, pool, side, size, amount, MIN and TTL are the ones given, and a payment pays only
-what the sale or mint owes; an offer locks exactly PRICE × N of the collection's currency, an
-accept sends only the NFTs named, to the offer's maker. exec cannot know what was meant: it checks the party only. A slug is
-resolved by the server. walletctl warns when --server is plain http to anything but this machine.
+rest to you (nothing to anyone else); the NFT, listing(s), offer(s), price, expiry, collection,
+quantity, traits, MAX_TOTAL, pool, side, size, amount, MIN and TTL are the ones given; a payment
+pays only what the sale or mint owes; an offer locks exactly PRICE × N of the collection's
+currency, its change back to you; an accept sends only the NFTs named, to the offer's maker,
+for at least --min-proceeds. exec cannot know what was meant: it checks the party only. A slug
+is resolved by the server. walletctl warns when --server is plain http to anything but this machine.
 `
 
 // printSettings lists the variables a command reads (offline ones never reach a server).

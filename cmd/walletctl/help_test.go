@@ -85,7 +85,7 @@ func TestHelp_EachCommandShowsItsUsageFlagsAndVariables(t *testing.T) {
 		{"sweep", []string{"sweep [--max-price P] COLLECTION MAX_TOTAL COUNT|CID...", "-max-price", fmt.Sprintf("at most %d", store.MaxBatch)}, false},
 		{"transfer", []string{"transfer CONTRACT_ID PARTY"}, false},
 		{"burn", []string{"burn CONTRACT_ID"}, false},
-		{"offer", []string{"offer COLLECTION PRICE [--quantity N]", "-quantity int", "-serial value", "-contract string", "-trait value", "-expires string"}, false},
+		{"offer", []string{"offer COLLECTION PRICE [--quantity N] [--serial S|--contract CID|--trait T=V...] [--expires E]", "-quantity int", "-serial value", "-contract string", "-trait value", "-expires string"}, false},
 		{"offer cancel", []string{"offer cancel CID...", fmt.Sprintf("at most %d", store.MaxBatch)}, false},
 		{"offers", []string{"offers [--received] [--collection C]", "-received", "-collection string"}, false},
 		{"accept", []string{"accept OFFER_CID NFT_CID... [--min-proceeds AMOUNT]", "-min-proceeds string", fmt.Sprintf("at most %d", store.MaxBatch)}, false},
