@@ -461,7 +461,9 @@ func (w *wallet) sign(args []string) error {
 	}
 	var msg []byte
 	switch {
-	case w.hash != "" && len(args) == 0:
+	case w.hash != "" && len(args) > 0: // flags may follow arguments: sign one or the other
+		return errors.New("usage: walletctl sign MESSAGE | sign - | sign --hash B64")
+	case w.hash != "":
 		msg, err = base64.StdEncoding.DecodeString(w.hash)
 		if err != nil || len(msg) != 32 {
 			return errors.New("--hash wants the 32-byte preparedTransactionHash in standard base64")

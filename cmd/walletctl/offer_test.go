@@ -294,3 +294,30 @@ func TestOfferIntents_RefuseWhatWasNotAsked(t *testing.T) {
 }
 
 func ptrInt(n int) *int { return &n }
+
+// A command's own flags may follow its arguments, up to "--": offer's do, and sign refuses a
+// message and --hash together wherever they stand.
+func TestFlags_MayFollowTheArgumentsUntilDoubleDash(t *testing.T) {
+	key := t.TempDir() + "/k.key"
+	ctl := func(args ...string) (string, error) {
+		var out, log bytes.Buffer
+		err := run(append([]string{"--key", key}, args...), &out, &log)
+		return out.String(), err
+	}
+	if _, err := ctl("keygen", "--hint", "k"); err != nil {
+		t.Fatal(err)
+	}
+	hash := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	if _, err := ctl("sign", "hello", "--hash", hash); err == nil || !strings.Contains(err.Error(), "usage") {
+		t.Errorf("sign MESSAGE --hash: %v", err)
+	}
+	plain, err := ctl("sign", "--hash")
+	if err == nil {
+		t.Errorf("sign --hash with no value: %q", plain)
+	}
+	dashed, err1 := ctl("sign", "--", "--hash")
+	_, err2 := ctl("sign", "-", "--hash", hash)
+	if err1 != nil || dashed == "" || err2 == nil {
+		t.Errorf("sign -- --hash: %q %v; sign - --hash: %v", dashed, err1, err2)
+	}
+}

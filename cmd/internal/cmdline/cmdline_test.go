@@ -57,3 +57,14 @@ func TestExit_IsZeroForHelpTwoForUsageOneOtherwise(t *testing.T) {
 		t.Errorf("stderr %q, want %q", b.String(), want)
 	}
 }
+
+func TestGroupHelp_OfAGroupThatIsAlsoACommandIsTheCommandsOwn(t *testing.T) {
+	var b strings.Builder
+	if !GroupHelp(&b, "walletctl", table, []string{"lp", "-h"}) || !strings.Contains(b.String(), "walletctl lp cancel CID") {
+		t.Errorf("lp -h: %q", b.String())
+	}
+	b.Reset()
+	if GroupHelp(&b, "walletctl", table, []string{"offer", "-h"}) || b.Len() != 0 {
+		t.Errorf("offer -h answered as a group: %q", b.String())
+	}
+}
