@@ -36,6 +36,8 @@ type (
 	ListingEffect = listingEffect // one listing a list creates
 	ListingRef    = listingRef    // one listing a cancel withdraws
 	LockedFunds   = lockFunds     // what an LP quote or a swap intent locks
+	OfferRef      = offerRef      // one offer a cancel withdraws
+	OfferSale     = offerSale     // one NFT an accept sells into an offer
 )
 
 // effectsOf makes the value each prepared kind's effects decode into: the type its execute

@@ -604,6 +604,9 @@ func describe(d *store.DecodedPrepared) []string {
 	case *store.IntentCancelEffects:
 		return []string{fmt.Sprintf("cancel intent %s of %s on %s, releasing %s %s", e.IntentCID, e.Taker, e.PoolID, e.Amount, e.Instrument)}
 	}
+	if lines := describeOffer(d); lines != nil {
+		return lines
+	}
 	return []string{"do a " + d.Kind}
 }
 

@@ -68,6 +68,18 @@ var commands = []command{
 	{cmdline.Command{Name: "sweep", Args: "[--max-price P] COLLECTION MAX_TOTAL COUNT|CID...", Summary: fmt.Sprintf("buy the COUNT cheapest listings, or the named ones (at most %d), for at most MAX_TOTAL in all and --max-price each", store.MaxBatch)}, secNFT, false, maxPriceFlag},
 	{cmdline.Command{Name: "transfer", Args: "CONTRACT_ID PARTY", Summary: "give an NFT to a party (it needs an NFT preapproval)"}, secNFT, false, nil},
 	{cmdline.Command{Name: "burn", Args: "CONTRACT_ID", Summary: "destroy an NFT for good"}, secNFT, false, nil},
+	{cmdline.Command{Name: "offer", Args: "COLLECTION PRICE [--quantity N] [--serial S|--contract CID|--trait T=V...] [--expires E]",
+		Summary: "bid PRICE each for N NFTs of the collection (an item offer for one NFT, a trait offer, else a collection offer), locking PRICE × N of your funds"}, secNFT, false, offerFlags},
+	{cmdline.Command{Name: "offer cancel", Args: "CID...", Summary: fmt.Sprintf("withdraw your offers (at most %d: one batch), what they lock back to you", store.MaxBatch)}, secNFT, false, nil},
+	{cmdline.Command{Name: "offers", Args: "[--received] [--collection C]", Summary: "your open offers, or (--received) the offers your NFTs can be accepted into"}, secNFT, false,
+		func(w *wallet, fs *flag.FlagSet) {
+			fs.BoolVar(&w.received, "received", false, "list the offers of others your NFTs can be accepted into")
+			fs.StringVar(&w.collection, "collection", "", "only the offers of this collection (id or slug); reads every page")
+		}},
+	{cmdline.Command{Name: "accept", Args: "OFFER_CID NFT_CID... [--min-proceeds AMOUNT]", Summary: fmt.Sprintf("sell your NFTs (at most %d) into an offer: each goes to its maker, you get its price less fee and royalty", store.MaxBatch)}, secNFT, false,
+		func(w *wallet, fs *flag.FlagSet) {
+			fs.StringVar(&w.minProceeds, "min-proceeds", "", "refuse to sign unless you get at least this in all, after fee and royalty")
+		}},
 
 	{cmdline.Command{Name: "pools", Args: "", Summary: "the swap pools and their oracle prices"}, secSwap, false, nil},
 	{cmdline.Command{Name: "quote", Args: "CC|USDCx AMOUNT [POOL]", Summary: "an indicative quote for selling AMOUNT"}, secSwap, false, nil},
@@ -132,10 +144,12 @@ Before it signs, walletctl checks that the hash is the SHA-256 of preparedTransa
 the transaction acts as the key's party, decodes those bytes and prints what they do (never the
 server's summary). A shortcut also refuses, exiting non-zero and executing nothing, a transaction
 that does anything but what was asked: a send gives the receiver exactly AMOUNT and returns the
-rest to you (nothing to anyone else); the NFT, listing(s), price, expiry, collection, quantity,
-MAX_TOTAL, pool, side, size, amount, MIN and TTL are the ones given, and a payment pays only
-what the sale or mint owes. exec cannot know what was meant: it checks the party only. A slug is
-resolved by the server. walletctl warns when --server is plain http to anything but this machine.
+rest to you (nothing to anyone else); the NFT, listing(s), offer(s), price, expiry, collection,
+quantity, traits, MAX_TOTAL, pool, side, size, amount, MIN and TTL are the ones given; a payment
+pays only what the sale or mint owes; an offer locks exactly PRICE × N of the collection's
+currency, its change back to you; an accept sends only the NFTs named, to the offer's maker,
+for at least --min-proceeds. exec cannot know what was meant: it checks the party only. A slug
+is resolved by the server. walletctl warns when --server is plain http to anything but this machine.
 `
 
 // printSettings lists the variables a command reads (offline ones never reach a server).
@@ -167,8 +181,21 @@ func (w *wallet) parseOwn(c command, args []string) ([]string, error) {
 		c.flags(w, fs)
 	}
 	rest, err := cmdline.Parse("walletctl", c.Command, fs, args)
+	// A command's own flags may also follow its arguments: "offer apes 5 --quantity 3".
+	var pos []string
+	for err == nil && c.flags != nil && len(rest) > 0 && !endOfFlags(args, rest) {
+		pos, args = append(pos, rest[0]), rest[1:]
+		rest, err = cmdline.Parse("walletctl", c.Command, fs, args)
+	}
 	if errors.Is(err, flag.ErrHelp) {
 		printHelp(w.out, c, fs)
 	}
-	return rest, err
+	return append(pos, rest...), err
+}
+
+// endOfFlags tells whether parsing args stopped at "--" before rest: what follows is
+// arguments only.
+func endOfFlags(args, rest []string) bool {
+	n := len(args) - len(rest)
+	return n > 0 && args[n-1] == "--"
 }

@@ -85,6 +85,10 @@ func TestHelp_EachCommandShowsItsUsageFlagsAndVariables(t *testing.T) {
 		{"sweep", []string{"sweep [--max-price P] COLLECTION MAX_TOTAL COUNT|CID...", "-max-price", fmt.Sprintf("at most %d", store.MaxBatch)}, false},
 		{"transfer", []string{"transfer CONTRACT_ID PARTY"}, false},
 		{"burn", []string{"burn CONTRACT_ID"}, false},
+		{"offer", []string{"offer COLLECTION PRICE [--quantity N] [--serial S|--contract CID|--trait T=V...] [--expires E]", "-quantity int", "-serial value", "-contract string", "-trait value", "-expires string"}, false},
+		{"offer cancel", []string{"offer cancel CID...", fmt.Sprintf("at most %d", store.MaxBatch)}, false},
+		{"offers", []string{"offers [--received] [--collection C]", "-received", "-collection string"}, false},
+		{"accept", []string{"accept OFFER_CID NFT_CID... [--min-proceeds AMOUNT]", "-min-proceeds string", fmt.Sprintf("at most %d", store.MaxBatch)}, false},
 		{"pools", []string{"pools"}, false},
 		{"quote", []string{"quote CC|USDCx AMOUNT [POOL]"}, false},
 		{"lp publish", []string{"lp publish POOL ask|bid PRICE SIZE [TTL]"}, false},
@@ -117,7 +121,7 @@ func TestHelp_EachCommandShowsItsUsageFlagsAndVariables(t *testing.T) {
 		})
 	}
 	out, _, code := runBinary(t, "-h")
-	if code != 0 || !strings.Contains(out, "walletctl swap history") || !strings.Contains(out, "WALLETCTL_SERVER") || !strings.Contains(out, "never the\nserver's summary") {
+	if code != 0 || !strings.Contains(out, "walletctl swap history") || !strings.Contains(out, "walletctl offer cancel CID...") || !strings.Contains(out, "WALLETCTL_SERVER") || !strings.Contains(out, "never the\nserver's summary") {
 		t.Errorf("walletctl -h: exit %d:\n%s", code, out)
 	}
 }
@@ -159,6 +163,8 @@ func TestBatchShortcuts_OverTheBatchLimitAreRefusedBeforeAnyRequest(t *testing.T
 		append([]string{"cancel"}, over...),
 		append([]string{"sweep", "apes", "100"}, over...),
 		{"sweep", "apes", "100", fmt.Sprint(store.MaxBatch + 1)},
+		append([]string{"offer", "cancel"}, over...),
+		append([]string{"accept", "offer"}, over...),
 	} {
 		_, errOut, code := runBinary(t, append([]string{"--server", server}, args...)...)
 		if code != 1 || !strings.Contains(errOut, fmt.Sprintf("at most %d", store.MaxBatch)) {

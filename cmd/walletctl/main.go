@@ -43,7 +43,11 @@ type wallet struct {
 	// login's overrides: the domain, URI and network its challenge may name instead of the
 	// ones walletctl asked for (the server's, and WALLETCTL_NETWORK's).
 	acceptDomain, acceptURI, network string
-	maxPrice                         string // mint and sweep --max-price: the most one NFT may cost
+	maxPrice                         string       // mint and sweep --max-price: the most one NFT may cost
+	offer                            offerOptions // offer's flags
+	received                         bool         // offers --received
+	collection                       string       // offers --collection
+	minProceeds                      string       // accept --min-proceeds
 	out                              io.Writer
 	log                              io.Writer
 	http                             *http.Client
@@ -142,6 +146,8 @@ func run(args []string, out, log io.Writer) error {
 		return w.swapShortcut(cmd, args)
 	case "mint", "list", "cancel", "buy", "sweep", "transfer", "burn":
 		return w.nftShortcut(cmd, args)
+	case "offer", "offers", "accept":
+		return w.offerShortcut(c.Name, args[len(words)-1:])
 	}
 	return fmt.Errorf("command %q has no runner", c.Name)
 }
@@ -455,7 +461,9 @@ func (w *wallet) sign(args []string) error {
 	}
 	var msg []byte
 	switch {
-	case w.hash != "" && len(args) == 0:
+	case w.hash != "" && len(args) > 0: // flags may follow arguments: sign one or the other
+		return errors.New("usage: walletctl sign MESSAGE | sign - | sign --hash B64")
+	case w.hash != "":
 		msg, err = base64.StdEncoding.DecodeString(w.hash)
 		if err != nil || len(msg) != 32 {
 			return errors.New("--hash wants the 32-byte preparedTransactionHash in standard base64")

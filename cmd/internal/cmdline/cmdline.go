@@ -42,15 +42,19 @@ func (e *UsageError) Error() string {
 }
 
 // Find returns the command args name (one word, or two for a group's verb) and the
-// arguments after its name.
+// arguments after its name. A group's verb wins over a command named by the group's word
+// alone: "offer cancel c1" is "offer cancel", not "offer" with "cancel c1".
 func Find[C Named](cs []C, args []string) (C, []string, bool) {
-	for _, c := range cs {
-		name := c.Cmd().Name
-		if name == args[0] {
-			return c, args[1:], true
+	if len(args) > 1 {
+		for _, c := range cs {
+			if c.Cmd().Name == args[0]+" "+args[1] {
+				return c, args[2:], true
+			}
 		}
-		if len(args) > 1 && name == args[0]+" "+args[1] {
-			return c, args[2:], true
+	}
+	for _, c := range cs {
+		if c.Cmd().Name == args[0] {
+			return c, args[1:], true
 		}
 	}
 	var none C
@@ -123,10 +127,16 @@ func Help(w io.Writer, prog, globals string, c Command, own *flag.FlagSet) {
 }
 
 // GroupHelp answers "PROG GROUP -h" with the group's commands on w; it tells whether args
-// asked for that.
+// asked for that. A group that is also a command of its own ("offer" beside "offer cancel")
+// is that command's help instead.
 func GroupHelp[C Named](w io.Writer, prog string, cs []C, args []string) bool {
 	if len(args) < 2 || !IsHelp(args[1]) || len(Group(cs, args[0])) == 0 {
 		return false
+	}
+	for _, c := range cs {
+		if c.Cmd().Name == args[0] {
+			return false
+		}
 	}
 	fmt.Fprintf(w, "%s %s: one of\n", prog, args[0])
 	List(w, prog, Group(cs, args[0]))

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var table = []Command{{Name: "serve"}, {Name: "lp publish", Args: "POOL"}, {Name: "lp cancel", Args: "CID"}}
+var table = []Command{{Name: "serve"}, {Name: "lp publish", Args: "POOL"}, {Name: "lp cancel", Args: "CID"}, {Name: "offer", Args: "COLLECTION"}, {Name: "offer cancel", Args: "CID"}}
 
 func TestFind_TakesOneWordOrAGroupAndItsVerb(t *testing.T) {
 	for _, tc := range []struct {
@@ -20,6 +20,9 @@ func TestFind_TakesOneWordOrAGroupAndItsVerb(t *testing.T) {
 		{[]string{"lp"}, "", nil},
 		{[]string{"lp", "withdraw"}, "", nil},
 		{[]string{"publish"}, "", nil},
+		{[]string{"offer", "apes"}, "offer", []string{"apes"}},
+		{[]string{"offer", "cancel", "c1"}, "offer cancel", []string{"c1"}},
+		{[]string{"offer"}, "offer", nil},
 	} {
 		c, rest, ok := Find(table, tc.args)
 		if ok != (tc.name != "") || c.Name != tc.name || strings.Join(rest, " ") != strings.Join(tc.rest, " ") {
@@ -52,5 +55,16 @@ func TestExit_IsZeroForHelpTwoForUsageOneOtherwise(t *testing.T) {
 	}
 	if want := "x: bad flag\nRun \"x -h\" for its usage.\nx: store down\n"; b.String() != want {
 		t.Errorf("stderr %q, want %q", b.String(), want)
+	}
+}
+
+func TestGroupHelp_OfAGroupThatIsAlsoACommandIsTheCommandsOwn(t *testing.T) {
+	var b strings.Builder
+	if !GroupHelp(&b, "walletctl", table, []string{"lp", "-h"}) || !strings.Contains(b.String(), "walletctl lp cancel CID") {
+		t.Errorf("lp -h: %q", b.String())
+	}
+	b.Reset()
+	if GroupHelp(&b, "walletctl", table, []string{"offer", "-h"}) || b.Len() != 0 {
+		t.Errorf("offer -h answered as a group: %q", b.String())
 	}
 }
