@@ -93,6 +93,7 @@ type ComplexityRoot struct {
 		From         func(childComplexity int) int
 		Kind         func(childComplexity int) int
 		LogIndex     func(childComplexity int) int
+		OfferCID     func(childComplexity int) int
 		Position     func(childComplexity int) int
 		Price        func(childComplexity int) int
 		Serial       func(childComplexity int) int
@@ -378,7 +379,7 @@ type ComplexityRoot struct {
 	}
 
 	Subscription struct {
-		CollectionActivity func(childComplexity int, collectionID string, after *string) int
+		CollectionActivity func(childComplexity int, collectionID string, after *string, kinds []string) int
 		IntentStatus       func(childComplexity int, intentCid string) int
 		PoolOutcomes       func(childComplexity int, poolID string, after *string) int
 	}
@@ -472,7 +473,7 @@ type RewardsResolver interface {
 	History(ctx context.Context, obj *Rewards, first *int, after *string, last *int, before *string) (*RewardConnection, error)
 }
 type SubscriptionResolver interface {
-	CollectionActivity(ctx context.Context, collectionID string, after *string) (<-chan *store.CollectionEvent, error)
+	CollectionActivity(ctx context.Context, collectionID string, after *string, kinds []string) (<-chan *store.CollectionEvent, error)
 	PoolOutcomes(ctx context.Context, poolID string, after *string) (<-chan *PoolOutcome, error)
 	IntentStatus(ctx context.Context, intentCid string) (<-chan *store.IntentView, error)
 }
@@ -702,6 +703,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CollectionActivity.LogIndex(childComplexity), true
+	case "CollectionActivity.offerCid":
+		if e.ComplexityRoot.CollectionActivity.OfferCID == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CollectionActivity.OfferCID(childComplexity), true
 	case "CollectionActivity.position":
 		if e.ComplexityRoot.CollectionActivity.Position == nil {
 			break
@@ -1879,7 +1886,7 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 			return 0, false
 		}
 
-		return e.ComplexityRoot.Subscription.CollectionActivity(childComplexity, args["collectionId"].(string), args["after"].(*string)), true
+		return e.ComplexityRoot.Subscription.CollectionActivity(childComplexity, args["collectionId"].(string), args["after"].(*string), args["kinds"].([]string)), true
 	case "Subscription.intentStatus":
 		if e.ComplexityRoot.Subscription.IntentStatus == nil {
 			break
@@ -2166,6 +2173,8 @@ func (ec *executionContext) childFields_CollectionActivity(ctx context.Context, 
 		return ec.fieldContext_CollectionActivity_collectionId(ctx, field)
 	case "serial":
 		return ec.fieldContext_CollectionActivity_serial(ctx, field)
+	case "offerCid":
+		return ec.fieldContext_CollectionActivity_offerCid(ctx, field)
 	case "updateId":
 		return ec.fieldContext_CollectionActivity_updateId(ctx, field)
 	case "logIndex":
@@ -3501,6 +3510,14 @@ func (ec *executionContext) field_Subscription_collectionActivity_args(ctx conte
 		return nil, err
 	}
 	args["after"] = arg1
+	arg2, err := graphql.ProcessArgField(ctx, rawArgs, "kinds",
+		func(ctx context.Context, v any) ([]string, error) {
+			return ec.unmarshalONFTEventKind2ᚕstringᚄ(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["kinds"] = arg2
 	return args, nil
 }
 
@@ -4394,6 +4411,29 @@ func (ec *executionContext) _CollectionActivity_serial(ctx context.Context, fiel
 }
 func (ec *executionContext) fieldContext_CollectionActivity_serial(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type Int does not have child fields"))
+}
+
+func (ec *executionContext) _CollectionActivity_offerCid(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CollectionActivity_offerCid(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.OfferCID, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOID2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_CollectionActivity_offerCid(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CollectionActivity", field, false, false, errors.New("field of type ID does not have child fields"))
 }
 
 func (ec *executionContext) _CollectionActivity_updateId(ctx context.Context, field graphql.CollectedField, obj *store.CollectionEvent) (ret graphql.Marshaler) {
@@ -9252,7 +9292,7 @@ func (ec *executionContext) _Subscription_collectionActivity(ctx context.Context
 		},
 		func(ctx context.Context) (any, error) {
 			fc := graphql.GetFieldContext(ctx)
-			return ec.Resolvers.Subscription().CollectionActivity(ctx, fc.Args["collectionId"].(string), fc.Args["after"].(*string))
+			return ec.Resolvers.Subscription().CollectionActivity(ctx, fc.Args["collectionId"].(string), fc.Args["after"].(*string), fc.Args["kinds"].([]string))
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *store.CollectionEvent) graphql.Marshaler {
@@ -11281,6 +11321,11 @@ func (ec *executionContext) _CollectionActivity(ctx context.Context, sel ast.Sel
 		case "serial":
 			out.Values[i] = ec._CollectionActivity_serial(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				atomic.AddUint32(&out.Invalids, 1)
+			}
+		case "offerCid":
+			out.Values[i] = ec._CollectionActivity_offerCid(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				atomic.AddUint32(&out.Invalids, 1)
 			}
 		case "updateId":
@@ -15513,22 +15558,26 @@ func (ec *executionContext) marshalNNFTEventKind2string(ctx context.Context, sel
 
 var (
 	unmarshalNNFTEventKind2string = map[string]string{
-		"MINTED":         store.EventMinted,
-		"LISTED":         store.EventListed,
-		"DELISTED":       store.EventDelisted,
-		"SOLD":           store.EventSold,
-		"TRANSFERRED":    store.EventTransferred,
-		"BURNED":         store.EventBurned,
-		"OFFER_ACCEPTED": store.EventOfferAccepted,
+		"MINTED":          store.EventMinted,
+		"LISTED":          store.EventListed,
+		"DELISTED":        store.EventDelisted,
+		"SOLD":            store.EventSold,
+		"TRANSFERRED":     store.EventTransferred,
+		"BURNED":          store.EventBurned,
+		"OFFER_ACCEPTED":  store.EventOfferAccepted,
+		"OFFER_MADE":      store.EventOffer,
+		"OFFER_CANCELLED": store.EventOfferCancelled,
 	}
 	marshalNNFTEventKind2string = map[string]string{
-		store.EventMinted:        "MINTED",
-		store.EventListed:        "LISTED",
-		store.EventDelisted:      "DELISTED",
-		store.EventSold:          "SOLD",
-		store.EventTransferred:   "TRANSFERRED",
-		store.EventBurned:        "BURNED",
-		store.EventOfferAccepted: "OFFER_ACCEPTED",
+		store.EventMinted:         "MINTED",
+		store.EventListed:         "LISTED",
+		store.EventDelisted:       "DELISTED",
+		store.EventSold:           "SOLD",
+		store.EventTransferred:    "TRANSFERRED",
+		store.EventBurned:         "BURNED",
+		store.EventOfferAccepted:  "OFFER_ACCEPTED",
+		store.EventOffer:          "OFFER_MADE",
+		store.EventOfferCancelled: "OFFER_CANCELLED",
 	}
 )
 
@@ -16328,6 +16377,42 @@ func (ec *executionContext) marshalONFT2ᚖmarketdᚋstoreᚐNFTView(ctx context
 		return graphql.Null
 	}
 	return ec._NFT(ctx, sel, v)
+}
+
+func (ec *executionContext) unmarshalONFTEventKind2ᚕstringᚄ(ctx context.Context, v any) ([]string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	vSlice := graphql.CoerceList(v)
+	var err error
+	res := make([]string, len(vSlice))
+	for i := range vSlice {
+		ctx := graphql.WithPathContext(ctx, graphql.NewPathWithIndex(i))
+		res[i], err = ec.unmarshalNNFTEventKind2string(ctx, vSlice[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+func (ec *executionContext) marshalONFTEventKind2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNNFTEventKind2string(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
 }
 
 func (ec *executionContext) unmarshalONFTFilter2ᚖmarketdᚋgraphᚐNFTFilter(ctx context.Context, v any) (*NFTFilter, error) {

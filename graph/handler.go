@@ -40,8 +40,12 @@ type Options struct {
 	// reads spend (rest.Server.ChargeRead); over the limit it returns rate_limited. Each
 	// operation is charged by its cost (cost.go, budget.go). Nil means unlimited.
 	ChargeRead func(r *http.Request, n int) (ratelimit.Decision, error)
-	// Sockets bounds each websocket and the time it may act as its session (socket.go).
+	// Sockets bounds each websocket and the time it may act as its session, and the sockets
+	// and subscriptions of each client address and of the handler (socket.go, census.go).
 	Sockets SocketLimits
+	// ClientAddress names a request's client, as REST's budgets do (rest.Server.ClientOrigin);
+	// nil takes the connection's peer address.
+	ClientAddress func(*http.Request) string
 	// Metrics counts operations and their latency in the service's registry; nil counts nothing.
 	Metrics *metrics.Metrics
 	// RunEveryQuery runs each query, even one whose kept answer is current (response_cache.go):
@@ -80,7 +84,11 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	gql := handler.New(es)
 	// Every operation's caller, and on a websocket its session and limits (socket.go).
 	gql.Use(callerPerOperation{})
-	gql.AddTransport(websocketTransport(s, cfg.Sockets.withDefaults(), 15*time.Second))
+	if cfg.ClientAddress == nil {
+		cfg.ClientAddress = peerAddress
+	}
+	counts := &census{limits: cfg.Sockets.withDefaults()}
+	gql.AddTransport(websocketTransport(s, counts.limits, counts, 15*time.Second))
 	gql.AddTransport(transport.GET{})
 	gql.AddTransport(postJSON{})
 	gql.SetQueryCache(lru.New[*ast.QueryDocument](1000))
@@ -130,6 +138,14 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 			return
 		}
 		if upgrade {
+			addr := cfg.ClientAddress(r)
+			if err := counts.openSocket(addr); err != nil {
+				w.Header().Set("Retry-After", "60")
+				writeRequestError(w, http.StatusTooManyRequests, err)
+				return
+			}
+			defer counts.closeSocket(addr)
+			r = r.WithContext(context.WithValue(r.Context(), socketAddressKey{}, addr))
 			// A subscription outlives the server's per-request timeouts.
 			rc := http.NewResponseController(w)
 			rc.SetReadDeadline(time.Time{})
@@ -146,7 +162,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 
 // config wires the resolvers. An operation's cost is cost.go's, not gqlgen's complexity.
 func config(s *store.Store) Config {
-	return Config{Resolvers: &Resolver{store: s, followEvery: followEvery}}
+	return Config{Resolvers: newResolver(s)}
 }
 
 // presentError gives every error an extensions.code, the same codes REST's problem+json

@@ -222,13 +222,24 @@ type RewardEdge struct {
 // A token that a cookie rotation replaced stops serving the socket at once, with token_rotated:
 // reconnect, and the browser sends the newer cookie. When the session ends, a running
 // subscription that reads the caller's own data (`intentStatus`) ends with an `error` message
-// carrying that code; public feeds (`collectionActivity`, `poolOutcomes`) run on.
+// carrying that code, every other subscription of the socket ends with the same message, and the
+// socket closes with code 4403 and the code as its reason: a socket opened with a token lives no
+// longer than its session. Open a new socket with a live token, or one without a token for the
+// public feeds.
 //
 // Each socket is bounded: `connection_init` must arrive within 10 seconds of the upgrade, or the
 // socket is closed with code 4408; at most 20 subscriptions run at once on one socket, and one
 // more is refused with an `error` message whose code is too_many_subscriptions (the socket stays
 // open); a socket with no operation running for 5 minutes (pings and pongs do not count) is
-// closed with code 4410.
+// closed with code 4410. One client address may hold at most 10 sockets and run at most 100
+// subscriptions over them; the whole service at most 5,000 sockets and 20,000 subscriptions. A
+// socket past a limit is refused before the upgrade, with status 429 and a problem body whose code
+// is too_many_sockets (and `Retry-After`); a subscription past one is refused with an `error`
+// message whose code is too_many_subscriptions.
+//
+// The public feeds (`collectionActivity`, `poolOutcomes`) are read from the log once per feed in
+// each instance and fanned out to every subscription of that feed, so a standing subscription
+// costs the service no reads of its own: it is charged one read when it starts.
 type Subscription struct {
 }
 

@@ -124,8 +124,8 @@ func TestIntrospection_ClosedSetsAreEnumsAndNodeHasItsSixTypes(t *testing.T) {
 		enum   string
 		values []string
 	}{
-		"NFTEvent.kind":           {"NFTEventKind", []string{"MINTED", "LISTED", "DELISTED", "SOLD", "TRANSFERRED", "BURNED", "OFFER_ACCEPTED"}},
-		"CollectionActivity.kind": {"NFTEventKind", []string{"MINTED", "LISTED", "DELISTED", "SOLD", "TRANSFERRED", "BURNED", "OFFER_ACCEPTED"}},
+		"NFTEvent.kind":           {"NFTEventKind", []string{"MINTED", "LISTED", "DELISTED", "SOLD", "TRANSFERRED", "BURNED", "OFFER_ACCEPTED", "OFFER_MADE", "OFFER_CANCELLED"}},
+		"CollectionActivity.kind": {"NFTEventKind", []string{"MINTED", "LISTED", "DELISTED", "SOLD", "TRANSFERRED", "BURNED", "OFFER_ACCEPTED", "OFFER_MADE", "OFFER_CANCELLED"}},
 		"BestOffer.kind":          {"OfferKind", []string{"ITEM", "COLLECTION", "TRAIT"}},
 		"LPQuote.side":            {"LPQuoteSide", []string{"ASK", "BID"}},
 		"Intent.status":           {"IntentStatus", []string{"PENDING", "FILLED", "CANCELLED", "EXPIRED"}},

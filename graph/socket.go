@@ -37,8 +37,15 @@ import (
 //     session, and a socket must not do that to its user.
 //   - No connection_init within InitTimeout: the socket is closed with 4408, the protocol's
 //     code for it.
+//   - When the socket's session has ended, every subscription of the socket ends with that
+//     error message and the socket closes with closeSessionEnded (4403) and the code as its
+//     reason: a socket opened with a token lives no longer than its session.
 //   - At most MaxSubscriptions subscriptions run at once on a socket; one more is refused
 //     with an error message whose code is too_many_subscriptions, and the socket stays open.
+//   - One client address holds at most SocketsPerAddress sockets and runs at most
+//     SubscriptionsPerAddress subscriptions over them, the handler at most ServiceSockets and
+//     ServiceSubscriptions (census.go): a socket past a limit is refused before its upgrade,
+//     429 too_many_sockets, a subscription with too_many_subscriptions.
 //   - A socket with no operation running, none started or ended for IdleTimeout, is closed
 //     with closeIdle (4410). Pings and pongs are not activity.
 
@@ -46,7 +53,13 @@ import (
 const (
 	closeInitTimeout = 4408 // graphql-transport-ws: connection initialisation timeout
 	closeIdle        = 4410 // ours: no operation for SocketLimits.IdleTimeout
+	// closeSessionEnded is graphql-transport-ws's Forbidden: the socket's session ended.
+	closeSessionEnded = 4403
 )
+
+// sessionEndGrace is how long a socket whose session ended waits for its subscriptions to
+// send their last error message before it closes.
+const sessionEndGrace = time.Second
 
 // SocketLimits bounds each websocket; a zero field picks its default.
 type SocketLimits struct {
@@ -54,6 +67,11 @@ type SocketLimits struct {
 	IdleTimeout      time.Duration // with no operation running; 5 min by default
 	MaxSubscriptions int           // running at once on one socket; 20 by default
 	SessionCheck     time.Duration // how often a socket with a token checks its session besides the store's signals; 15 s by default
+
+	SocketsPerAddress       int // open at once from one client address; 10 by default
+	SubscriptionsPerAddress int // running at once over one client address's sockets; 100 by default
+	ServiceSockets          int // open at once on the handler; 5,000 by default
+	ServiceSubscriptions    int // running at once on the handler; 20,000 by default
 }
 
 func (l SocketLimits) withDefaults() SocketLimits {
@@ -69,15 +87,27 @@ func (l SocketLimits) withDefaults() SocketLimits {
 	if l.SessionCheck <= 0 {
 		l.SessionCheck = 15 * time.Second
 	}
+	if l.SocketsPerAddress <= 0 {
+		l.SocketsPerAddress = 10
+	}
+	if l.SubscriptionsPerAddress <= 0 {
+		l.SubscriptionsPerAddress = 100
+	}
+	if l.ServiceSockets <= 0 {
+		l.ServiceSockets = 5000
+	}
+	if l.ServiceSubscriptions <= 0 {
+		l.ServiceSubscriptions = 20_000
+	}
 	return l
 }
 
 // websocketTransport is gqlgen's websocket transport with a socket per connection that
 // keeps the limits; callerPerOperation (wallet.go) keeps the session rule, with what st tells
 // of the sessions.
-func websocketTransport(st *store.Store, limits SocketLimits, keepAlive time.Duration) transport.Websocket {
+func websocketTransport(st *store.Store, limits SocketLimits, counts *census, keepAlive time.Duration) transport.Websocket {
 	return transport.Websocket{
-		Implementation:        sockets{limits: limits, store: st},
+		Implementation:        sockets{limits: limits, store: st, census: counts},
 		KeepAlivePingInterval: keepAlive,
 		InitFunc: func(ctx context.Context, _ transport.InitPayload) (context.Context, *transport.InitPayload, error) {
 			if src, _ := ctx.Value(callerKey{}).(*callerSource); src != nil && src.sock != nil {
@@ -93,7 +123,12 @@ func websocketTransport(st *store.Store, limits SocketLimits, keepAlive time.Dur
 type sockets struct {
 	limits SocketLimits
 	store  *store.Store // tells a socket when its session changed
+	census *census      // counts each client address's subscriptions
 }
+
+// socketAddressKey is the context key of a websocket's client address, which the handler
+// counted its socket in under.
+type socketAddressKey struct{}
 
 func (ss sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
 	conn, err := transport.CoderWebsocketImplementation{}.Accept(w, r, opts)
@@ -104,7 +139,8 @@ func (ss sockets) Accept(w http.ResponseWriter, r *http.Request, opts transport.
 	if src == nil {
 		return conn, nil // outside withCaller no operation has a caller: there is nothing to keep
 	}
-	s := &socket{conn: conn, limits: ss.limits, store: ss.store, read: src.read, done: make(chan struct{}), private: map[*caller]context.CancelCauseFunc{}}
+	addr, _ := r.Context().Value(socketAddressKey{}).(string)
+	s := &socket{conn: conn, limits: ss.limits, store: ss.store, census: ss.census, addr: addr, read: src.read, done: make(chan struct{}), private: map[*caller]context.CancelCauseFunc{}}
 	s.mu.Lock() // the timer may fire before it is stored
 	s.timer = time.AfterFunc(s.limits.InitTimeout, s.initExpired)
 	s.mu.Unlock()
@@ -120,6 +156,8 @@ type socket struct {
 	conn   transport.WebsocketConn
 	limits SocketLimits
 	store  *store.Store
+	census *census
+	addr   string                      // the client's address
 	read   func() (*store.Auth, error) // the upgrade request's token, authenticated again
 	done   chan struct{}               // closed when the socket ends
 
@@ -202,6 +240,11 @@ func (s *socket) begin(subscription bool) error {
 	if subscription && s.subs >= s.limits.MaxSubscriptions {
 		return store.Errorf(store.CodeTooManySubscriptions, "this socket already runs %d subscriptions, the most one socket may; complete one, or open another socket", s.subs)
 	}
+	if subscription {
+		if err := s.census.startSubscription(s.addr); err != nil {
+			return err
+		}
+	}
 	s.running++
 	if subscription {
 		s.subs++
@@ -216,6 +259,7 @@ func (s *socket) end(subscription bool) {
 	s.running--
 	if subscription {
 		s.subs--
+		s.census.endSubscription(s.addr)
 	}
 	s.lastActive = time.Now()
 	if s.running == 0 && s.ready && !s.closed {
@@ -264,8 +308,8 @@ func isSessionEnd(err error) bool {
 	return false
 }
 
-// endSession records that the socket's session is over and ends the running subscriptions
-// that read the caller's data.
+// endSession records that the socket's session is over, ends its running subscriptions
+// with err's message and then closes the socket.
 func (s *socket) endSession(err error) {
 	e := &store.Error{Code: store.ErrorCode(err), Message: store.ErrorMessage(err)}
 	s.mu.Lock()
@@ -274,11 +318,36 @@ func (s *socket) endSession(err error) {
 		return
 	}
 	s.ended = e
-	for c, cancel := range s.private {
-		if c.asked.Load() {
-			cancel(e)
-		}
+	for _, cancel := range s.private {
+		cancel(e)
 	}
+	go s.closeWhenQuiet(e)
+}
+
+// closeWhenQuiet closes the socket of an ended session once its subscriptions have sent
+// their last message, or after sessionEndGrace.
+func (s *socket) closeWhenQuiet(e *store.Error) {
+	deadline := time.Now().Add(sessionEndGrace)
+	for time.Now().Before(deadline) {
+		s.mu.Lock()
+		quiet, closed := s.subs == 0, s.closed
+		s.mu.Unlock()
+		if closed {
+			return
+		}
+		if quiet {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.finishLocked()
+	s.mu.Unlock()
+	s.shut(closeSessionEnded, string(e.Code))
 }
 
 // watch starts checking the socket's session, which a names, while the socket is open.
@@ -388,8 +457,9 @@ func (s *socket) operate(ctx context.Context, c *caller, next graphql.OperationH
 		if errors.As(context.Cause(ctx), &ended) {
 			transport.AddSubscriptionError(ctx, operationError(ended))
 		}
+		// The transport sends the last message, then cancels the operation's context: end
+		// runs then, so a socket closing when quiet (closeWhenQuiet) has sent it.
 		cancel(nil)
-		end()
 		return nil
 	}
 }

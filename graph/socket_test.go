@@ -3,6 +3,8 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -112,6 +114,51 @@ func (c *wsClient) closedWith(d time.Duration) websocket.StatusCode {
 	}
 }
 
+// closedWithReason is closedWith with the close frame's reason.
+func (c *wsClient) closedWithReason(d time.Duration) (websocket.StatusCode, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for {
+		_, _, err := c.conn.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if errors.As(err, &ce) {
+				return ce.Code, ce.Reason
+			}
+			return -1, err.Error()
+		}
+	}
+}
+
+// refusedThenClosed sends an operation on a socket whose session ended: either the operation
+// is refused with want and then the socket closes, or the socket closed already; it closes
+// with 4403 and want as its reason.
+func (c *wsClient) refusedThenClosed(id, query string, vars map[string]any, want store.Code) {
+	c.t.Helper()
+	// The write fails when the socket closed already; the read below sees why.
+	b, _ := json.Marshal(map[string]any{"id": id, "type": "subscribe", "payload": map[string]any{"query": query, "variables": vars}})
+	c.conn.Write(context.Background(), websocket.MessageText, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for {
+		_, msg, err := c.conn.Read(ctx)
+		if err != nil {
+			var ce websocket.CloseError
+			if !errors.As(err, &ce) || ce.Code != closeSessionEnded || ce.Reason != string(want) {
+				c.t.Fatalf("the socket after its session ended: %v; want close %d %q", err, closeSessionEnded, want)
+			}
+			return
+		}
+		var m map[string]any
+		if err := json.Unmarshal(msg, &m); err != nil {
+			c.t.Fatal(err)
+		}
+		if m["id"] == id && (m["type"] != "error" || errorCode(c.t, m) != string(want)) {
+			c.t.Fatalf("an operation after the session ended: %v; want an error with %s", m, want)
+		}
+	}
+}
+
 // closing reads the socket in the background from now on, dropping what it reads, and
 // delivers the close code when the server closes it.
 func (c *wsClient) closing() <-chan websocket.StatusCode {
@@ -145,8 +192,8 @@ func socketGraph(t *testing.T, b storetest.Backend, limits SocketLimits, demo bo
 }
 
 // A socket opened with a token reads the token's wallet while the session lives; once the
-// session ends (logout, the console's revocation, expiry) its next operation is refused
-// with the store's code, although the socket itself stays open.
+// session ends (logout, the console's revocation, expiry) the socket closes with 4403, the
+// store's code as its reason; an operation sent before it closes is refused with that code.
 func TestSocket_AnOperationAfterTheSessionEndsIsRefused(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		s, clock, url := socketGraph(t, b, SocketLimits{}, false)
@@ -181,21 +228,15 @@ func TestSocket_AnOperationAfterTheSessionEndsIsRefused(t *testing.T) {
 					t.Fatalf("while the session lives: %v %s", data, code)
 				}
 				tc.end(a)
-				if data, code := c.ask("2", walletQuery, vars); code != string(tc.want) {
-					t.Fatalf("after the session ended: %v, code %q; want %s", data, code, tc.want)
-				}
-				// Public reads too: the socket no longer acts as anyone.
-				if _, code := c.ask("3", `{ pools(first: 1) { totalCount } }`, nil); code != string(tc.want) {
-					t.Fatalf("a public read after the session ended: code %q; want %s", code, tc.want)
-				}
+				c.refusedThenClosed("2", walletQuery, vars, tc.want)
 			})
 		}
 	})
 }
 
 // A rotation replaces the socket's token: the socket stops acting as the session at once
-// (token_rotated), and never presents the replaced token again, so the session and its newer
-// token live on past the grace.
+// (token_rotated) and closes, so it never presents the replaced token again, and the session
+// and its newer token live on past the grace.
 func TestSocket_ARotatedTokenEndsTheSocketsUseOfItNotTheSession(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		s, clock, url := socketGraph(t, b, SocketLimits{SessionCheck: 50 * time.Millisecond}, false)
@@ -216,14 +257,9 @@ func TestSocket_ARotatedTokenEndsTheSocketsUseOfItNotTheSession(t *testing.T) {
 		if err != nil || newer == nil {
 			t.Fatalf("rotation: %v %v", newer, err)
 		}
-		if _, code := c.ask("2", walletQuery, vars); code != string(store.CodeTokenRotated) {
-			t.Fatalf("after the rotation: code %q, want token_rotated", code)
-		}
+		c.refusedThenClosed("2", walletQuery, vars, store.CodeTokenRotated)
 		clock.Advance(10 * time.Minute) // past the grace
 		time.Sleep(200 * time.Millisecond)
-		if _, code := c.ask("3", walletQuery, vars); code != string(store.CodeTokenRotated) {
-			t.Fatalf("after the grace: code %q, want token_rotated", code)
-		}
 		if _, err := s.Authenticate(ctx, newer.Token); err != nil {
 			t.Fatalf("the session's newer token after the socket's: %v", err)
 		}
@@ -239,8 +275,9 @@ func dig(v any, keys ...string) any {
 }
 
 // A subscription to the caller's own intent ends with an error carrying token_revoked soon
-// after logout; a public feed on the same socket runs on.
-func TestSocket_APrivateSubscriptionEndsWithItsSessionAPublicOneRunsOn(t *testing.T) {
+// after logout, and so does a public feed on the same socket; then the socket closes with
+// 4403. The public feed goes on on a socket without a token.
+func TestSocket_EverySubscriptionEndsWithItsSessionAndTheSocketCloses(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		s, _, url := socketGraph(t, b, SocketLimits{SessionCheck: 50 * time.Millisecond}, true)
 		ctx := context.Background()
@@ -272,18 +309,33 @@ func TestSocket_APrivateSubscriptionEndsWithItsSessionAPublicOneRunsOn(t *testin
 			t.Fatal(err)
 		}
 		loggedOut := time.Now()
-		ev := c.until("intent", 5*time.Second)
-		if ev == nil || ev["type"] != "error" || errorCode(t, ev) != string(store.CodeTokenRevoked) {
-			t.Fatalf("the private subscription after logout: %v", ev)
+		ended := map[any]map[string]any{} // the last message of each subscription, in any order
+		for len(ended) < 2 {
+			m := c.read(5 * time.Second)
+			if m == nil {
+				t.Fatalf("after logout, only these subscriptions ended: %v", ended)
+			}
+			ended[m["id"]] = m
+		}
+		for _, id := range []string{"intent", "public"} {
+			if ev := ended[id]; ev == nil || ev["type"] != "error" || errorCode(t, ev) != string(store.CodeTokenRevoked) {
+				t.Fatalf("the %s subscription after logout: %v", id, ev)
+			}
 		}
 		if took := time.Since(loggedOut); took > 2*time.Second {
-			t.Fatalf("the private subscription ended %v after logout", took)
+			t.Fatalf("the subscriptions ended %v after logout", took)
+		}
+		if code, reason := c.closedWithReason(5 * time.Second); code != closeSessionEnded || reason != string(store.CodeTokenRevoked) {
+			t.Fatalf("the socket after logout: close %d %q", code, reason)
 		}
 
+		anon := dialSession(t, url, "")
+		anon.subscribe("public", activityQuery, map[string]any{"c": col.ID})
+		time.Sleep(300 * time.Millisecond) // the feed starts at the end of the log
 		newMinter(t, s, "minter").mint(col.ID, 1)
-		ev = c.until("public", 10*time.Second)
+		ev := anon.until("public", 10*time.Second)
 		if ev == nil || ev["type"] != "next" || dig(ev, "payload", "data", "collectionActivity", "kind") != "MINTED" {
-			t.Fatalf("the public feed after logout: %v", ev)
+			t.Fatalf("the public feed on a socket without a token: %v", ev)
 		}
 	})
 }
@@ -460,6 +512,134 @@ func TestSocket_AnIdleSocketClosesWith4410(t *testing.T) {
 		}
 		if took := time.Since(ended); took < 350*time.Millisecond {
 			t.Fatalf("closed %v after the last operation, before the idle timeout", took)
+		}
+	})
+}
+
+// Sockets and subscriptions are capped per client address and for the whole handler: a
+// socket past a cap is refused before its upgrade, 429 too_many_sockets with Retry-After; a
+// subscription past one with too_many_subscriptions; a closed socket and an ended
+// subscription give their place back.
+func TestSocket_CapsPerAddressAndForTheService(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
+		if _, err := s.SeedDemo(context.Background(), store.DemoOptions{NFTs: 10, Seed: 6}); err != nil {
+			t.Fatal(err)
+		}
+		col, err := s.CollectionBySlug(context.Background(), "ledger-apes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		limits := SocketLimits{SocketsPerAddress: 2, SubscriptionsPerAddress: 3, ServiceSockets: 3, ServiceSubscriptions: 4}
+		hs := httptest.NewServer(NewHandler(s, Options{Logger: slog.New(slog.DiscardHandler), Sockets: limits,
+			ClientAddress: func(r *http.Request) string { return r.Header.Get("X-Test-Client") }}))
+		t.Cleanup(hs.Close)
+		type sock struct {
+			*wsClient
+			msgs chan map[string]any // read in the background: a read that times out closes a socket
+		}
+		dial := func(client string) (*sock, *http.Response, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			h := http.Header{"X-Test-Client": {client}}
+			conn, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/graphql", &websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: h})
+			if err != nil {
+				return nil, resp, err
+			}
+			t.Cleanup(func() { conn.CloseNow() })
+			c := &wsClient{t: t, conn: conn}
+			c.send(map[string]any{"type": "connection_init"})
+			if m := c.read(5 * time.Second); m["type"] != "connection_ack" {
+				t.Fatalf("init: %v", m)
+			}
+			sc := &sock{c, make(chan map[string]any, 16)}
+			go func() {
+				for {
+					_, b, err := conn.Read(context.Background())
+					if err != nil {
+						return
+					}
+					var m map[string]any
+					json.Unmarshal(b, &m)
+					sc.msgs <- m
+				}
+			}()
+			return sc, resp, nil
+		}
+		mustDial := func(client string) *sock {
+			c, _, err := dial(client)
+			if err != nil {
+				t.Fatalf("a socket of %s: %v", client, err)
+			}
+			return c
+		}
+		refused := func(client, why string) {
+			t.Helper()
+			_, resp, err := dial(client)
+			if err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+				t.Fatalf("%s: a socket of %s was not refused with 429: %v %v", why, client, err, resp)
+			}
+			var body struct {
+				Errors []struct {
+					Extensions struct{ Code string }
+				}
+			}
+			if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || len(body.Errors) == 0 || body.Errors[0].Extensions.Code != string(store.CodeTooManySockets) {
+				t.Fatalf("%s: the refusal's body: %+v %v", why, body, err)
+			}
+		}
+		sub := func(c *sock, id string) string {
+			t.Helper()
+			c.subscribe(id, activityQuery, map[string]any{"c": col.ID})
+			select {
+			case m := <-c.msgs:
+				if m["id"] != id || m["type"] != "error" {
+					t.Fatalf("subscription %s: %v", id, m)
+				}
+				return errorCode(t, m)
+			case <-time.After(500 * time.Millisecond):
+				return "" // running
+			}
+		}
+
+		a1, a2 := mustDial("a"), mustDial("a")
+		refused("a", "the address's third socket")
+		bSock := mustDial("b")
+		refused("c", "the service's fourth socket")
+
+		for i, c := range []*sock{a1, a1, a2} {
+			if code := sub(c, fmt.Sprint("a", i)); code != "" {
+				t.Fatalf("a's subscription %d: %s", i, code)
+			}
+		}
+		if code := sub(a2, "a3"); code != string(store.CodeTooManySubscriptions) {
+			t.Fatalf("a's fourth subscription: %q, want too_many_subscriptions", code)
+		}
+		if code := sub(bSock, "b0"); code != "" {
+			t.Fatalf("b's subscription: %s", code)
+		}
+		if code := sub(bSock, "b1"); code != string(store.CodeTooManySubscriptions) {
+			t.Fatalf("the service's fifth subscription: %q, want too_many_subscriptions", code)
+		}
+
+		// Ending a subscription and closing a socket give their places back.
+		a1.send(map[string]any{"id": "a0", "type": "complete"})
+		time.Sleep(200 * time.Millisecond)
+		if code := sub(bSock, "b2"); code != "" {
+			t.Fatalf("b's subscription after one of a's ended: %s", code)
+		}
+		a2.conn.Close(websocket.StatusNormalClosure, "")
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			c, _, err := dial("c")
+			if err == nil {
+				c.conn.Close(websocket.StatusNormalClosure, "")
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a socket after one closed: %v", err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	})
 }

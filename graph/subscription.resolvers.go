@@ -16,18 +16,24 @@ func (r *collectionActivityResolver) Position(ctx context.Context, obj *store.Co
 }
 
 // CollectionActivity is the field collectionActivity.
-func (r *subscriptionResolver) CollectionActivity(ctx context.Context, collectionID string, after *string) (<-chan *store.CollectionEvent, error) {
+func (r *subscriptionResolver) CollectionActivity(ctx context.Context, collectionID string, after *string, kinds []string) (<-chan *store.CollectionEvent, error) {
 	c, err := r.store.CollectionByID(ctx, collectionID)
 	if err != nil {
 		return nil, err
 	}
-	from, err := r.startPosition(ctx, after)
+	from, err := startPosition(after)
 	if err != nil {
 		return nil, err
 	}
-	return follow(ctx, r.followEvery, from, func(ctx context.Context, pos store.LogPosition) ([]store.CollectionEvent, error) {
-		return r.store.CollectionActivityAfter(ctx, c.ID, pos, followBatch)
-	}), nil
+	keep, err := activityKinds(kinds)
+	if err != nil {
+		return nil, err
+	}
+	events, err := r.activity.subscribe(ctx, c.ID, from)
+	if err != nil {
+		return nil, err
+	}
+	return relay(ctx, events, func(e *store.CollectionEvent) (*store.CollectionEvent, bool) { return e, keep[e.Kind] }), nil
 }
 
 // CollectionActivity returns CollectionActivityResolver implementation.

@@ -8,10 +8,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/uptrace/bun"
 
 	"marketd/store"
 	"marketd/store/storetest"
@@ -355,4 +357,122 @@ func textPositionBefore(t *testing.T, a, b string) bool {
 		t.Fatal(err)
 	}
 	return an < bn || an == bn && ak < bk
+}
+
+// queryCount counts the statements a store runs.
+type queryCount struct{ n atomic.Int64 }
+
+func (q *queryCount) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+func (q *queryCount) AfterQuery(context.Context, *bun.QueryEvent)                        { q.n.Add(1) }
+
+// Sixty subscriptions of one collection's activity, on three sockets, cost the store the
+// reads of one: one follower reads the feed and fans each event out to all of them, and each
+// gets every event.
+func TestSubscription_SixtySubscriptionsOfAFeedReadWhatOneDoes(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s, _, url := socketGraph(t, b, SocketLimits{}, true)
+		col, err := s.CollectionBySlug(ctx, "ledger-apes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads := &queryCount{}
+		s.AddQueryHook(reads)
+		perSecond := func() float64 {
+			time.Sleep(300 * time.Millisecond) // the subscriptions have started
+			from := reads.n.Load()
+			time.Sleep(2 * time.Second)
+			return float64(reads.n.Load()-from) / 2
+		}
+		one := dialSession(t, url, "")
+		one.subscribe("0", activityQuery, map[string]any{"c": col.ID})
+		alone := perSecond()
+
+		var socks []*wsClient
+		for i := range 3 {
+			c := dialSession(t, url, "")
+			for j := range 20 {
+				c.subscribe(fmt.Sprint(i*20+j+1), activityQuery, map[string]any{"c": col.ID})
+			}
+			socks = append(socks, c)
+		}
+		together := perSecond() // 61 subscriptions now
+		if alone == 0 || together > 2*alone {
+			t.Fatalf("the store's reads per second: %.1f with one subscription, %.1f with 61", alone, together)
+		}
+		newMinter(t, s, "minter").mint(col.ID, 1)
+		for i, c := range socks {
+			seen := map[any]bool{}
+			for len(seen) < 20 {
+				m := c.read(10 * time.Second)
+				if m == nil {
+					t.Fatalf("socket %d: %d of its 20 subscriptions saw the mint", i, len(seen))
+				}
+				if m["type"] == "next" && dig(m, "payload", "data", "collectionActivity", "kind") == "MINTED" {
+					seen[m["id"]] = true
+				}
+			}
+		}
+	})
+}
+
+// With kinds, collectionActivity delivers the collection's offers made and cancelled too,
+// with the offer's cid (serial 0 for a collection offer, which names no NFT); without, only
+// the NFTs' events, as before offers.
+func TestSubscription_CollectionActivityDeliversOffersWhenAsked(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s, _, url := socketGraph(t, b, SocketLimits{}, true)
+		col, err := s.CollectionBySlug(ctx, "ledger-apes")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const query = `subscription($c: ID!, $k: [NFTEventKind!]) {
+		  collectionActivity(collectionId: $c, kinds: $k) { serial kind from price offerCid }
+		}`
+		c := dialSession(t, url, "")
+		c.subscribe("offers", query, map[string]any{"c": col.ID, "k": []string{"OFFER_MADE", "OFFER_CANCELLED"}})
+		c.subscribe("nfts", query, map[string]any{"c": col.ID})
+		time.Sleep(300 * time.Millisecond) // from the end of the log
+
+		bidder := newMinter(t, s, "bidder")
+		prep, err := s.PrepareOffer(ctx, bidder.ID, store.OfferTerms{CollectionID: col.ID, Price: "0.001", Quantity: new(2), ExpiresAt: s.Now().Add(time.Hour).Unix()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var made struct {
+			CID string `json:"cid"`
+		}
+		if err := json.Unmarshal(bidder.execute(store.KindNFTOffer, prep), &made); err != nil {
+			t.Fatal(err)
+		}
+		cancel, err := s.PrepareOfferCancel(ctx, bidder.ID, []string{made.CID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bidder.execute(store.KindNFTOfferCancel, cancel)
+		bidder.mint(col.ID, 1)
+
+		got := map[any][]map[string]any{}
+		for len(got["offers"]) < 2 || len(got["nfts"]) < 1 {
+			m := c.read(10 * time.Second)
+			if m == nil {
+				t.Fatalf("the feeds delivered %v", got)
+			}
+			ev, _ := dig(m, "payload", "data", "collectionActivity").(map[string]any)
+			got[m["id"]] = append(got[m["id"]], ev)
+		}
+		for i, want := range []string{"OFFER_MADE", "OFFER_CANCELLED"} {
+			ev := got["offers"][i]
+			if ev["kind"] != want || ev["offerCid"] != made.CID || ev["serial"] != float64(0) || ev["from"] != bidder.ID {
+				t.Fatalf("%s: %v", want, ev)
+			}
+		}
+		if k := got["nfts"][0]["kind"]; k != "MINTED" {
+			t.Fatalf("the NFTs' feed delivered %v first, not the mint", got["nfts"])
+		}
+		if m := c.until("offers", 700*time.Millisecond); m != nil {
+			t.Fatalf("the offers' feed delivered an NFT's event: %v", m)
+		}
+	})
 }

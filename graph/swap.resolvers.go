@@ -160,26 +160,19 @@ func (r *subscriptionResolver) PoolOutcomes(ctx context.Context, poolID string, 
 	if _, err := r.store.PoolByID(ctx, poolID); err != nil {
 		return nil, err
 	}
-	from, err := r.startPosition(ctx, after)
+	from, err := startPosition(after)
 	if err != nil {
 		return nil, err
 	}
 	viewer := viewerParty(ctx)
-	fills := follow(ctx, r.followEvery, from, func(ctx context.Context, pos store.LogPosition) ([]store.PoolOutcome, error) {
-		return r.store.PoolOutcomesAfter(ctx, poolID, viewer, pos, followBatch)
-	})
-	out := make(chan *PoolOutcome)
-	go func() {
-		defer close(out)
-		for f := range fills {
-			select {
-			case out <- &PoolOutcome{Position: formatPosition(f.Position()), Outcome: outcomeOf(f.IntentView)}:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
+	fills, err := r.fills.subscribe(ctx, poolID, from)
+	if err != nil {
+		return nil, err
+	}
+	return relay(ctx, fills, func(f *store.PoolOutcome) (*PoolOutcome, bool) {
+		seen := f.SeenBy(viewer)
+		return &PoolOutcome{Position: formatPosition(f.Position()), Outcome: outcomeOf(seen.IntentView)}, true
+	}), nil
 }
 
 // IntentStatus is the field intentStatus.

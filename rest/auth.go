@@ -120,16 +120,16 @@ func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error
 		}
 	}
 	if rt.signin {
-		if err := srv.limit(w, "signin:"+srv.clientOrigin(r), srv.cfg.RateSignIn); err != nil {
+		if err := srv.limit(w, "signin:"+srv.ClientOrigin(r), srv.cfg.RateSignIn); err != nil {
 			return err
 		}
 	}
 	if rt.execute {
-		if err := srv.limit(w, "execute:"+srv.clientOrigin(r), srv.cfg.RateExecute); err != nil {
+		if err := srv.limit(w, "execute:"+srv.ClientOrigin(r), srv.cfg.RateExecute); err != nil {
 			return err
 		}
 	}
-	limitKey := "prepare:" + srv.clientOrigin(r)
+	limitKey := "prepare:" + srv.ClientOrigin(r)
 	if rt.access == token {
 		a, viaCookie, err := srv.authenticate(r)
 		if err != nil {
@@ -167,7 +167,7 @@ func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error
 	}
 	if rt.prepare || rt.writes {
 		if rt.access == token {
-			if err := srv.limit(w, "prepare-address:"+srv.clientOrigin(r), srv.cfg.RatePrepareAddress); err != nil {
+			if err := srv.limit(w, "prepare-address:"+srv.ClientOrigin(r), srv.cfg.RatePrepareAddress); err != nil {
 				return err
 			}
 		}
@@ -301,7 +301,7 @@ func (srv *Server) Authenticate(r *http.Request) (*store.Auth, error) {
 // and writes the RateLimit headers; over the limit it is rate_limited, with Retry-After set.
 // Another front door's reads share the budget through it.
 func (srv *Server) CountRead(w http.ResponseWriter, r *http.Request) error {
-	return srv.limit(w, "read:"+srv.clientOrigin(r), srv.cfg.RateRead)
+	return srv.limit(w, "read:"+srv.ClientOrigin(r), srv.cfg.RateRead)
 }
 
 // ChargeRead counts n reads of r's origin at once, all or none, against the budget CountRead
@@ -309,7 +309,7 @@ func (srv *Server) CountRead(w http.ResponseWriter, r *http.Request) error {
 // (GraphQL's, by its cost). It writes no headers; the caller answers with the decision
 // (ratelimit.Decision.SetHeaders). Over the limit it is rate_limited.
 func (srv *Server) ChargeRead(r *http.Request, n int) (ratelimit.Decision, error) {
-	return srv.charge("read:"+srv.clientOrigin(r), n, srv.cfg.RateRead)
+	return srv.charge("read:"+srv.ClientOrigin(r), n, srv.cfg.RateRead)
 }
 
 // accepts tells whether Accept header values admit mediaType (RFC 9110, §12.5.1): no

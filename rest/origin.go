@@ -10,6 +10,7 @@ import (
 // clientAddr is the client's address as text, for session records and logs.
 func (srv *Server) clientAddr(r *http.Request) string { return srv.cfg.TrustedProxies.Addr(r) }
 
-// clientOrigin is the budget a request counts against when no party does: the client's
-// address, or its /64 for IPv6 (clientaddr.Proxies.Origin).
-func (srv *Server) clientOrigin(r *http.Request) string { return srv.cfg.TrustedProxies.Origin(r) }
+// ClientOrigin is the budget a request counts against when no party does: the client's
+// address, or its /64 for IPv6 (clientaddr.Proxies.Origin). GraphQL counts each client's
+// websockets under it too.
+func (srv *Server) ClientOrigin(r *http.Request) string { return srv.cfg.TrustedProxies.Origin(r) }

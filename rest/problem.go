@@ -50,7 +50,7 @@ func statusOf(code store.Code) int {
 		return http.StatusUnsupportedMediaType
 	case store.CodeNotAcceptable:
 		return http.StatusNotAcceptable
-	case store.CodeRateLimited, store.CodeTooManySubscriptions:
+	case store.CodeRateLimited, store.CodeTooManySubscriptions, store.CodeTooManySockets:
 		return http.StatusTooManyRequests
 	case store.CodeUnavailable, store.CodeOutcomeUnknown:
 		return http.StatusServiceUnavailable

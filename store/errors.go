@@ -48,6 +48,9 @@ const (
 	// CodeTooManySubscriptions: a GraphQL socket already runs as many subscriptions as one
 	// socket may; REST never answers it.
 	CodeTooManySubscriptions Code = "too_many_subscriptions"
+	// CodeTooManySockets: a GraphQL websocket refused before its upgrade, its client address
+	// or the whole service holding as many sockets as it may; REST never answers it.
+	CodeTooManySockets Code = "too_many_sockets"
 	// CodeCrossesListing: an offer at or above the price of an active listing it matches;
 	// the problem's crossing member names that listing, to buy instead.
 	CodeCrossesListing Code = "crosses_listing"

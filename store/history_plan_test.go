@@ -110,11 +110,11 @@ func TestHistories_EveryPageIsAnIndexWalkWithoutASort(t *testing.T) {
 				}},
 				{"a party's accepts", func() error { _, err := s.OfferAccepts(ctx, party, page); return err }},
 				{"a pool's outcomes from a position", func() error {
-					outs, err := s.PoolOutcomesAfter(ctx, pool, "", store.LogPosition{}, 2)
+					outs, err := s.PoolOutcomesAfter(ctx, pool, store.LogPosition{}, 2)
 					if err != nil || len(outs) == 0 {
 						return fmt.Errorf("the feed's start: %d outcomes, %v", len(outs), err)
 					}
-					_, err = s.PoolOutcomesAfter(ctx, pool, "", outs[len(outs)-1].Position(), 5)
+					_, err = s.PoolOutcomesAfter(ctx, pool, outs[len(outs)-1].Position(), 5)
 					return err
 				}},
 				{"a collection's activity from a position", func() error {

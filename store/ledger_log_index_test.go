@@ -149,7 +149,7 @@ func TestLogIndex_EveryViewOfAFillShowsItsUpdatesLogEntry(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkAll("the taker's history", mine.Items)
-		feed, err := w.s.PoolOutcomesAfter(ctx, w.pool.PoolID, "", store.LogPosition{}, 10)
+		feed, err := w.s.PoolOutcomesAfter(ctx, w.pool.PoolID, store.LogPosition{}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -128,9 +128,10 @@ func eventsOf(acts []nftActivity) []NFTEvent {
 type CollectionEvent struct {
 	NFTEvent
 	CollectionID string
-	Serial       int
-	Offset       int64 // the offset of the update that made the event
-	Seq          int64 // its order among all NFT events
+	Serial       int     // the NFT's (an item offer's NFT for an offer's event); 0 when the event names none
+	OfferCID     *string // the offer of an offer's event (made, cancelled or expired, accepted)
+	Offset       int64   // the offset of the update that made the event
+	Seq          int64   // its order among all NFT events
 }
 
 // Position is where a follower resumes after this event.
@@ -138,9 +139,10 @@ func (e *CollectionEvent) Position() LogPosition {
 	return LogPosition{Offset: e.Offset, After: strconv.FormatInt(e.Seq, 10)}
 }
 
-// CollectionActivityAfter lists up to limit events of the collection's NFTs after pos, in
-// log order. A follower that resumes from the position of the last event it saw misses none
-// and sees none twice, on any instance of the store.
+// CollectionActivityAfter lists up to limit events of the collection after pos, in log
+// order: its NFTs' events and its offers' (ActivityKinds). A follower that resumes from the
+// position of the last event it saw misses none and sees none twice, on any instance of the
+// store.
 func (s *Store) CollectionActivityAfter(ctx context.Context, collectionID string, pos LogPosition, limit int) ([]CollectionEvent, error) {
 	var seq int64
 	if pos.After != "" {
@@ -152,10 +154,10 @@ func (s *Store) CollectionActivityAfter(ctx context.Context, collectionID string
 	}
 	var acts []nftActivity
 	// nft_activity.*: the offset too, which bun never writes.
-	sel := withLogIndex(s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*"), "update_id").
+	sel := withLogIndex(s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*").ColumnExpr("o.serial AS offer_serial"), "update_id").
+		Join("LEFT JOIN nft_offers AS o ON o.cid = nft_activity.offer_cid").
 		Where("nft_activity.collection_id = ?", collectionID).
-		Where("nft_activity.ledger_offset IS NOT NULL").
-		Where("nft_activity.nft_id <> ''") // the NFTs' events: offers made or cancelled name none
+		Where("nft_activity.ledger_offset IS NOT NULL")
 	err := afterPosition(sel, pos, "nft_activity.ledger_offset", "nft_activity.id", seq).
 		OrderExpr("nft_activity.ledger_offset, nft_activity.id").Limit(int64(limit)).
 		Scan(ctx)
@@ -173,5 +175,8 @@ func (s *Store) CollectionActivityAfter(ctx context.Context, collectionID string
 func (a *nftActivity) collectionEvent() CollectionEvent {
 	_, serial, _ := strings.Cut(a.NFTID, "#")
 	n, _ := strconv.Atoi(serial)
-	return CollectionEvent{NFTEvent: a.event(), CollectionID: a.CollectionID, Serial: n, Offset: a.LedgerOffset, Seq: a.ID}
+	if a.NFTID == "" && a.OfferSerial != nil {
+		n = *a.OfferSerial
+	}
+	return CollectionEvent{NFTEvent: a.event(), CollectionID: a.CollectionID, Serial: n, OfferCID: a.OfferCID, Offset: a.LedgerOffset, Seq: a.ID}
 }

@@ -57,11 +57,20 @@ func (o *PoolOutcome) Position() LogPosition {
 	return LogPosition{Offset: o.LedgerOffset, After: o.IntentCID}
 }
 
-// PoolOutcomesAfter lists up to limit of the pool's fills after pos, in log order, as viewer
-// (the party of the caller's token, "" for none) may see them: the taker only on its own
-// fills. A follower that resumes from the position of the last one it saw misses none and
-// sees none twice, on any instance of the store.
-func (s *Store) PoolOutcomesAfter(ctx context.Context, poolID, viewer string, pos LogPosition, limit int) ([]PoolOutcome, error) {
+// SeenBy is the fill as viewer (the party of the caller's token, "" for none) may see it:
+// the taker only on its own fills.
+func (o PoolOutcome) SeenBy(viewer string) PoolOutcome {
+	if viewer == "" || o.Taker != viewer {
+		o.Taker = ""
+	}
+	return o
+}
+
+// PoolOutcomesAfter lists up to limit of the pool's fills after pos, in log order, each with
+// its taker: pass each through SeenBy before anyone sees it. A follower that resumes from the
+// position of the last one it saw misses none and sees none twice, on any instance of the
+// store.
+func (s *Store) PoolOutcomesAfter(ctx context.Context, poolID string, pos LogPosition, limit int) ([]PoolOutcome, error) {
 	var views []IntentView
 	// The closing update's offset is on the row (migration activity_offsets), set as it commits.
 	sel := withLogIndex(s.db.NewSelect().Model(&views).ColumnExpr("intent_view.*, intent_view.closed_offset AS ledger_offset"), "closed_update").
@@ -71,7 +80,6 @@ func (s *Store) PoolOutcomesAfter(ctx context.Context, poolID, viewer string, po
 		OrderExpr("intent_view.closed_offset, intent_view.intent_cid").Limit(int64(limit)).Scan(ctx); err != nil {
 		return nil, err
 	}
-	hideTakers(views, viewer)
 	out := make([]PoolOutcome, len(views))
 	for i, v := range views {
 		out[i] = PoolOutcome{IntentView: v}

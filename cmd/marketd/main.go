@@ -115,7 +115,7 @@ func serve(args []string) error {
 	// GraphQL and the admin console (web/) next to the API: GraphQL on the API's tokens and read
 	// budget, the console on the API's rate limiter and its trusted proxies.
 	root := frontDoors(api,
-		graph.NewHandler(s, graph.Options{Logger: log, Authenticate: api.Authenticate, ChargeRead: api.ChargeRead, Metrics: m}),
+		graph.NewHandler(s, graph.Options{Logger: log, Authenticate: api.Authenticate, ChargeRead: api.ChargeRead, ClientAddress: api.ClientOrigin, Metrics: m}),
 		web.New(s, web.Config{Limits: api.Limiter(), Dev: c.dev, Logger: log, TrustedProxies: c.trustedProxies}))
 	ln, err := net.Listen("tcp", c.addr)
 	if err != nil {
