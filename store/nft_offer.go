@@ -132,16 +132,19 @@ type OfferTerms struct {
 }
 
 type offerEffects struct {
-	Maker        string       `json:"maker"`
-	Kind         string       `json:"kind"`
-	CollectionID string       `json:"collectionId"`
-	Serial       *int         `json:"serial,omitempty"`
-	NFTID        string       `json:"nftId,omitempty"`
-	Traits       []TraitMatch `json:"traits,omitempty"`
-	Price        Amount       `json:"price"`
-	Quantity     int          `json:"quantity"`
-	ExpiresAt    int64        `json:"expiresAt"`
-	Lock         lockFunds    `json:"lock"`
+	Maker        string `json:"maker"`
+	Kind         string `json:"kind"`
+	CollectionID string `json:"collectionId"`
+	// Slug is the collection's, which a wallet compares with the one its user typed; the
+	// execute checks it under the collection's lock, as a mint's.
+	Slug      string       `json:"slug,omitempty"`
+	Serial    *int         `json:"serial,omitempty"`
+	NFTID     string       `json:"nftId,omitempty"`
+	Traits    []TraitMatch `json:"traits,omitempty"`
+	Price     Amount       `json:"price"`
+	Quantity  int          `json:"quantity"`
+	ExpiresAt int64        `json:"expiresAt"`
+	Lock      lockFunds    `json:"lock"`
 }
 
 func (e *offerEffects) batchKey() batchKey { return batchKey{row: "collection/" + e.CollectionID} }
@@ -240,7 +243,7 @@ func (s *Store) offerEffects(ctx context.Context, maker string, t OfferTerms) (*
 	if err != nil {
 		return nil, err
 	}
-	e.CollectionID = c.ID
+	e.CollectionID, e.Slug = c.ID, c.Slug
 	switch {
 	case t.Serial != nil:
 		e.Kind, e.Serial, e.NFTID = OfferItem, t.Serial, nftIDOf(c.ID, *t.Serial)
@@ -352,6 +355,9 @@ func applyOffer(ctx context.Context, tx *Tx, u *Update, e *offerEffects) (any, e
 	ct, err := tx.lockCollection(ctx, e.CollectionID)
 	if err != nil {
 		return nil, err
+	}
+	if e.Slug != "" && e.Slug != ct.c.Slug {
+		return nil, Errorf(CodeStale, "the offer was prepared for collection %q, not %q", e.Slug, ct.c.Slug)
 	}
 	o := e.offer(tx.Now())
 	o.OfferID = contractID(u.UpdateID, 0) // the first contract the update creates: o's cid

@@ -92,10 +92,10 @@ func TestLogin_ChecksEachFieldOfTheChallenge(t *testing.T) {
 	}
 }
 
-// A proxy that answers a collection's slug with a look-alike's id gets a mint of the
-// look-alike prepared; its effects carry the look-alike's slug, so walletctl refuses it before
-// any execute, and --max-price bounds what one NFT may cost (the security read's row 4).
-func TestMintAndSweep_RefuseALookAlikeCollectionBeforeSigning(t *testing.T) {
+// A proxy that answers a collection's slug with a look-alike's id gets a mint (or an offer)
+// of the look-alike prepared; its effects carry the look-alike's slug, so walletctl refuses it
+// before any execute, and --max-price bounds what one NFT may cost (the security read's row 4).
+func TestMintSweepAndOffer_RefuseALookAlikeCollectionBeforeSigning(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
 		w := newCtlWorld(t, b)
@@ -114,7 +114,7 @@ func TestMintAndSweep_RefuseALookAlikeCollectionBeforeSigning(t *testing.T) {
 		proxy := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/api/nft/slug/apes" { // the look-alike's answer for the real slug
 				rw.Header().Set("Content-Type", "application/json")
-				json.NewEncoder(rw).Encode(map[string]any{"id": fake.ID, "slug": "apes"})
+				json.NewEncoder(rw).Encode(map[string]any{"id": fake.ID, "slug": "apes", "currency": "CC"})
 				return
 			}
 			if strings.HasSuffix(r.URL.Path, "/execute") {
@@ -128,8 +128,9 @@ func TestMintAndSweep_RefuseALookAlikeCollectionBeforeSigning(t *testing.T) {
 		w.server = proxy.URL
 		w.must("alice", "login")
 		w.refused("alice", []string{"slug", "apes-x"}, "mint", "apes")
+		w.refused("alice", []string{"slug", "apes-x"}, "offer", "apes", "1")
 		if n := executes.Load(); n != 0 {
-			t.Fatalf("%d executes reached the server: walletctl signed a look-alike's mint", n)
+			t.Fatalf("%d executes reached the server: walletctl signed a look-alike's mint or offer", n)
 		}
 		w.server = real // a session is kept per server URL
 		w.must("alice", "login")

@@ -408,6 +408,7 @@ func wantOffer(a offerAsked) intent {
 		c.same("maker", e.Maker, me)
 		c.same("kind", e.Kind, a.kind)
 		c.same("collection", e.CollectionID, a.collectionID)
+		sameCollection(c, a.ref, e.CollectionID, e.Slug)
 		c.same("price", e.Price, a.price)
 		c.same("quantity", e.Quantity, a.quantity)
 		c.same("serial", serial(e.Serial), serial(a.serial))

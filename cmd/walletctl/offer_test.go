@@ -231,7 +231,7 @@ func TestOfferIntents_RefuseWhatWasNotAsked(t *testing.T) {
 	seven := 7
 	asked := offerAsked{ref: "apes", collectionID: "col_1", currency: store.CC, kind: store.OfferItem, serial: &seven, price: a("2"), quantity: 1, expiresAt: 99}
 	offer := func(change func(e *store.OfferEffects)) *store.DecodedPrepared {
-		e := &store.OfferEffects{Maker: me, Kind: store.OfferItem, CollectionID: "col_1", Serial: &seven, NFTID: "col_1:7", Price: a("2"), Quantity: 1, ExpiresAt: 99,
+		e := &store.OfferEffects{Maker: me, Kind: store.OfferItem, CollectionID: "col_1", Slug: "apes", Serial: &seven, NFTID: "col_1:7", Price: a("2"), Quantity: 1, ExpiresAt: 99,
 			Lock: store.LockedFunds{Instrument: store.CC, Amount: a("2"), Inputs: []store.SpentHolding{{CID: "h1", Amount: a("10")}}, Change: a("8")}}
 		if change != nil {
 			change(e)
@@ -260,6 +260,7 @@ func TestOfferIntents_RefuseWhatWasNotAsked(t *testing.T) {
 		says string // "" when the transaction is what was asked
 	}{
 		{"an item offer", wantOffer(asked), offer(nil), ""},
+		{"a look-alike collection", wantOffer(asked), offer(func(e *store.OfferEffects) { e.Slug = "apes-x" }), "its collection slug is apes-x, not apes"},
 		{"another NFT", wantOffer(asked), offer(func(e *store.OfferEffects) { e.Serial = ptrInt(8) }), "its serial is #8, not #7"},
 		{"a lock in USDCx", wantOffer(asked), offer(func(e *store.OfferEffects) { e.Lock.Instrument = store.USDCx }), "locked instrument is USDCx, not CC"},
 		{"change kept back", wantOffer(asked), offer(func(e *store.OfferEffects) { e.Lock.Change = a("1") }), "its change is 1, not 8"},
