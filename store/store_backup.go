@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // ErrBackupPostgres is Backup's and Restore's answer on PostgreSQL: its own tools (pg_dump, or
@@ -65,9 +68,10 @@ func (s *Store) Backup(ctx context.Context, file string) (BackupInfo, error) {
 	return info, nil
 }
 
-// Restore makes the backup file the embedded store named by dsn (sqlite://PATH), which no
-// process may be serving. It first checks that file opens as a marketd store and passes
-// SQLite's integrity_check; it refuses a store that holds anything (any table) unless force.
+// Restore makes the backup file the embedded store named by dsn (sqlite://PATH). It first checks
+// that file opens as a marketd store and passes SQLite's integrity_check; it refuses a store
+// another process has open (a server serving it), even with force, and one that holds anything
+// (any table) unless force.
 // The copy is written beside PATH (0600, the folder made 0700 if missing), synced, and renamed
 // over it, the old store's -wal and -shm files removed first: a crash leaves the old store or
 // the restored one, never a mix.
@@ -86,14 +90,14 @@ func Restore(ctx context.Context, dsn, file string, force bool) (BackupInfo, err
 	if _, err := inspectCopy(ctx, file, true); err != nil {
 		return BackupInfo{}, fmt.Errorf("%s is not a sound marketd backup: %w", file, err)
 	}
-	if !force {
-		tables, err := countTables(ctx, path)
-		if err != nil {
-			return BackupInfo{}, fmt.Errorf("the store %s: %w", path, err)
-		}
-		if tables > 0 {
-			return BackupInfo{}, fmt.Errorf("the store %s is not empty (%d tables): stop every marketd serving it and restore with --force to replace it", path, tables)
-		}
+	tables, err := storeTables(ctx, path)
+	switch {
+	case errors.Is(err, errStoreInUse):
+		return BackupInfo{}, fmt.Errorf("the store %s is in use (a marketd serving it?): stop every process using it, then restore", path)
+	case err != nil && !force:
+		return BackupInfo{}, fmt.Errorf("the store %s: %w (restore --force replaces it)", path, err)
+	case tables > 0 && !force:
+		return BackupInfo{}, fmt.Errorf("the store %s is not empty (%d tables): stop every marketd serving it and restore with --force to replace it", path, tables)
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -211,19 +215,29 @@ func inspectCopy(ctx context.Context, file string, full bool) (BackupInfo, error
 	return info, nil
 }
 
-// countTables counts the tables of the SQLite database at path; none when it has no file.
-func countTables(ctx context.Context, path string) (int, error) {
+// errStoreInUse is storeTables' answer for a store another connection has open.
+var errStoreInUse = errors.New("the store is in use")
+
+// storeTables counts the tables of the SQLite database at path (none when it has no file), and
+// answers errStoreInUse while any other connection has it open, a server's among them: it reads
+// in SQLite's exclusive locking mode, which a WAL database grants only to its one connection.
+func storeTables(ctx context.Context, path string) (int, error) {
 	if fi, err := os.Stat(path); errors.Is(err, os.ErrNotExist) || (err == nil && fi.Size() == 0) {
 		return 0, nil
 	} else if err != nil {
 		return 0, err
 	}
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(0)&_pragma=locking_mode(EXCLUSIVE)")
 	if err != nil {
 		return 0, err
 	}
 	defer db.Close()
+	db.SetMaxOpenConns(1)
 	var n int
 	err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table'").Scan(&n)
+	var se *sqlite.Error
+	if errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY {
+		return 0, errStoreInUse
+	}
 	return n, err
 }

@@ -22,9 +22,10 @@ import (
 
 // A backup of the embedded store taken by `marketd backup` while a `marketd serve` process
 // serves it and traders and minters keep writing through the REST API: the copy is 0600, a
-// second backup to the same file is refused, and once `marketd restore` has brought it back
-// (into a new store: the serving one is refused without --force) and a server runs on it,
-// every write acknowledged before the backup began is there, every instrument is conserved
+// second backup to the same file is refused, a restore over the store while the server runs is
+// refused even with --force, and once the server is killed and `marketd restore --force` has
+// brought the copy back over its store (refused without --force) and a server runs on it, every
+// write acknowledged before the backup began is there, every instrument is conserved
 // (nothing spent twice), each NFT has one live contract, every mint of the drop applied once,
 // and its transparency log holds one entry per update, signed by the same key, and extends
 // the checkpoint the server signed before the backup (a consistency proof read through the
@@ -81,28 +82,29 @@ func TestBackup_UnderWritesKeepsEveryAcknowledgedWriteAndRestoresASoundLedger(t 
 	if now, _ := os.ReadFile(file); !bytes.Equal(now, copied) {
 		t.Error("a refused backup changed the file it was refused")
 	}
-	// Restoring over the store a server is serving is refused without --force.
-	if stdout, errOut, code := runBinary(t, env, "restore", file); code != 1 || stdout != "" || !strings.Contains(errOut, "not empty") || !strings.Contains(errOut, "--force") {
-		t.Errorf("a restore over the serving store: exit %d, stdout %q, stderr %q", code, stdout, errOut)
+	// Restoring over the store a server is serving is refused, even with --force.
+	for _, args := range [][]string{{"restore", file}, {"restore", "--force", file}} {
+		if stdout, errOut, code := runBinary(t, env, args...); code != 1 || stdout != "" || !strings.Contains(errOut, "in use") {
+			t.Errorf("marketd %s over the serving store: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, stdout, errOut)
+		}
 	}
-
-	restoredDir := filepath.Join(dir, "restored")
-	restored := "sqlite://" + filepath.Join(restoredDir, "m.db")
-	out = runMarketd(t, restored, "restore", file)
+	in.cmd.Process.Kill() // the server dies, its -wal and -shm files left behind
+	<-in.done
+	if stdout, errOut, code := runBinary(t, env, "restore", file); code != 1 || stdout != "" || !strings.Contains(errOut, "not empty") || !strings.Contains(errOut, "--force") {
+		t.Errorf("a restore over a store without --force: exit %d, stdout %q, stderr %q", code, stdout, errOut)
+	}
+	out = runMarketd(t, dsn, "restore", "--force", file)
 	var back store.BackupInfo
 	if err := json.Unmarshal(out, &back); err != nil || back.Updates != info.Updates || back.LogSize != info.LogSize {
 		t.Fatalf("marketd restore printed %s (%v); the backup %+v", out, err, info)
 	}
-	for name, want := range map[string]os.FileMode{restoredDir: 0o700, filepath.Join(restoredDir, "m.db"): 0o600} {
-		if fi, err := os.Stat(name); err != nil || fi.Mode().Perm() != want {
-			t.Errorf("%s: %v, mode %v, want %s", name, err, fi.Mode().Perm(), want)
-		}
+	restored := filepath.Join(dir, "data", "m.db")
+	if fi, err := os.Stat(restored); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the restored store: %v, mode %v, want 0600", err, fi.Mode().Perm())
 	}
-	in.cmd.Process.Kill() // the original goes away: only the copy is left to answer
-	<-in.done
 
-	again := startInstance(t, "MARKETD_DB="+restored, "MARKETD_RATE_READ=0")
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(restoredDir, "m.db")+"?_pragma=busy_timeout(10000)")
+	again := startInstance(t, "MARKETD_DB="+dsn, "MARKETD_RATE_READ=0")
+	db, err := sql.Open("sqlite", "file:"+restored+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}
