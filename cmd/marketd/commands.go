@@ -40,6 +40,8 @@ var commands = []command{
 	{cmdline.Command{Name: "admin list", Args: "[flags]", Summary: "list the admin console users; prints {users}"}, storeOnly},
 	{cmdline.Command{Name: "admin disable", Args: "[flags] NAME", Summary: "disable an admin console user and end its sessions; prints {disabled}"}, storeOnly},
 	{cmdline.Command{Name: "admin reset", Args: "[flags] NAME", Summary: "set an admin console user's password (read from standard input) and enable it again; prints {reset}"}, storeOnly},
+	{cmdline.Command{Name: "backup", Args: "[flags] FILE", Summary: "copy the embedded store, consistently, to a new FILE (0600) while it serves; prints {file, bytes, tookMs, updates, logSize}"}, storeOnly},
+	{cmdline.Command{Name: "restore", Args: "[--force] [flags] FILE", Summary: "make the backup FILE the embedded store, once it passes integrity_check (the server stopped); prints {file, store, bytes, tookMs, updates, logSize}"}, storeOnly},
 }
 
 // commandNamed returns the command called name.
@@ -96,6 +98,8 @@ func runners() map[string]func([]string) error {
 		"admin list":           verb(adminCmd, "list"),
 		"admin disable":        verb(adminCmd, "disable"),
 		"admin reset":          verb(adminCmd, "reset"),
+		"backup":               backupCmd,
+		"restore":              restoreCmd,
 	}
 }
 

@@ -59,6 +59,8 @@ func TestHelp_EachCommandShowsItsOwnFlagsAndTheVariablesItReads(t *testing.T) {
 		{[]string{"admin", "list"}, []string{"admin console users", "MARKETD_DB"}},
 		{[]string{"admin", "disable"}, []string{"disable", "NAME", "MARKETD_DB"}},
 		{[]string{"admin", "reset"}, []string{"password", "NAME", "MARKETD_DB"}},
+		{[]string{"backup"}, []string{"copy the embedded store", "usage: marketd backup", "FILE", "MARKETD_DB"}},
+		{[]string{"restore"}, []string{"integrity_check", "usage: marketd restore", "-force", "FILE", "MARKETD_DB"}},
 	} {
 		name := strings.Join(tc.args, " ")
 		t.Run(name, func(t *testing.T) {
@@ -92,7 +94,7 @@ func TestHelp_MarketdHListsEveryCommand(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, c := range []string{"serve", "migrate up", "migrate down", "migrate status", "seed", "collection create", "collection add-phase",
-		"pool create", "oracle set", "admin create-user", "admin list", "admin disable", "admin reset"} {
+		"pool create", "oracle set", "admin create-user", "admin list", "admin disable", "admin reset", "backup", "restore"} {
 		if !strings.Contains(out, "marketd "+c+" ") {
 			t.Errorf("marketd -h lacks %q:\n%s", c, out)
 		}
