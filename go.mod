@@ -3,6 +3,7 @@ module marketd
 go 1.26.8
 
 require (
+	filippo.io/torchwood v0.6.1
 	github.com/99designs/gqlgen v0.17.95
 	github.com/RoaringBitmap/roaring/v2 v2.30.0
 	github.com/a-h/templ v0.3.977
