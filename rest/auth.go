@@ -43,8 +43,8 @@ type route struct {
 	handle   func(w http.ResponseWriter, r *http.Request) error
 }
 
-// budget names the limit a request of the route spends: "read" (every GET under /api/ and
-// /log/), "sign-in", "prepare" or "execute", "none" for a route marked unlimited; "" for a
+// budget names the limit a request of the route spends: "read" (every GET under /api/,
+// /log/ and /witness/), "sign-in", "prepare" or "execute", "none" for a route marked unlimited; "" for a
 // route that names none, which New refuses: a route is limited unless it says why not.
 func (rt route) budget() string {
 	switch {
@@ -54,7 +54,7 @@ func (rt route) budget() string {
 		return "sign-in"
 	case executes(rt.path):
 		return "execute"
-	case rt.method == http.MethodGet && (strings.HasPrefix(rt.path, "/api/") || strings.HasPrefix(rt.path, "/log/")):
+	case rt.method == http.MethodGet && (strings.HasPrefix(rt.path, "/api/") || strings.HasPrefix(rt.path, "/log/") || strings.HasPrefix(rt.path, "/witness/")):
 		return "read"
 	case rt.unlimited:
 		return "none"

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/translog"
 	"marketd/store/clientaddr"
 	"marketd/store/metrics"
 	"marketd/store/ratelimit"
@@ -42,6 +43,9 @@ type Config struct {
 	// MetricsElsewhere leaves /metrics off the API's routes: the caller serves
 	// Metrics.Handler() on another address (MARKETD_METRICS_ADDR).
 	MetricsElsewhere bool
+	// WitnessLogs are the logs the service witnesses (POST /witness/add-checkpoint), by
+	// origin; none answers every submission 404 (MARKETD_WITNESS_LOGS).
+	WitnessLogs map[string]*translog.WitnessedLog
 }
 
 // The service's default sign-in and execute limits, per client address and minute. A wallet

@@ -1,6 +1,9 @@
 package rest
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 
@@ -16,7 +19,48 @@ func (srv *Server) logRoutes() []route {
 		{method: "GET", path: "/log/checkpoint", produces: "text/plain", handle: srv.logCheckpoint},
 		{method: "GET", path: "/log/key", produces: "text/plain", handle: srv.logKey},
 		{method: "GET", path: "/log/tile/{path...}", produces: "application/octet-stream", handle: srv.logTile},
+		{method: "GET", path: "/witness/key", produces: "text/plain", handle: srv.witnessKey},
+		{method: "POST", path: "/witness/add-checkpoint", writes: true, handle: srv.addCheckpoint},
 	}
+}
+
+// witnessKey is the verifier key of the service's cosignatures as a witness.
+func (srv *Server) witnessKey(w http.ResponseWriter, r *http.Request) error {
+	c, err := srv.store.WitnessCosigner(r.Context())
+	if err != nil {
+		return err
+	}
+	writeLog(w, "text/plain; charset=utf-8", "public, max-age=300", []byte(c.VerifierKey()+"\n"))
+	return nil
+}
+
+// addCheckpoint is a witness's add-checkpoint (c2sp.org/tlog-witness), answered as the
+// specification says rather than as a problem: 200 with the cosignature lines; 404, 403, 400,
+// 413 or 422 with a line of text; 409 with the size the witness holds, as text/x.tlog.size.
+func (srv *Server) addCheckpoint(w http.ResponseWriter, r *http.Request) error {
+	body, err := io.ReadAll(io.LimitReader(r.Body, translog.MaxAddCheckpointBody+1))
+	if err != nil {
+		return store.Errorf(store.CodeInvalidRequest, "reading the body: %v", err)
+	}
+	sigs, err := srv.store.AddCheckpoint(r.Context(), srv.cfg.WitnessLogs, body)
+	var refused *translog.WitnessError
+	switch {
+	case errors.As(err, &refused) && refused.Status == http.StatusConflict:
+		w.Header().Set("Content-Type", "text/x.tlog.size")
+		w.WriteHeader(http.StatusConflict)
+		fmt.Fprintf(w, "%d\n", refused.Size)
+		return nil
+	case errors.As(err, &refused):
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(refused.Status)
+		fmt.Fprintln(w, refused.Reason)
+		return nil
+	case err != nil:
+		return err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Write(sigs)
+	return nil
 }
 
 // immutable is the Cache-Control of what never changes: a full tile.

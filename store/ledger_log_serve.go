@@ -24,6 +24,7 @@ import (
 type logKey struct {
 	signer      note.Signer
 	verifierKey string
+	seed        []byte // the Ed25519 seed, from which the witness key is derived (witness.go)
 }
 
 // newLogKey makes the log's signing key, named after the service's public authority.
@@ -48,7 +49,7 @@ func parseLogKey(skey string) (*logKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transparency log key: %w", err)
 	}
-	return &logKey{signer: signer, verifierKey: vkey}, nil
+	return &logKey{signer: signer, verifierKey: vkey, seed: key[1:]}, nil
 }
 
 // LogVerifierKey is the note verifier key of the log's checkpoints: "<origin>+<hash>+<key>".

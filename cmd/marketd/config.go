@@ -15,6 +15,7 @@ import (
 	"marketd/store"
 	"marketd/store/clientaddr"
 	"marketd/store/signing"
+	"marketd/store/translog"
 )
 
 // config is every setting of the service. Each is a flag and a MARKETD_ variable: the
@@ -31,6 +32,7 @@ type config struct {
 	rateSignIn     int
 	rateExecute    int
 	trustedProxies clientaddr.Proxies
+	witnessLogs    map[string]*translog.WitnessedLog // the logs POST /witness/add-checkpoint cosigns, by origin
 	drainDelay     time.Duration
 	metricsAddr    string
 	redis          string
@@ -150,6 +152,20 @@ func settings(c *config) []setting {
 		{"rate-prepare-address", "MARKETD_RATE_PREPARE_ADDRESS", "600", "prepare requests per minute per client address, over all the parties it signs in as; 0 = unlimited", num(&c.ratePrepareAdr)},
 		{"rate-signin", "MARKETD_RATE_SIGNIN", strconv.Itoa(rest.DefaultRateSignIn), "sign-in requests (nonce, verify, onboarding prepare and execute) per minute per client address; 0 = unlimited", num(&c.rateSignIn)},
 		{"rate-execute", "MARKETD_RATE_EXECUTE", strconv.Itoa(rest.DefaultRateExecute), "executes (and swap intent submits) per minute per client address; 0 = unlimited", num(&c.rateExecute)},
+		{"witness-logs", "MARKETD_WITNESS_LOGS", "", "space- or comma-separated note verifier keys (<origin>+<hash>+<key>) of the transparency logs this service witnesses at POST /witness/add-checkpoint; empty: none", func(v string) error {
+			c.witnessLogs = map[string]*translog.WitnessedLog{}
+			for _, k := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+				l, err := translog.NewWitnessedLog(k)
+				if err != nil {
+					return err
+				}
+				if have := c.witnessLogs[l.Origin]; have != nil {
+					l.Verifiers = append(have.Verifiers, l.Verifiers...)
+				}
+				c.witnessLogs[l.Origin] = l
+			}
+			return nil
+		}},
 		{"trusted-proxies", "MARKETD_TRUSTED_PROXIES", "", "comma-separated addresses or CIDRs of proxies whose X-Forwarded-For names the client", func(v string) error {
 			proxies, err := clientaddr.ParseProxies(strings.Split(v, ","))
 			if err != nil {

@@ -107,6 +107,7 @@ func serve(args []string) error {
 		RateSignIn:         c.rateSignIn,
 		RateExecute:        c.rateExecute,
 		TrustedProxies:     c.trustedProxies,
+		WitnessLogs:        c.witnessLogs,
 		Logger:             log,
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -14,8 +15,9 @@ import (
 )
 
 // A GraphQL socket opened with a token (as a Bearer header or as the session cookie) reads
-// the token's wallet; after POST /api/auth/logout its next operation is refused with
-// token_revoked, as REST refuses the token.
+// the token's wallet; after POST /api/auth/logout the socket closes with 4403 and
+// token_revoked (an operation sent before it closes is refused with that code), as REST
+// refuses the token.
 func TestFrontDoors_ASocketActsAsItsSessionOnlyWhileTheSessionLives(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a, _ := newFrontDoors(t, b)
@@ -71,10 +73,27 @@ func TestFrontDoors_ASocketActsAsItsSessionOnlyWhileTheSessionLives(t *testing.T
 				if res, _ := a.send("GET", "/api/auth/me", tok, nil); res.StatusCode != http.StatusUnauthorized {
 					t.Fatalf("me after logout: %d", res.StatusCode)
 				}
-				m := answer("2")
-				errs, _ := m["payload"].([]any)
-				if m["type"] != "error" || len(errs) == 0 || dig(errs[0], "extensions", "code") != "token_revoked" {
-					t.Fatalf("the wallet on the same socket after logout: %v", m)
+				// The socket closes with 4403 and the code; an operation sent before it closes is
+				// refused with that code.
+				raw, _ := json.Marshal(map[string]any{"id": "2", "type": "subscribe", "payload": map[string]any{
+					"query":     `query($p: ID!) { wallet(partyId: $p) { balances { instrument amount } } }`,
+					"variables": map[string]any{"p": party}}})
+				conn.Write(ctx, websocket.MessageText, raw) // fails when the socket closed already
+				for {
+					_, raw, err := conn.Read(ctx)
+					if err != nil {
+						var ce websocket.CloseError
+						if !errors.As(err, &ce) || ce.Code != 4403 || ce.Reason != "token_revoked" {
+							t.Fatalf("the socket after logout: %v; want close 4403 token_revoked", err)
+						}
+						break
+					}
+					var m map[string]any
+					json.Unmarshal(raw, &m)
+					errs, _ := m["payload"].([]any)
+					if m["id"] == "2" && (m["type"] != "error" || len(errs) == 0 || dig(errs[0], "extensions", "code") != "token_revoked") {
+						t.Fatalf("the wallet on the same socket after logout: %v", m)
+					}
 				}
 			})
 		}
