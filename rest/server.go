@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"marketd/store"
-	"marketd/store/translog"
 	"marketd/store/clientaddr"
 	"marketd/store/metrics"
 	"marketd/store/ratelimit"
+	"marketd/store/translog"
 )
 
 // Config is the REST API's part of the service configuration.
