@@ -18,6 +18,7 @@ func (srv *Server) logRoutes() []route {
 	return []route{
 		{method: "GET", path: "/log/checkpoint", produces: "text/plain", handle: srv.logCheckpoint},
 		{method: "GET", path: "/log/key", produces: "text/plain", handle: srv.logKey},
+		{method: "GET", path: "/log/witnessed-checkpoint", produces: "text/plain", handle: srv.witnessedCheckpoint},
 		{method: "GET", path: "/log/tile/{path...}", produces: "application/octet-stream", handle: srv.logTile},
 		{method: "GET", path: "/witness/key", produces: "text/plain", handle: srv.witnessKey},
 		{method: "POST", path: "/witness/add-checkpoint", writes: true, handle: srv.addCheckpoint},
@@ -68,6 +69,16 @@ const immutable = "public, max-age=31536000, immutable"
 
 func (srv *Server) logCheckpoint(w http.ResponseWriter, r *http.Request) error {
 	b, err := srv.store.LogCheckpoint(r.Context())
+	if err != nil {
+		return err
+	}
+	writeLog(w, "text/plain; charset=utf-8", "no-store", b)
+	return nil
+}
+
+// witnessedCheckpoint is the newest checkpoint a witness cosigned, with its cosignatures.
+func (srv *Server) witnessedCheckpoint(w http.ResponseWriter, r *http.Request) error {
+	b, err := srv.store.WitnessedCheckpoint(r.Context())
 	if err != nil {
 		return err
 	}

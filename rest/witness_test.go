@@ -202,3 +202,77 @@ func TestWitness_RacingSubmissionsMoveItOnce(t *testing.T) {
 		}
 	})
 }
+
+// The log asks a witness to cosign: the witnessed checkpoint it then serves carries a
+// cosignature that verifies under the witness's key, for a tree the log's key signed; it
+// follows the log as it grows; a log whose record of the witness is behind resumes from the
+// size the witness's 409 names; a witness that is down is reported, and the log's writes and
+// its last witnessed checkpoint are untouched.
+func TestWitnesses_TheLogCollectsCosignaturesAndServesThem(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		lg, witness := newWitnessPair(t, b)
+		logAPI := serveAPI(t, lg.s, nil, Config{PublicURL: "http://localhost:8080", Dev: true, Logger: witness.srv.log})
+		key := strings.TrimSpace(string(witness.do("GET", "/witness/key", nil).body))
+		w, err := store.ParseWitness(key + "@" + witness.http.URL + "/witness")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := logAPI.do("GET", "/log/witnessed-checkpoint", nil); r.status != http.StatusNotFound {
+			t.Fatalf("before any cosignature: %d", r.status)
+		}
+		logKey, _ := lg.s.LogVerifierKey(ctx)
+		logV, _ := note.NewVerifier(logKey)
+		witnessed := func(want int64) {
+			t.Helper()
+			r := logAPI.do("GET", "/log/witnessed-checkpoint", nil)
+			n, err := note.Open(r.body, note.VerifierList(logV, w.Verifier))
+			if r.status != http.StatusOK || err != nil || len(n.Sigs) != 2 {
+				t.Fatalf("the witnessed checkpoint: %d %v\n%s", r.status, err, r.body)
+			}
+			if tree, err := translog.ParseCheckpoint(n.Text, logV.Name()); err != nil || tree.N != want {
+				t.Fatalf("the witnessed checkpoint's size: %v %v, want %d", tree, err, want)
+			}
+		}
+		ask := func() store.WitnessReport {
+			t.Helper()
+			rs := lg.s.AskWitnesses(ctx, http.DefaultClient, []store.Witness{w})
+			if len(rs) != 1 {
+				t.Fatalf("reports: %v", rs)
+			}
+			return rs[0]
+		}
+		lg.grow(3)
+		size := func() int64 { tr, _ := lg.s.LogTree(ctx); return tr.N }
+		if r := ask(); r.Err != nil || r.Size != size() {
+			t.Fatalf("the first round: %+v", r)
+		}
+		witnessed(size())
+		lg.grow(4)
+		if r := ask(); r.Err != nil || r.Size != size() {
+			t.Fatalf("after the log grew: %+v", r)
+		}
+		witnessed(size())
+
+		// Someone else moves the witness on (another instance of the log, say): the log's
+		// next submission, from the size it recorded, hears 409 and resumes from there.
+		recorded := size()
+		lg.grow(2)
+		if status, _, body := submit(t, witness, lg.submission(recorded)); status != http.StatusOK {
+			t.Fatalf("moving the witness on: %d %s", status, body)
+		}
+		lg.grow(1)
+		if r := ask(); r.Err != nil || r.Size != size() {
+			t.Fatalf("resuming from the witness's 409: %+v", r)
+		}
+		witnessed(size())
+
+		held := size()
+		witness.http.Close() // down
+		lg.grow(2)
+		if r := ask(); r.Err == nil {
+			t.Fatalf("a witness that is down: %+v", r)
+		}
+		witnessed(held)
+	})
+}

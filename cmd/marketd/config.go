@@ -33,6 +33,7 @@ type config struct {
 	rateExecute    int
 	trustedProxies clientaddr.Proxies
 	witnessLogs    map[string]*translog.WitnessedLog // the logs POST /witness/add-checkpoint cosigns, by origin
+	witnesses      []store.Witness                   // the witnesses the log asks for cosignatures
 	drainDelay     time.Duration
 	metricsAddr    string
 	redis          string
@@ -163,6 +164,17 @@ func settings(c *config) []setting {
 					l.Verifiers = append(have.Verifiers, l.Verifiers...)
 				}
 				c.witnessLogs[l.Origin] = l
+			}
+			return nil
+		}},
+		{"witnesses", "MARKETD_WITNESSES", "", "space- or comma-separated witnesses this service's log asks to cosign its checkpoints, each <cosignature verifier key>@<submission URL> (the URL before /add-checkpoint); empty: none", func(v string) error {
+			c.witnesses = nil
+			for _, w := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' }) {
+				x, err := store.ParseWitness(w)
+				if err != nil {
+					return err
+				}
+				c.witnesses = append(c.witnesses, x)
 			}
 			return nil
 		}},

@@ -134,6 +134,7 @@ func serve(args []string) error {
 	go prune(ctx, s, log)
 	go expire(ctx, s, log)
 	go swapLoop(ctx, s, log)
+	go askWitnesses(ctx, s, c.witnesses, log)
 	errc := make(chan error, 2)
 	go func() { errc <- srv.Serve(ln) }()
 	if c.metricsAddr != "" {
@@ -219,6 +220,33 @@ func expire(ctx context.Context, s *store.Store, log *slog.Logger) {
 			log.Warn("releasing expired offers failed", "error", err.Error())
 		} else if n > 0 {
 			log.Debug("offers expired", "offers", n)
+		}
+	})
+}
+
+// askWitnesses asks the configured witnesses to cosign the log's checkpoint every second,
+// logging a witness's failure when it changes and its recovery.
+func askWitnesses(ctx context.Context, s *store.Store, witnesses []store.Witness, log *slog.Logger) {
+	if len(witnesses) == 0 {
+		return
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	last := map[string]string{}
+	every(ctx, time.Second, func() {
+		for _, r := range s.AskWitnesses(ctx, client, witnesses) {
+			msg := ""
+			if r.Err != nil {
+				msg = r.Err.Error()
+			}
+			if msg == last[r.Witness] || ctx.Err() != nil {
+				continue
+			}
+			last[r.Witness] = msg
+			if msg != "" {
+				log.Warn("witness did not cosign", "witness", r.Witness, "size", r.Size, "error", msg)
+			} else {
+				log.Info("witness cosigns", "witness", r.Witness, "size", r.Size)
+			}
 		}
 	})
 }
