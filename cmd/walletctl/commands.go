@@ -49,8 +49,8 @@ var commands = []command{
 			fs.StringVar(&w.hash, "hash", "", "sign this preparedTransactionHash (standard base64 of 32 bytes) instead of a message")
 		}},
 	{cmdline.Command{Name: "call", Args: "METHOD PATH [JSON]", Summary: "call the API with the token attached; {me} in PATH is the key's party id"}, secWallet, false, nil},
-	{cmdline.Command{Name: "verify", Args: "[--network NAME] [RECEIPT]", Summary: "check that each kept receipt (or the JSON one given) is in the server's transparency log, as this key signed it, and that the log only grew since last seen"}, secWallet, false, networkFlag},
-	{cmdline.Command{Name: "audit", Args: "[--network NAME]", Summary: "download the whole transparency log: check every entry's signature, that its key is its party's and the signed bytes its kind's, that no signature commits two updates, the root hash, and that the log only grew since last seen"}, secWallet, false, networkFlag},
+	{cmdline.Command{Name: "verify", Args: "[--network NAME] [--witness VKEY ... [--witnesses K]] [RECEIPT]", Summary: "check that each kept receipt (or the JSON one given) is in the server's transparency log, as this key signed it, and that the log only grew since last seen; with witnesses, in the newest tree K of them cosigned"}, secWallet, false, logFlags},
+	{cmdline.Command{Name: "audit", Args: "[--network NAME] [--witness VKEY ... [--witnesses K]]", Summary: "download the whole transparency log: check every entry's signature, that its key is its party's and the signed bytes its kind's, that no signature commits two updates, the root hash, and that the log only grew since last seen; with witnesses, the newest tree K of them cosigned"}, secWallet, false, logFlags},
 	{cmdline.Command{Name: "exec", Args: "PATH JSON", Summary: "PATH/prepare, check the hash, print what the signed bytes do, sign, execute (it checks the party only, not what the transaction does)"}, secWallet, false, nil},
 
 	{cmdline.Command{Name: "balance", Args: "", Summary: "the party's balances"}, secShortcut, false, nil},
@@ -97,6 +97,16 @@ var commands = []command{
 // maxPriceFlag is --max-price: the most one NFT of a mint or a sweep may cost.
 func maxPriceFlag(w *wallet, fs *flag.FlagSet) {
 	fs.StringVar(&w.maxPrice, "max-price", "", "refuse to sign when one NFT costs more than this (a decimal of the collection's currency)")
+}
+
+// logFlags are verify's and audit's: --network, and the witness policy.
+func logFlags(w *wallet, fs *flag.FlagSet) {
+	networkFlag(w, fs)
+	fs.Func("witness", "a witness's cosignature verifier key (<name>+<hash>+<key>, as its /witness/key serves it); repeat for each witness of the policy (also WALLETCTL_WITNESSES, space-separated)", func(v string) error {
+		w.witnesses.keys = append(w.witnesses.keys, v)
+		return nil
+	})
+	fs.IntVar(&w.witnesses.quorum, "witnesses", 0, "how many of the --witness keys must have cosigned the tree checked (default: all of them)")
 }
 
 // networkFlag is --network: the ledger network a challenge or a signed transaction must name.

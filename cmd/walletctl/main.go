@@ -43,11 +43,12 @@ type wallet struct {
 	// login's overrides: the domain, URI and network its challenge may name instead of the
 	// ones walletctl asked for (the server's, and WALLETCTL_NETWORK's).
 	acceptDomain, acceptURI, network string
-	maxPrice                         string       // mint and sweep --max-price: the most one NFT may cost
-	offer                            offerOptions // offer's flags
-	received                         bool         // offers --received
-	collection                       string       // offers --collection
-	minProceeds                      string       // accept --min-proceeds
+	maxPrice                         string        // mint and sweep --max-price: the most one NFT may cost
+	offer                            offerOptions  // offer's flags
+	received                         bool          // offers --received
+	collection                       string        // offers --collection
+	minProceeds                      string        // accept --min-proceeds
+	witnesses                        witnessPolicy // verify and audit --witness, --witnesses
 	out                              io.Writer
 	log                              io.Writer
 	http                             *http.Client

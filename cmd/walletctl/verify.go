@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 
 	"marketd/store"
@@ -136,13 +137,26 @@ func (w *wallet) checkpoint() (tlog.Tree, func() error, error) {
 		}
 		return translog.ParseCheckpoint(n.Text, v.Name())
 	}
-	signed, err := w.getLog("checkpoint")
+	policy, err := w.witnesses.verifiers()
+	if err != nil {
+		return tlog.Tree{}, nil, err
+	}
+	path := "checkpoint"
+	if policy != nil {
+		path = "witnessed-checkpoint"
+	}
+	signed, err := w.getLog(path)
 	if err != nil {
 		return tlog.Tree{}, nil, err
 	}
 	tree, err := open(signed)
 	if err != nil {
 		return tlog.Tree{}, nil, fmt.Errorf("BAD CHECKPOINT: %v", err)
+	}
+	if policy != nil {
+		if err := w.witnesses.check(signed, v, policy); err != nil {
+			return tlog.Tree{}, nil, err
+		}
 	}
 	if st.Checkpoint != "" {
 		old, err := open([]byte(st.Checkpoint))
@@ -204,7 +218,11 @@ func (w *wallet) verifyReceipt(tree tlog.Tree, receipt json.RawMessage, partyID 
 	}
 	n := *r.LogIndex
 	if n < 0 || n >= tree.N {
-		return fmt.Errorf("update %s: entry %d is not in the checkpoint's %d entries", r.UpdateID, n, tree.N)
+		hint := ""
+		if len(w.witnesses.keys) > 0 || os.Getenv("WALLETCTL_WITNESSES") != "" {
+			hint = " (the newest tree the witnesses cosigned: it is not witnessed yet; verify again once they cosign a newer one)"
+		}
+		return fmt.Errorf("update %s: entry %d is not in the checkpoint's %d entries%s", r.UpdateID, n, tree.N, hint)
 	}
 	first := n / translog.TileWidth * translog.TileWidth
 	bundle, err := w.fetchTile(tlog.Tile{H: translog.TileHeight, L: -1, N: n / translog.TileWidth, W: int(min(translog.TileWidth, tree.N-first))})
@@ -261,4 +279,74 @@ func (w *wallet) audit() error {
 		return err
 	}
 	return printJSON(w.out, map[string]any{"entries": len(entries), "committedBy": committedBy, "treeSize": tree.N, "rootHash": tree.Hash.String()})
+}
+
+// witnessPolicy is a client's witness policy: the witnesses' cosignature keys, and how many
+// of them must have cosigned a checkpoint before walletctl trusts it. Under a policy, verify
+// and audit check the newest tree the log's witnesses cosigned (/log/witnessed-checkpoint):
+// an operator showing this client a fork would need K witnesses to cosign it, and a witness
+// cosigns only a tree that extends the one it cosigned before, so a fork shown to one client
+// and not another is refused by every honest witness. An update newer than that tree is not
+// witnessed yet: verify it again later.
+type witnessPolicy struct {
+	keys   []string
+	quorum int
+}
+
+// verifiers reads the policy's keys (with WALLETCTL_WITNESSES's); nil when there are none.
+func (p *witnessPolicy) verifiers() ([]note.Verifier, error) {
+	keys := append(strings.Fields(os.Getenv("WALLETCTL_WITNESSES")), p.keys...)
+	if len(keys) == 0 {
+		if p.quorum > 0 {
+			return nil, errors.New("--witnesses needs the witnesses' keys: give each with --witness")
+		}
+		return nil, nil
+	}
+	var out []note.Verifier
+	for _, k := range keys {
+		v, err := translog.NewCosignatureVerifier(k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if p.quorum == 0 {
+		p.quorum = len(out)
+	}
+	if p.quorum < 1 || p.quorum > len(out) {
+		return nil, fmt.Errorf("--witnesses %d: want 1 to the %d witness keys given", p.quorum, len(out))
+	}
+	return out, nil
+}
+
+// check refuses a signed checkpoint that fewer than quorum of the policy's witnesses cosigned,
+// naming the witnesses whose cosignature is missing and any whose cosignature is bad.
+func (p *witnessPolicy) check(signed []byte, logKey note.Verifier, witnesses []note.Verifier) error {
+	var good, missing, bad []string
+	for _, wv := range witnesses {
+		// One witness at a time, so one bad cosignature does not hide the others.
+		n, err := note.Open(signed, note.VerifierList(logKey, wv))
+		var invalid *note.InvalidSignatureError
+		switch {
+		case errors.As(err, &invalid):
+			bad = append(bad, wv.Name())
+		case err != nil:
+			return fmt.Errorf("BAD CHECKPOINT: %v", err)
+		case slices.ContainsFunc(n.Sigs, func(s note.Signature) bool { return s.Name == wv.Name() && s.Hash == wv.KeyHash() }):
+			good = append(good, wv.Name())
+		default:
+			missing = append(missing, wv.Name())
+		}
+	}
+	if len(good) >= p.quorum {
+		return nil
+	}
+	msg := fmt.Sprintf("WITNESS POLICY NOT MET: %d of the %d witnesses must have cosigned the log's checkpoint; %d did", p.quorum, len(witnesses), len(good))
+	if len(missing) > 0 {
+		msg += "; no cosignature of " + strings.Join(missing, ", ")
+	}
+	if len(bad) > 0 {
+		msg += "; a bad cosignature of " + strings.Join(bad, ", ")
+	}
+	return errors.New(msg)
 }

@@ -1,17 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"marketd/rest"
 	"marketd/store"
 	"marketd/store/storetest"
+	"marketd/store/translog"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -183,5 +189,107 @@ func TestVerify_ACheckpointSignedByAnotherKeyIsCaught(t *testing.T) {
 		}
 		w.refused("alice", []string{"LOG KEY CHANGED"}, "verify")
 		w.refused("alice", []string{"LOG KEY CHANGED"}, "audit")
+	})
+}
+
+// newWitness starts a witness service following w's log, on a store of its own named after
+// host, and returns its cosignature verifier key and its submission URL.
+func (w *ctlWorld) newWitness(b storetest.Backend, host string) (vkey, url string) {
+	t := w.t
+	cfg := storetest.Config(storetest.NewClock(time.Now()))
+	cfg.PublicURL = "http://" + host
+	s := b.Open(t, cfg)
+	logKey, err := w.store.LogVerifierKey(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl, err := translog.NewWitnessedLog(logKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := rest.New(s, rest.Config{PublicURL: cfg.PublicURL, Dev: true, Logger: slog.New(slog.DiscardHandler), WitnessLogs: map[string]*translog.WitnessedLog{wl.Origin: wl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	c, err := s.WitnessCosigner(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.VerifierKey(), hs.URL + "/witness"
+}
+
+// askWitnesses has w's log ask the witnesses at keys and urls for cosignatures.
+func (w *ctlWorld) askWitnesses(keys, urls []string) {
+	var ws []store.Witness
+	for i := range keys {
+		x, err := store.ParseWitness(keys[i] + "@" + urls[i])
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		ws = append(ws, x)
+	}
+	for _, r := range w.store.AskWitnesses(context.Background(), http.DefaultClient, ws) {
+		if r.Err != nil {
+			w.t.Fatalf("witness %s: %v", r.Witness, r.Err)
+		}
+	}
+}
+
+// Under a witness policy, verify and audit check the newest tree K of the witnesses cosigned:
+// met, they pass; a witness missing, or a cosignature that does not verify, is refused and
+// named; a receipt newer than the witnessed tree is not verified until the witnesses cosign a
+// tree that holds it.
+func TestVerify_AWitnessPolicyNeedsKCosignatures(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		w := newCtlWorld(t, b)
+		real := w.server
+		var tamper atomic.Bool
+		proxy := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			if tamper.Load() && r.URL.Path == "/log/witnessed-checkpoint" {
+				res, err := http.Get(real + r.URL.Path)
+				if err != nil {
+					rw.WriteHeader(http.StatusBadGateway)
+					return
+				}
+				body, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				// Change one byte of the witness's signature (past its 4 bytes of key hash).
+				i := bytes.Index(body, []byte("— witness-a.example/witness ")) + len("— witness-a.example/witness ") + 12
+				if body[i] == 'A' {
+					body[i] = 'B'
+				} else {
+					body[i] = 'A'
+				}
+				rw.Write(body)
+				return
+			}
+			forward(rw, r, real)
+		}))
+		defer proxy.Close()
+		w.server = proxy.URL
+		w.party("alice")
+		w.must("alice", "tap", "CC", "10")
+		keyA, urlA := w.newWitness(b, "witness-a.example")
+		keyB, _ := w.newWitness(b, "witness-b.example")
+
+		w.refused("alice", []string{"no witness has cosigned"}, "verify", "--witness", keyA)
+		w.askWitnesses([]string{keyA}, []string{urlA})
+		w.must("alice", "verify", "--witness", keyA)
+		w.must("alice", "audit", "--witness", keyA)
+		w.must("alice", "verify", "--witness", keyA, "--witness", keyB, "--witnesses", "1")
+		for _, cmd := range []string{"verify", "audit"} {
+			w.refused("alice", []string{"WITNESS POLICY NOT MET", "2 of the 2", "no cosignature of witness-b.example/witness"}, cmd, "--witness", keyA, "--witness", keyB)
+		}
+		tamper.Store(true)
+		w.refused("alice", []string{"WITNESS POLICY NOT MET", "a bad cosignature of witness-a.example/witness"}, "verify", "--witness", keyA)
+		tamper.Store(false)
+
+		w.must("alice", "tap", "CC", "1") // newer than the witnessed tree
+		w.refused("alice", []string{"NOT IN THE LOG", "not witnessed yet"}, "verify", "--witness", keyA)
+		w.askWitnesses([]string{keyA}, []string{urlA})
+		w.must("alice", "verify", "--witness", keyA)
+		w.refused("alice", []string{"--witnesses 3"}, "verify", "--witness", keyA, "--witness", keyB, "--witnesses", "3")
 	})
 }
