@@ -187,9 +187,10 @@ func image(o options) (v1.Image, string, error) {
 	return img, tag, nil
 }
 
-// write builds the image and writes it as an OCI layout at dir (replacing what is there) and,
-// when archive is not empty, as a docker-archive tarball.
-func write(o options, dir, archive string) (built, error) {
+// write builds the image and writes it as an OCI layout at dir (replacing what is there); when
+// archive is not empty, as a docker-archive tarball too; when rootfs is not empty, its flattened
+// root filesystem as a tar.
+func write(o options, dir, archive, rootfs string) (built, error) {
 	img, tag, err := image(o)
 	if err != nil {
 		return built{}, err
@@ -219,5 +220,25 @@ func write(o options, dir, archive string) (built, error) {
 			return built{}, err
 		}
 	}
+	if rootfs != "" {
+		if err := writeRootfs(img, rootfs); err != nil {
+			return built{}, err
+		}
+	}
 	return built{Digest: d, Tag: ref.String()}, nil
+}
+
+// writeRootfs writes img's flattened root filesystem as a tar to file.
+func writeRootfs(img v1.Image, file string) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	if _, err := io.Copy(f, rc); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

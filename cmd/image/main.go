@@ -35,6 +35,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
 	out := fs.String("out", "", "write the OCI image layout to this folder (required; replaced if it exists)")
 	archive := fs.String("docker-archive", "", "also write a docker-archive tarball (podman load / docker load) to this file")
+	rootfs := fs.String("rootfs-tar", "", "also write the image's root filesystem, flattened, as a tar to this file (to run it without a container runtime)")
 	tag := fs.String("tag", "", "the image's name in the layout and the archive (default localhost/marketd:VERSION)")
 	arch := fs.String("arch", runtime.GOARCH, "the image's and binary's GOARCH")
 	certs := fs.String("ca-certs", "/etc/ssl/certs/ca-certificates.crt", "the CA bundle copied into the image")
@@ -92,7 +93,7 @@ func run(args []string) error {
 			return err
 		}
 	}
-	d, err := write(o, *out, *archive)
+	d, err := write(o, *out, *archive, *rootfs)
 	if err != nil {
 		return err
 	}
