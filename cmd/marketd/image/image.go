@@ -146,7 +146,7 @@ func image(o options) (v1.Image, string, error) {
 		Layer: layer,
 		History: v1.History{
 			Created:   created,
-			CreatedBy: "go run ./cmd/image (marketd " + o.Version + ")",
+			CreatedBy: "go run ./cmd/marketd/image (marketd " + o.Version + ")",
 			Comment:   "the static binary, CA certificates, the nonroot user, " + dataDir,
 		},
 	})

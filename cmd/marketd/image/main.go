@@ -5,7 +5,7 @@
 // CA bundle give the same digest: every timestamp is the commit's (or SOURCE_DATE_EPOCH), the
 // layer's entries are sorted, and their owners and modes are fixed.
 //
-//	go run ./cmd/image --out /tmp/marketd-oci --docker-archive /tmp/marketd.tar
+//	go run ./cmd/marketd/image --out /tmp/marketd-oci --docker-archive /tmp/marketd.tar
 package main
 
 import (
