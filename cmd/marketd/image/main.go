@@ -42,7 +42,7 @@ func run(args []string) error {
 	binary := fs.String("binary", "", "use this linux binary of marketd instead of building one (its reproducibility is then the caller's)")
 	source := fs.String("source", "", "the org.opencontainers.image.source label (default: git remote origin's URL, else the module path)")
 	revision := fs.String("revision", "", "the org.opencontainers.image.revision label (default: git rev-parse HEAD)")
-	version := fs.String("version", "", "the org.opencontainers.image.version label (default: git describe --tags --always)")
+	version := fs.String("version", "", "the org.opencontainers.image.version label (default: git describe --tags --always --dirty)")
 	epoch := fs.String("epoch", os.Getenv("SOURCE_DATE_EPOCH"), "every timestamp in the image, Unix seconds (default: $SOURCE_DATE_EPOCH, else the commit's time)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,7 +62,7 @@ func run(args []string) error {
 		}
 	}
 	if o.Version == "" {
-		if o.Version, err = git(root, "describe", "--tags", "--always"); err != nil {
+		if o.Version, err = git(root, "describe", "--tags", "--always", "--dirty"); err != nil {
 			return err
 		}
 	}
