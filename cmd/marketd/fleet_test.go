@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,7 +87,8 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// startInstance runs `marketd serve` with env on a free port and waits until it is ready.
+// startInstance runs `marketd serve` with env on a free port (or the MARKETD_ADDR env names) and
+// waits until it is ready.
 func startInstance(t testing.TB, env ...string) *instance {
 	t.Helper()
 	bin, err := binary()
@@ -94,6 +96,11 @@ func startInstance(t testing.TB, env ...string) *instance {
 		t.Fatal(err)
 	}
 	port := freePort(t)
+	for _, e := range env { // an address the test chose, to start again where it was
+		if a, ok := strings.CutPrefix(e, "MARKETD_ADDR=127.0.0.1:"); ok {
+			port, _ = strconv.Atoi(a)
+		}
+	}
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), append([]string{
 		fmt.Sprintf("MARKETD_ADDR=127.0.0.1:%d", port),
