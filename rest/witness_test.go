@@ -20,7 +20,7 @@ import (
 
 // witnessedLog is another service's store whose transparency log the witness follows.
 type witnessedLog struct {
-	t *testing.T
+	t testing.TB
 	s *store.Store
 	p *storetest.Party
 }
@@ -54,7 +54,7 @@ func (l *witnessedLog) submission(old int64) []byte {
 }
 
 // newWitnessPair is a log and a witness API following it, on backend b.
-func newWitnessPair(t *testing.T, b storetest.Backend) (*witnessedLog, *testAPI) {
+func newWitnessPair(t testing.TB, b storetest.Backend) (*witnessedLog, *testAPI) {
 	clock := storetest.NewClock(storetest.Epoch)
 	ls := b.Open(t, storetest.Config(clock))
 	vkey, err := ls.LogVerifierKey(context.Background())

@@ -73,22 +73,25 @@ func BenchmarkTransparencyLog_Interleaved(b *testing.B) {
 	for _, be := range storetest.Backends() {
 		for _, clients := range []int{1, 4, 16} {
 			b.Run(fmt.Sprintf("%s/clients=%d", be.Name, clients), func(b *testing.B) {
-				interleaved(b, be, clients, turn)
+				interleaved(b, be, clients, turn, [2]string{"log", "nolog"}, func(b *testing.B, i int, s *store.Store) {
+					if i == 1 {
+						s.SkipTransparencyLog(b)
+					}
+				})
 			})
 		}
 	}
 }
 
-// interleaved runs b.N taps from clients at once, in turns of turn updates on a logging store
-// and one that is not, and reports both rates and their ratio.
-func interleaved(b *testing.B, be storetest.Backend, clients, turn int) {
-	var stores [2]*store.Store // 0 logs, 1 does not
+// interleaved runs b.N taps from clients at once, in turns of turn updates on two stores that
+// setup makes differ (store 0 the one measured, store 1 the yardstick), and reports both rates,
+// by names, and their ratio.
+func interleaved(b *testing.B, be storetest.Backend, clients, turn int, names [2]string, setup func(b *testing.B, i int, s *store.Store)) {
+	var stores [2]*store.Store
 	var parties [2][]*storetest.Party
 	for i := range stores {
 		stores[i] = be.Open(b, storetest.Config(storetest.NewClock(storetest.Epoch)))
-		if i == 1 {
-			stores[i].SkipTransparencyLog(b)
-		}
+		setup(b, i, stores[i])
 		for c := 0; c < clients; c++ {
 			parties[i] = append(parties[i], storetest.Onboard(b, stores[i], fmt.Sprintf("p%d", c)))
 		}
@@ -142,8 +145,8 @@ func interleaved(b *testing.B, be storetest.Backend, clients, turn int) {
 		return // too few updates to compare
 	}
 	rate := [2]float64{float64(done[0]) / took[0].Seconds(), float64(done[1]) / took[1].Seconds()}
-	b.ReportMetric(rate[0], "log-updates/s")
-	b.ReportMetric(rate[1], "nolog-updates/s")
-	b.ReportMetric(rate[0]/rate[1], "log/nolog")
+	b.ReportMetric(rate[0], names[0]+"-updates/s")
+	b.ReportMetric(rate[1], names[1]+"-updates/s")
+	b.ReportMetric(rate[0]/rate[1], names[0]+"/"+names[1])
 
 }
