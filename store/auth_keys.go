@@ -25,13 +25,15 @@ const (
 )
 
 // serviceKeyRow is a key the service generated on its first start and keeps in the store, so
-// tokens and cursors survive a restart and every instance on one store agrees on them.
+// tokens and cursors survive a restart and every instance on one store agrees on them. Its
+// secret is sealed under the key-encryption key KEKID names (auth_seal.go).
 type serviceKeyRow struct {
 	bun.BaseModel `bun:"table:service_keys"`
 
 	KID       string    `bun:"kid,pk"`
 	Purpose   string    `bun:"purpose"`
 	Secret    []byte    `bun:"secret"`
+	KEKID     string    `bun:"kek_id"`
 	CreatedAt Timestamp `bun:"created_at"`
 }
 
@@ -128,6 +130,11 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 				}
 				fresh = append(fresh, serviceKeyRow{KID: logKID, Purpose: purposeLog, Secret: []byte(skey), CreatedAt: At(tx.Now())})
 			}
+			for i := range fresh {
+				if err := s.sealRow(&fresh[i]); err != nil {
+					return err
+				}
+			}
 			// Two instances starting at once may both insert a signing key; both keep
 			// verifying, and every instance signs with the oldest.
 			_, err := tx.NewInsert().Model(&fresh).On("CONFLICT DO NOTHING").Exec(ctx)
@@ -141,24 +148,29 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 		}
 	}
 	k := &serviceKeys{verifying: map[string]ed25519.PublicKey{}, loadedAt: s.now()}
-	for _, r := range rows {
+	for i := range rows {
+		r := &rows[i]
+		secret, err := s.secretOf(r)
+		if err != nil {
+			return nil, err
+		}
 		switch r.Purpose {
 		case purposeJWT:
-			priv := ed25519.NewKeyFromSeed(r.Secret)
+			priv := ed25519.NewKeyFromSeed(secret)
 			k.verifying[r.KID] = priv.Public().(ed25519.PublicKey)
 			if k.signing == nil {
 				k.signing, k.signingKID = priv, r.KID
 			}
 		case purposeCursor:
 			if k.cursorMAC == nil {
-				k.cursorMAC = newKeyedMAC(r.Secret)
+				k.cursorMAC = newKeyedMAC(secret)
 			}
 		case purposeNonce:
 			if k.nonceMAC == nil {
-				k.nonceMAC = r.Secret
+				k.nonceMAC = secret
 			}
 		case purposeLog:
-			lk, err := parseLogKey(string(r.Secret))
+			lk, err := parseLogKey(string(secret))
 			if err != nil {
 				return nil, err
 			}

@@ -50,9 +50,18 @@ func newLogger(level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
 }
 
+// openStore opens the store of c with its key-encryption key (keys.go).
 func openStore(ctx context.Context, c *config, log *slog.Logger) (*store.Store, error) {
 	c.store.Logger = log
-	return store.Open(ctx, c.store)
+	from, err := loadKEK(c, log)
+	if err != nil {
+		return nil, err
+	}
+	s, err := store.Open(ctx, c.store)
+	if errors.Is(err, store.ErrWrongKEK) {
+		return nil, fmt.Errorf("%w (the key given is %s)", err, from)
+	}
+	return s, err
 }
 
 func serve(args []string) error {
@@ -151,7 +160,7 @@ func serve(args []string) error {
 		}()
 		log.Info("metrics listening", "addr", mln.Addr().String())
 	}
-	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "public_url", c.store.PublicURL, "dev", c.dev, "limiter", ratelimit.StatusOf(limiter).Backend)
+	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "kek", s.KEKID(), "public_url", c.store.PublicURL, "dev", c.dev, "limiter", ratelimit.StatusOf(limiter).Backend)
 
 	select {
 	case err := <-errc:
