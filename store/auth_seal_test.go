@@ -228,3 +228,37 @@ func TestSealedKeys_RotateKEKKeepsEverythingUnderTheNewKEKOnly(t *testing.T) {
 		}
 	})
 }
+
+func TestSealedKeys_RollingBackTheSealingWritesThePlainKeysBack(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
+		w := witness(t, s)
+		secrets, err := s.PlainServiceKeys(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The sealing migration applied alone, after the others: the group a rollback takes.
+		if err := s.ExecRaw(ctx, "UPDATE bun_migrations SET group_id = group_id + 1 WHERE name = '20261129000140'"); err != nil {
+			t.Fatal(err)
+		}
+		down, err := s.MigrateDown(ctx)
+		if err != nil || len(down) != 1 || !strings.HasSuffix(down[0], "sealed_keys") {
+			t.Fatalf("down: %v %v, want the sealing migration alone", down, err)
+		}
+		plain, err := s.TableValues(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for kid, secret := range secrets {
+			if !slices.ContainsFunc(plain["service_keys"], func(v []byte) bool { return bytes.Equal(v, secret) }) {
+				t.Errorf("after the rollback %s's secret is not in plain bytes, as the code before reads it", kid)
+			}
+		}
+		if up, err := s.Migrate(ctx); err != nil || len(up) != 1 {
+			t.Fatalf("up again: %v %v", up, err)
+		}
+		wantNoSecretInTheStore(t, s)
+		w.check(t, b.Reopen(t, s.Config()))
+	})
+}

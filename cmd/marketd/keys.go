@@ -42,7 +42,7 @@ func kekFolder(c *config) (string, error) {
 	}
 	msg := errNoKEK
 	if _, err := os.Stat(filepath.Join("data", kekFileName)); err == nil {
-		msg = fmt.Errorf("%w; a key made in dev mode is at %s", errNoKEK, filepath.Join("data", kekFileName))
+		msg = fmt.Errorf("%w; there is a key file at %s, the one serve makes there in dev mode", errNoKEK, filepath.Join("data", kekFileName))
 	}
 	return "", msg
 }
@@ -82,7 +82,7 @@ func loadKEK(c *config, log *slog.Logger) (string, error) {
 	}
 	warnLoose(log, path)
 	c.store.KEK = key
-	return path + " (MARKETD_KEK_FILE unset)", nil
+	return path + ", as MARKETD_KEK_FILE is unset", nil
 }
 
 // warnLoose says so in the log when others than its owner may read the key file.

@@ -59,7 +59,7 @@ func openStore(ctx context.Context, c *config, log *slog.Logger) (*store.Store, 
 	}
 	s, err := store.Open(ctx, c.store)
 	if errors.Is(err, store.ErrWrongKEK) {
-		return nil, fmt.Errorf("%w (the key given is %s)", err, from)
+		return nil, fmt.Errorf("%w; the key given was read from %s", err, from)
 	}
 	return s, err
 }
