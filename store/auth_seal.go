@@ -317,3 +317,22 @@ func (s *Store) checkKEK(ctx context.Context) error {
 	}
 	return nil
 }
+
+// SealSecret seals secret as the row kid/purpose of service_keys keeps it under the
+// key-encryption key kek: for tools and tests that write a row themselves.
+func SealSecret(kek []byte, kid, purpose string, secret []byte) ([]byte, error) {
+	k, err := newKEK(kek)
+	if err != nil {
+		return nil, err
+	}
+	return k.seal(kid, purpose, secret)
+}
+
+// OpenSecret opens what SealSecret sealed for the row kid/purpose under kek.
+func OpenSecret(kek []byte, kid, purpose string, sealed []byte) ([]byte, error) {
+	k, err := newKEK(kek)
+	if err != nil {
+		return nil, err
+	}
+	return k.open(kid, purpose, sealed)
+}

@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/mod/sumdb/note"
 
@@ -260,5 +262,88 @@ func TestSealedKeys_RollingBackTheSealingWritesThePlainKeysBack(t *testing.T) {
 		}
 		wantNoSecretInTheStore(t, s)
 		w.check(t, b.Reopen(t, s.Config()))
+	})
+}
+
+// tokenKID reads the kid of a token's header.
+func tokenKID(t *testing.T, token string) string {
+	t.Helper()
+	h, _, _ := strings.Cut(token, ".")
+	b, err := base64.RawURLEncoding.DecodeString(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var header struct{ KID string }
+	if err := json.Unmarshal(b, &header); err != nil {
+		t.Fatal(err)
+	}
+	return header.KID
+}
+
+// jwksKIDs lists the kids s serves in its JWKS.
+func jwksKIDs(t *testing.T, s *store.Store) []string {
+	t.Helper()
+	keys, err := s.JWKS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []string
+	for _, k := range keys {
+		kids = append(kids, k.KID)
+	}
+	slices.Sort(kids)
+	return kids
+}
+
+func TestRotateJWT_TheNewKeySignsAndTheOldOneVerifiesUntilItsLastTokenExpires(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		clock := storetest.NewClock(storetest.Epoch)
+		cfg := storetest.Config(clock)
+		s := b.Open(t, cfg)
+		other := b.Reopen(t, s.Config()) // another instance, its keys loaded before the rotation
+		alice := storetest.Onboard(t, s, "alice")
+		before := alice.SignIn(t, other)
+		old := tokenKID(t, before.Token)
+
+		clock.Advance(time.Minute)
+		rot, err := s.RotateJWT(ctx)
+		if err != nil || rot.PreviousKID != old || rot.KID == old || len(rot.Removed) != 0 {
+			t.Fatalf("rotate: %+v %v, want a new key after %s", rot, err, old)
+		}
+		if want := storetest.Epoch.Add(time.Minute + cfg.TokenTTL + 2*time.Minute); rot.PreviousServedUntil == nil || !rot.PreviousServedUntil.Equal(want) {
+			t.Errorf("the old key is served until %s, want %s", rot.PreviousServedUntil, want)
+		}
+		for name, in := range map[string]*store.Store{"this instance": s, "the other instance": other} {
+			if got := tokenKID(t, alice.SignIn(t, in).Token); got != rot.KID {
+				t.Errorf("%s signs with %s after the rotation, want %s", name, got, rot.KID)
+			}
+			if got, want := jwksKIDs(t, in), []string{old, rot.KID}; !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+				t.Errorf("%s serves %v, want both keys", name, got)
+			}
+			if _, err := in.Authenticate(ctx, before.Token); err != nil {
+				t.Errorf("%s: the token signed before the rotation: %v", name, err)
+			}
+		}
+		wantNoSecretInTheStore(t, s)
+
+		clock.Set((*rot.PreviousServedUntil).Add(-time.Second))
+		if got := jwksKIDs(t, other); !slices.Contains(got, old) {
+			t.Errorf("the old key left the JWKS a second before its time: %v", got)
+		}
+		clock.Set((*rot.PreviousServedUntil).Add(time.Second))
+		for name, in := range map[string]*store.Store{"this instance": s, "the other instance": other} {
+			if got := jwksKIDs(t, in); !slices.Equal(got, []string{rot.KID}) {
+				t.Errorf("%s serves %v once every token of the old key has expired, want %s alone", name, got, rot.KID)
+			}
+		}
+		next, err := s.RotateJWT(ctx)
+		if err != nil || next.PreviousKID != rot.KID || !slices.Equal(next.Removed, []string{old}) {
+			t.Fatalf("the next rotation: %+v %v, want the retired key's row removed", next, err)
+		}
+		keys, err := s.PlainServiceKeys(ctx)
+		if err != nil || keys[old] != nil || keys[rot.KID] == nil || keys[next.KID] == nil {
+			t.Errorf("the rows after the next rotation: %v, want %s gone and the two others kept", err, old)
+		}
 	})
 }

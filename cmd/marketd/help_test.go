@@ -93,7 +93,7 @@ func TestHelp_MarketdHListsEveryCommand(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, c := range []string{"serve", "migrate up", "migrate down", "migrate status", "seed", "collection create", "collection add-phase",
-		"pool create", "oracle set", "admin create-user", "admin list", "admin disable", "admin reset", "keys rotate-kek"} {
+		"pool create", "oracle set", "admin create-user", "admin list", "admin disable", "admin reset", "keys rotate-kek", "keys rotate"} {
 		if !strings.Contains(out, "marketd "+c+" ") {
 			t.Errorf("marketd -h lacks %q:\n%s", c, out)
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"marketd/cmd/internal/cmdline"
 	"marketd/store"
 )
 
@@ -114,16 +115,11 @@ func keysRotateKEK(args []string) error {
 	}
 	ctx := context.Background()
 	log := newLogger(c.logLevel)
-	s, err := openStore(ctx, c, log)
+	s, err := migratedStore(ctx, c, log)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	if pending, err := s.PendingMigrations(ctx); err != nil {
-		return err
-	} else if len(pending) > 0 {
-		return fmt.Errorf("the store has migrations to apply (%s): run marketd migrate up first", strings.Join(pending, ", "))
-	}
 	previous := s.KEKID()
 	if store.KEKID(key) == previous {
 		return fmt.Errorf("--new-kek-file holds the key the store is sealed under already (%s)", previous)
@@ -135,4 +131,46 @@ func keysRotateKEK(args []string) error {
 	log.Warn("the store's secrets are sealed under the new key-encryption key only: restart every instance with MARKETD_KEK_FILE naming it",
 		"file", newFile, "kek", s.KEKID())
 	return printResult(map[string]any{"resealed": n, "kek": s.KEKID(), "previousKek": previous})
+}
+
+// migratedStore opens the store for a keys command, which changes keys only on a store whose
+// migrations are all applied (its secrets sealed).
+func migratedStore(ctx context.Context, c *config, log *slog.Logger) (*store.Store, error) {
+	s, err := openStore(ctx, c, log)
+	if err != nil {
+		return nil, err
+	}
+	pending, err := s.PendingMigrations(ctx)
+	if err == nil && len(pending) > 0 {
+		err = fmt.Errorf("the store has migrations to apply (%s): run marketd migrate up first", strings.Join(pending, ", "))
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// keysRotateJWT is "marketd keys rotate jwt": a new token signing key, which every instance
+// signs with within a minute, while the key it replaces stays in the JWKS until the last token
+// it signed has expired.
+func keysRotateJWT(args []string) error {
+	c, extra, err := parseConfig("keys rotate", args)
+	if err != nil {
+		return err
+	}
+	if len(extra) != 1 || extra[0] != "jwt" {
+		return &cmdline.UsageError{Cmd: "marketd keys rotate", Err: fmt.Errorf("wants what to rotate, jwt (the token signing key), got %q", extra)}
+	}
+	ctx := context.Background()
+	s, err := migratedStore(ctx, c, newLogger(c.logLevel))
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	rot, err := s.RotateJWT(ctx)
+	if err != nil {
+		return err
+	}
+	return printResult(rot)
 }

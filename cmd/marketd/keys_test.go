@@ -113,3 +113,26 @@ func TestKeys_RotateKEKSealsEverySecretUnderTheNewKeyOnly(t *testing.T) {
 		t.Errorf("the new key after the rotation: exit %d, stderr %q", code, errOut)
 	}
 }
+
+func TestKeys_RotateJWTAddsASigningKeyAndNamesTheOneItReplaces(t *testing.T) {
+	env := []string{"MARKETD_DB=sqlite://" + filepath.Join(t.TempDir(), "m.db")}
+	if _, errOut, code := runBinary(t, env, "migrate", "up"); code != 0 {
+		t.Fatalf("migrate: exit %d, stderr %q", code, errOut)
+	}
+	var first, second store.JWTRotation
+	for _, rot := range []*store.JWTRotation{&first, &second} {
+		out, errOut, code := runBinary(t, env, "keys", "rotate", "--token-ttl", "1h", "jwt")
+		if code != 0 {
+			t.Fatalf("keys rotate jwt: exit %d, stderr %q", code, errOut)
+		}
+		if err := json.Unmarshal([]byte(out), rot); err != nil || rot.KID == "" {
+			t.Fatalf("keys rotate jwt printed %q (%v)", out, err)
+		}
+	}
+	if second.PreviousKID != first.KID || second.PreviousServedUntil == nil {
+		t.Errorf("the second rotation %+v does not name the first's key %s and when it leaves", second, first.KID)
+	}
+	if _, errOut, code := runBinary(t, env, "keys", "rotate", "kek"); code != 2 || !strings.Contains(errOut, "jwt") {
+		t.Errorf("keys rotate kek: exit %d, stderr %q", code, errOut)
+	}
+}
