@@ -67,7 +67,7 @@ const keyReloadEvery = time.Minute
 // serviceKeys returns the service's keys, creating them on the first start.
 func (s *Store) serviceKeys(ctx context.Context) (*serviceKeys, error) {
 	if k := s.keys.cur.Load(); k != nil {
-		if s.now().Sub(k.loadedAt) >= keyReloadEvery {
+		if !k.loadedAt.IsZero() && s.now().Sub(k.loadedAt) >= keyReloadEvery { // zero: keys not read from the store
 			s.refreshKeys(ctx, k)
 			return s.keys.cur.Load(), nil
 		}
@@ -185,7 +185,7 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 				}
 			}
 			// Two instances starting at once may both insert a signing key; both keep
-			// verifying, and every instance signs with the newest (jwtKeys).
+			// verifying, and every instance signs with the newest (below).
 			_, err := tx.NewInsert().Model(&fresh).On("CONFLICT DO NOTHING").Exec(ctx)
 			return err
 		})
