@@ -1,6 +1,7 @@
 // Command marketd is the marketplace service: `marketd serve` runs it, `marketd migrate
 // up|down|status` manages its schema, and operator commands (seed, collection, pool, oracle,
-// admin) act on its store, each printing one JSON object on success. Every setting is a flag
+// admin, keys) act on its store, each printing one JSON object on success. The store's secrets
+// are sealed under the key-encryption key of MARKETD_KEK_FILE (keys.go). Every setting is a flag
 // and a MARKETD_ variable; `marketd -h` lists the commands (commands.go) and `marketd
 // COMMAND -h` the flags and variables each reads. Long work (seed, migrations) draws its
 // progress on stderr when stderr is a terminal, and nothing otherwise.
