@@ -143,9 +143,46 @@ func (s *Store) sealRow(r *serviceKeyRow) error {
 // KEKID returns the id of the key-encryption key the store seals its secrets under.
 func (s *Store) KEKID() string { return s.kek.Load().id }
 
-// sealKeys seals every row of service_keys still in plain bytes (a store written by the code
-// before sealing), in one transaction, and refuses a store sealed under another KEK.
+// sealKeys opens every row of service_keys, so a store sealed under another KEK, or a row
+// altered or swapped, is refused as the service starts; and it seals the rows still in plain
+// bytes (a store written by the code before sealing), in one transaction. On SQLite the bytes
+// those rows held are zeroed in the file (secure_delete) and the WAL that held them emptied.
 func (s *Store) sealKeys(ctx context.Context) error {
+	var rows []serviceKeyRow
+	if err := s.db.NewSelect().Model(&rows).Order("kid").Scan(ctx); err != nil {
+		return err
+	}
+	plain := 0
+	for i := range rows {
+		if _, err := s.secretOf(&rows[i]); err != nil {
+			return err
+		}
+		if rows[i].KEKID == "" {
+			plain++
+		}
+	}
+	if plain == 0 {
+		return nil
+	}
+	if s.dialect == SQLite {
+		if _, err := s.wdb.ExecContext(ctx, "PRAGMA secure_delete = ON"); err != nil {
+			return err
+		}
+		defer s.wdb.ExecContext(context.WithoutCancel(ctx), "PRAGMA secure_delete = OFF")
+	}
+	if err := s.sealPlainRows(ctx); err != nil {
+		return err
+	}
+	if s.dialect == SQLite {
+		if _, err := s.wdb.ExecContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {
+			s.log.Warn("emptying the WAL after sealing the service's keys failed; it empties at its next checkpoint", "error", err.Error())
+		}
+	}
+	return nil
+}
+
+// sealPlainRows seals the rows of service_keys still in plain bytes, in one transaction.
+func (s *Store) sealPlainRows(ctx context.Context) error {
 	return s.inTx(ctx, func(tx *Tx) error {
 		var rows []serviceKeyRow
 		if err := tx.NewSelect().Model(&rows).Order("kid").Scan(ctx); err != nil {

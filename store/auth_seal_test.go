@@ -8,6 +8,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -145,6 +148,12 @@ func TestSealedKeys_MigratingAPlaintextStoreSealsItAndKeepsEveryKey(t *testing.T
 			}
 		}
 
+		if b.Dialect == store.SQLite { // the file as the code before left it: its keys in live rows only
+			if err := old.ExecRaw(ctx, "VACUUM"); err != nil {
+				t.Fatal(err)
+			}
+		}
+
 		cfg = old.Config()
 		cfg.KEK = sealKEK("upgrade") // the KEK the upgraded service is started with
 		s := b.Reopen(t, cfg)
@@ -153,6 +162,20 @@ func TestSealedKeys_MigratingAPlaintextStoreSealsItAndKeepsEveryKey(t *testing.T
 			t.Fatalf("migrate: %v %v, want the sealing migration alone", applied, err)
 		}
 		wantNoSecretInTheStore(t, s)
+		if b.Dialect == store.SQLite { // nor in the file's free space or its WAL
+			path := strings.TrimPrefix(cfg.DB, "sqlite://")
+			for _, f := range []string{path, path + "-wal"} {
+				raw, err := os.ReadFile(f)
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
+					t.Fatal(err)
+				}
+				for kid, secret := range secrets {
+					if bytes.Contains(raw, secret) {
+						t.Errorf("the secret of %s is still in %s after sealing", kid, filepath.Base(f))
+					}
+				}
+			}
+		}
 		w.check(t, s)
 		again := b.Reopen(t, cfg) // a fresh instance reads the sealed rows
 		w.check(t, again)
