@@ -130,6 +130,10 @@ func serviceSigningKey(t *testing.T, s *store.Store) (string, ed25519.PrivateKey
 	if err := rawDB(t, s).QueryRow("SELECT kid, secret FROM service_keys WHERE purpose = 'jwt-ed25519'").Scan(&kid, &seed); err != nil {
 		t.Fatal(err)
 	}
+	seed, err := store.OpenSecret(s.Config().KEK, kid, "jwt-ed25519", seed) // sealed at rest
+	if err != nil {
+		t.Fatal(err)
+	}
 	return kid, ed25519.NewKeyFromSeed(seed)
 }
 

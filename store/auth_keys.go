@@ -25,13 +25,15 @@ const (
 )
 
 // serviceKeyRow is a key the service generated on its first start and keeps in the store, so
-// tokens and cursors survive a restart and every instance on one store agrees on them.
+// tokens and cursors survive a restart and every instance on one store agrees on them. Its
+// secret is sealed under the key-encryption key KEKID names (auth_seal.go).
 type serviceKeyRow struct {
 	bun.BaseModel `bun:"table:service_keys"`
 
 	KID       string    `bun:"kid,pk"`
 	Purpose   string    `bun:"purpose"`
 	Secret    []byte    `bun:"secret"`
+	KEKID     string    `bun:"kek_id"`
 	CreatedAt Timestamp `bun:"created_at"`
 }
 
@@ -40,6 +42,7 @@ type serviceKeys struct {
 	signingKID string
 	signing    ed25519.PrivateKey
 	verifying  map[string]ed25519.PublicKey
+	retiresAt  map[string]time.Time // a replaced signing key's end in the JWKS (jwtOverlap)
 	cursorMAC  *keyedMAC
 	nonceMAC   []byte
 	log        *logKey
@@ -57,12 +60,59 @@ func kidOf(pub ed25519.PublicKey) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
+// keyReloadEvery is how old an instance's loaded keys get before it reads them again, so a
+// signing key another process added (RotateJWT) signs here within it, and a retired one leaves.
+const keyReloadEvery = time.Minute
+
 // serviceKeys returns the service's keys, creating them on the first start.
 func (s *Store) serviceKeys(ctx context.Context) (*serviceKeys, error) {
 	if k := s.keys.cur.Load(); k != nil {
+		if !k.loadedAt.IsZero() && s.now().Sub(k.loadedAt) >= keyReloadEvery { // zero: keys not read from the store
+			s.refreshKeys(ctx, k)
+			return s.keys.cur.Load(), nil
+		}
 		return k, nil
 	}
 	return s.reloadKeys(ctx, nil)
+}
+
+// refreshKeys reads the keys again in place of seen, which is keyReloadEvery old: one caller
+// reads while the others go on with the keys they have, and keys that cannot be read now are
+// kept for another keyReloadEvery, with a log line.
+func (s *Store) refreshKeys(ctx context.Context, seen *serviceKeys) {
+	select {
+	case s.keys.loading <- struct{}{}:
+		defer func() { <-s.keys.loading }()
+	default:
+		return
+	}
+	if s.keys.cur.Load() != seen {
+		return
+	}
+	k, err := s.loadKeys(ctx)
+	if err != nil {
+		s.log.Warn("reading the service's keys again failed; keeping those loaded", "error", err.Error())
+		kept := *seen
+		kept.loadedAt = s.now()
+		k = &kept
+	}
+	s.keys.cur.Store(k)
+}
+
+// reloadKeysNow reads the keys again at once: this process has just changed them.
+func (s *Store) reloadKeysNow(ctx context.Context) error {
+	select {
+	case s.keys.loading <- struct{}{}:
+		defer func() { <-s.keys.loading }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	k, err := s.loadKeys(ctx)
+	if err != nil {
+		return err
+	}
+	s.keys.cur.Store(k)
+	return nil
 }
 
 // reloadKeys reads the keys again, unless another caller has done so since seen was loaded.
@@ -92,7 +142,8 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 	var rows []serviceKeyRow
 	read := func() error {
 		rows = rows[:0]
-		return s.wdb.NewSelect().Model(&rows).Order("created_at", "kid").Scan(ctx)
+		// The read pool: a caller inside a write transaction must not wait for SQLite's writer.
+		return s.db.NewSelect().Model(&rows).Order("created_at", "kid").Scan(ctx)
 	}
 	if err := read(); err != nil {
 		return nil, err
@@ -128,8 +179,13 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 				}
 				fresh = append(fresh, serviceKeyRow{KID: logKID, Purpose: purposeLog, Secret: []byte(skey), CreatedAt: At(tx.Now())})
 			}
+			for i := range fresh {
+				if err := s.sealRow(&fresh[i]); err != nil {
+					return err
+				}
+			}
 			// Two instances starting at once may both insert a signing key; both keep
-			// verifying, and every instance signs with the oldest.
+			// verifying, and every instance signs with the newest (below).
 			_, err := tx.NewInsert().Model(&fresh).On("CONFLICT DO NOTHING").Exec(ctx)
 			return err
 		})
@@ -140,32 +196,124 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 			return nil, err
 		}
 	}
-	k := &serviceKeys{verifying: map[string]ed25519.PublicKey{}, loadedAt: s.now()}
-	for _, r := range rows {
+	k := &serviceKeys{verifying: map[string]ed25519.PublicKey{}, retiresAt: map[string]time.Time{}, loadedAt: s.now()}
+	var jwts []jwtKey
+	for i := range rows {
+		r := &rows[i]
+		secret, err := s.secretOf(r)
+		if err != nil {
+			return nil, err
+		}
 		switch r.Purpose {
 		case purposeJWT:
-			priv := ed25519.NewKeyFromSeed(r.Secret)
-			k.verifying[r.KID] = priv.Public().(ed25519.PublicKey)
-			if k.signing == nil {
-				k.signing, k.signingKID = priv, r.KID
-			}
+			jwts = append(jwts, jwtKey{kid: r.KID, priv: ed25519.NewKeyFromSeed(secret), created: r.CreatedAt.Time})
 		case purposeCursor:
 			if k.cursorMAC == nil {
-				k.cursorMAC = newKeyedMAC(r.Secret)
+				k.cursorMAC = newKeyedMAC(secret)
 			}
 		case purposeNonce:
 			if k.nonceMAC == nil {
-				k.nonceMAC = r.Secret
+				k.nonceMAC = secret
 			}
 		case purposeLog:
-			lk, err := parseLogKey(string(r.Secret))
+			lk, err := parseLogKey(string(secret))
 			if err != nil {
 				return nil, err
 			}
 			k.log = lk
 		}
 	}
+	for i, j := range jwts {
+		if i+1 < len(jwts) {
+			if s.jwtRetired(jwts[i+1].created, k.loadedAt) {
+				continue
+			}
+			k.retiresAt[j.kid] = jwts[i+1].created.Add(s.jwtOverlap())
+		}
+		k.verifying[j.kid] = j.priv.Public().(ed25519.PublicKey)
+	}
+	if n := len(jwts); n > 0 {
+		k.signing, k.signingKID = jwts[n-1].priv, jwts[n-1].kid // the newest signs
+	}
 	return k, nil
+}
+
+// jwtKey is one token signing key as loaded, oldest first.
+type jwtKey struct {
+	kid     string
+	priv    ed25519.PrivateKey
+	created time.Time
+}
+
+// jwtOverlap is how long a signing key keeps verifying, and stays in the JWKS, after its
+// successor came: the lifetime of the last token it signed, plus the time every instance
+// takes to read the successor (keyReloadEvery) and as much again for their clocks.
+func (s *Store) jwtOverlap() time.Duration { return s.cfg.TokenTTL + 2*keyReloadEvery }
+
+// jwtRetired tells whether a signing key whose successor was created at successor is retired
+// at now: every token it signed has expired.
+func (s *Store) jwtRetired(successor, now time.Time) bool {
+	return now.After(successor.Add(s.jwtOverlap()))
+}
+
+// JWTRotation is what RotateJWT did.
+type JWTRotation struct {
+	KID                 string     `json:"kid"`                           // the new signing key
+	PreviousKID         string     `json:"previousKid,omitempty"`         // the key it replaces, if any
+	PreviousServedUntil *time.Time `json:"previousServedUntil,omitempty"` // when the previous key leaves the JWKS
+	Removed             []string   `json:"removed"`                       // keys retired before, whose rows were deleted
+}
+
+// RotateJWT adds a new token signing key, which signs every token from now on (on the other
+// instances within keyReloadEvery). The keys before it keep verifying, and stay in the JWKS,
+// until every token they signed has expired (jwtOverlap after their successor came); the rows
+// of keys retired so are deleted.
+func (s *Store) RotateJWT(ctx context.Context) (*JWTRotation, error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	rot := &JWTRotation{KID: kidOf(pub), Removed: []string{}}
+	err = s.inTx(ctx, func(tx *Tx) error {
+		var rows []serviceKeyRow
+		q := tx.NewSelect().Model(&rows).Where("purpose = ?", purposeJWT).Order("created_at", "kid")
+		if s.dialect == Postgres {
+			q = q.For("UPDATE")
+		}
+		if err := q.Scan(ctx); err != nil {
+			return err
+		}
+		now := tx.Now()
+		created := now
+		if n := len(rows); n > 0 {
+			rot.PreviousKID = rows[n-1].KID
+			if last := rows[n-1].CreatedAt.Time; !created.After(last) {
+				created = last.Add(time.Microsecond) // the newest signs: it must sort last
+			}
+			until := created.Add(s.jwtOverlap())
+			rot.PreviousServedUntil = &until
+		}
+		for i := 0; i+1 < len(rows); i++ {
+			if s.jwtRetired(rows[i+1].CreatedAt.Time, now) {
+				rot.Removed = append(rot.Removed, rows[i].KID)
+			}
+		}
+		if len(rot.Removed) > 0 {
+			if _, err := tx.NewDelete().Model((*serviceKeyRow)(nil)).Where("kid IN (?)", bun.In(rot.Removed)).Exec(ctx); err != nil {
+				return err
+			}
+		}
+		fresh := &serviceKeyRow{KID: rot.KID, Purpose: purposeJWT, Secret: priv.Seed(), CreatedAt: At(created)}
+		if err := s.sealRow(fresh); err != nil {
+			return err
+		}
+		_, err := tx.NewInsert().Model(fresh).Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rot, s.reloadKeysNow(ctx)
 }
 
 // JWK is one public key of the JWKS document (RFC 8037, OKP keys).
@@ -178,14 +326,19 @@ type JWK struct {
 	X   string `json:"x"`
 }
 
-// JWKS lists the public keys that verify the service's tokens.
+// JWKS lists the public keys that verify the service's tokens: the one signing now and those
+// it replaced whose last tokens have not expired yet.
 func (s *Store) JWKS(ctx context.Context) ([]JWK, error) {
 	k, err := s.serviceKeys(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]JWK, 0, len(k.verifying))
+	now := s.now()
 	for kid, pub := range k.verifying {
+		if end, ok := k.retiresAt[kid]; ok && now.After(end) {
+			continue // every token it signed has expired since the keys were loaded
+		}
 		out = append(out, JWK{KTY: "OKP", CRV: "Ed25519", ALG: "EdDSA", Use: "sig", KID: kid, X: base64.RawURLEncoding.EncodeToString(pub)})
 	}
 	slices.SortFunc(out, func(a, b JWK) int { return strings.Compare(a.KID, b.KID) })

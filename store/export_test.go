@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -145,4 +147,91 @@ func ScaleDemoPrices(t interface{ Cleanup(func()) }, f float64) {
 		demoCollections[i].floor *= f
 	}
 	t.Cleanup(func() { demoCollections = saved })
+}
+
+// PlainServiceKeys opens every row of service_keys under the store's KEK: each secret in plain
+// bytes, by kid, for tests that look for them where they must not be.
+func (s *Store) PlainServiceKeys(ctx context.Context) (map[string][]byte, error) {
+	var rows []serviceKeyRow
+	if err := s.wdb.NewSelect().Model(&rows).Scan(ctx); err != nil {
+		return nil, err
+	}
+	out := map[string][]byte{}
+	for i := range rows {
+		plain, err := s.secretOf(&rows[i])
+		if err != nil {
+			return nil, err
+		}
+		out[rows[i].KID] = plain
+	}
+	return out, nil
+}
+
+// ExecRaw runs one statement on the store's writer, past the domain.
+func (s *Store) ExecRaw(ctx context.Context, q string, args ...any) error {
+	_, err := s.wdb.ExecContext(ctx, q, args...)
+	return err
+}
+
+// TableValues reads every value of every table of the store, each as the bytes the database
+// answers, by table.
+func (s *Store) TableValues(ctx context.Context) (map[string][][]byte, error) {
+	q := "SELECT name FROM sqlite_master WHERE type = 'table'"
+	if s.dialect == Postgres {
+		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+	}
+	var tables []string
+	if err := s.wdb.NewRaw(q).Scan(ctx, &tables); err != nil {
+		return nil, err
+	}
+	out := map[string][][]byte{}
+	for _, table := range tables {
+		rows, err := s.wdb.QueryContext(ctx, `SELECT * FROM "`+table+`"`)
+		if err != nil {
+			return nil, err
+		}
+		cols, err := rows.Columns()
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			for _, v := range vals {
+				switch v := v.(type) {
+				case []byte:
+					out[table] = append(out[table], slices.Clone(v))
+				case string:
+					out[table] = append(out[table], []byte(v))
+				case nil:
+				default:
+					out[table] = append(out[table], fmt.Appendf(nil, "%v", v))
+				}
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// UnsealAsBefore turns a migrated store back into one the code before sealing wrote: every
+// secret in plain bytes, no kek_id column, the sealing migration not applied.
+func (s *Store) UnsealAsBefore(ctx context.Context) error {
+	if err := s.unsealKeys(ctx); err != nil {
+		return err
+	}
+	if err := s.ExecRaw(ctx, "ALTER TABLE service_keys DROP COLUMN kek_id"); err != nil {
+		return err
+	}
+	return s.ExecRaw(ctx, "DELETE FROM bun_migrations WHERE name = '20261129000140'")
 }

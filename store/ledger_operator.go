@@ -32,7 +32,11 @@ func (s *Store) OperatorParty(ctx context.Context) (string, error) {
 		}
 		return "", err
 	}
-	id := signing.PartyIDFor(operatorHint, ed25519.NewKeyFromSeed(row.Secret).Public().(ed25519.PublicKey))
+	seed, err := s.secretOf(&row)
+	if err != nil {
+		return "", err
+	}
+	id := signing.PartyIDFor(operatorHint, ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey))
 	s.operator.Store(&id)
 	return id, nil
 }
@@ -45,16 +49,22 @@ func (s *Store) ensureOperator(ctx context.Context) error {
 		return err
 	}
 	err := s.inTx(ctx, func(tx *Tx) error {
-		_, err := tx.NewInsert().Model(&serviceKeyRow{KID: operatorKID, Purpose: purposeOperator, Secret: seed, CreatedAt: At(tx.Now())}).
-			On("CONFLICT DO NOTHING").Exec(ctx)
-		if err != nil {
+		fresh := &serviceKeyRow{KID: operatorKID, Purpose: purposeOperator, Secret: seed, CreatedAt: At(tx.Now())}
+		if err := s.sealRow(fresh); err != nil {
+			return err
+		}
+		if _, err := tx.NewInsert().Model(fresh).On("CONFLICT DO NOTHING").Exec(ctx); err != nil {
 			return err
 		}
 		var row serviceKeyRow
 		if err := tx.NewSelect().Model(&row).Where("kid = ?", operatorKID).Scan(ctx); err != nil {
 			return err
 		}
-		pub := ed25519.NewKeyFromSeed(row.Secret).Public().(ed25519.PublicKey)
+		kept, err := s.secretOf(&row)
+		if err != nil {
+			return err
+		}
+		pub := ed25519.NewKeyFromSeed(kept).Public().(ed25519.PublicKey)
 		id := signing.PartyIDFor(operatorHint, pub)
 		if existing, err := s.partyByKey(ctx, tx, pub); err != nil || existing != nil {
 			return err

@@ -40,6 +40,7 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -94,6 +95,12 @@ type Config struct {
 	// that never came. 0 means a second; below 0 turns the page caches off.
 	PageCacheTTL time.Duration
 
+	// KEK is the key-encryption key (KEKSize bytes) the service's secrets are sealed under in
+	// the store (auth_seal.go); it is never written to the database. nil means a random key
+	// for this process alone, fit only for a store that ends with it (tests, sqlite://:memory:):
+	// marketd reads it from MARKETD_KEK_FILE.
+	KEK []byte
+
 	// NFTIndexOff serves every page of NFTs by SQL instead of from the in-memory NFT index
 	// (nft_index.go): the reference path, for comparisons. The index is on by default once
 	// StartNFTIndex is called.
@@ -135,7 +142,8 @@ type Store struct {
 	domain   string // the authority of PublicURL
 	audience string // the origin of PublicURL: the aud of every token (auth_token.go)
 
-	keys   keyring // loaded on first use, after migrations
+	keys   keyring                   // loaded on first use, after migrations
+	kek    atomic.Pointer[kekCipher] // seals and opens them at rest (auth_seal.go)
 	ledger Ledger
 
 	parties    sync.Map       // party id -> *Party: parties are immutable once onboarded
@@ -200,7 +208,18 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("public URL %q: want http(s)://host[:port]", cfg.PublicURL)
 	}
+	if cfg.KEK == nil {
+		cfg.KEK = make([]byte, KEKSize)
+		if _, err := rand.Read(cfg.KEK); err != nil {
+			return nil, err
+		}
+	}
+	k, err := newKEK(cfg.KEK)
+	if err != nil {
+		return nil, err
+	}
 	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, domain: u.Host, audience: strings.ToLower(u.Scheme + "://" + u.Host), origin: newOrigin()}
+	s.kek.Store(k)
 	s.keys.loading = make(chan struct{}, 1)
 	s.sessions = newSessionCache()
 	s.tokens = newTokenCache()
@@ -225,6 +244,10 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		s.wdb.AddQueryHook(queryHooks{s})
 	}
 	s.AddQueryHook(spoilOnQuery{}) // page_reads.go
+	if err := s.checkKEK(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -90,6 +90,9 @@ func (s *Store) MigrateWithProgress(ctx context.Context, progress Progress) ([]s
 			if err != nil {
 				return nil, err
 			}
+			if err := s.sealKeys(ctx); err != nil {
+				return nil, err
+			}
 			if err := s.fillLog(ctx); err != nil {
 				return nil, err
 			}
@@ -120,7 +123,38 @@ func (s *Store) MigrateDownWithProgress(ctx context.Context, progress Progress) 
 			}
 			return 0
 		},
-		func(m *migrate.Migrator) (*migrate.MigrationGroup, error) { return m.Rollback(ctx) })
+		func(m *migrate.Migrator) (*migrate.MigrationGroup, error) {
+			if err := s.unsealBeforeRollback(ctx, m); err != nil {
+				return nil, err
+			}
+			return m.Rollback(ctx)
+		})
+}
+
+// sealedKeysMigration is the migration that seals the service's secrets (auth_seal.go).
+const sealedKeysMigration = "sealed_keys"
+
+// unsealBeforeRollback writes the service's secrets back in plain bytes when the group about
+// to be rolled back takes away their kek_id but keeps the table: the code before reads plain
+// bytes only. A group that drops the table too has nothing to keep.
+func (s *Store) unsealBeforeRollback(ctx context.Context, m *migrate.Migrator) error {
+	ms, err := m.MigrationsWithStatus(ctx)
+	if err != nil {
+		return err
+	}
+	last := ms.LastGroup()
+	if last == nil {
+		return nil
+	}
+	sealing, dropping := false, false
+	for _, mg := range last.Migrations {
+		sealing = sealing || mg.Comment == sealedKeysMigration
+		dropping = dropping || mg.Comment == "foundation"
+	}
+	if !sealing || dropping {
+		return nil
+	}
+	return s.unsealKeys(ctx)
 }
 
 // runMigrations runs one direction under the migration lock and names the migrations it ran;

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"marketd/store"
+	"marketd/store/storetest"
 )
 
 // withStdin runs fn with standard input reading text from a pipe (not a terminal).
@@ -76,7 +77,7 @@ func TestAdminCmd_CreateDisableResetOnTheStore(t *testing.T) {
 	}
 	ctx := context.Background()
 	cfg := store.DefaultConfig()
-	cfg.DB = db
+	cfg.DB, cfg.KEK = db, storetest.KEK[:] // the key TestMain gives marketd
 	s, err := store.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

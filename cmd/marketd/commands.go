@@ -21,9 +21,10 @@ type command struct {
 // The settings each command reads. An operator command reads the store and nothing the
 // server alone uses, so its help shows only what changes what it does.
 var (
-	storeOnly    = []string{"db"}
-	migrateReads = []string{"db", "log-level"}
-	seedReads    = []string{"db", "market-fee-bps", "preapproval-ttl"} // the seed's past sales pay the fee; its traders' preapprovals last this long
+	storeOnly    = []string{"db", "kek-file"}
+	migrateReads = []string{"db", "kek-file", "log-level"}
+	seedReads    = []string{"db", "kek-file", "market-fee-bps", "preapproval-ttl"} // the seed's past sales pay the fee; its traders' preapprovals last this long
+	jwtReads     = []string{"db", "kek-file", "token-ttl", "log-level"}            // a replaced key is served for the tokens' lifetime
 )
 
 var commands = []command{
@@ -31,6 +32,8 @@ var commands = []command{
 	{cmdline.Command{Name: "migrate up", Args: "[flags]", Summary: "apply every pending migration; prints {applied}"}, migrateReads},
 	{cmdline.Command{Name: "migrate down", Args: "[flags]", Summary: "roll back the last group of migrations; prints {rolledBack}"}, migrateReads},
 	{cmdline.Command{Name: "migrate status", Args: "[flags]", Summary: "list every migration and whether it is applied; prints {migrations}"}, migrateReads},
+	{cmdline.Command{Name: "keys rotate-kek", Args: "--new-kek-file FILE [flags]", Summary: "seal every secret of the store again under a new key-encryption key, in one transaction; prints {resealed, kek, previousKek}"}, migrateReads},
+	{cmdline.Command{Name: "keys rotate", Args: "[flags] jwt", Summary: "add a new token signing key; the one it replaces stays in the JWKS until its last token expires; prints {kid, previousKid, previousServedUntil, removed}"}, jwtReads},
 	{cmdline.Command{Name: "seed", Args: "--demo [--nfts N] [--seed N] [flags]", Summary: "fill an empty store with a demo market; prints {seeded, tookMs}"}, seedReads},
 	{cmdline.Command{Name: "collection create", Args: "--slug S --name N --creator PARTY --currency CC|USDCx --supply N [flags]", Summary: "create an NFT collection; prints {id, slug}"}, storeOnly},
 	{cmdline.Command{Name: "collection add-phase", Args: "--collection ID|SLUG --name N --price DEC --start UNIX --end UNIX --per-party-limit N [flags]", Summary: "add a mint phase to a collection; prints the phase"}, storeOnly},
@@ -89,6 +92,8 @@ func runners() map[string]func([]string) error {
 		"migrate up":           verb(migrate, "up"),
 		"migrate down":         verb(migrate, "down"),
 		"migrate status":       verb(migrate, "status"),
+		"keys rotate-kek":      keysRotateKEK,
+		"keys rotate":          keysRotateJWT,
 		"seed":                 seedCmd,
 		"collection create":    collectionCreate,
 		"collection add-phase": collectionAddPhase,

@@ -24,6 +24,7 @@ import (
 type config struct {
 	addr           string
 	store          store.Config
+	kekFile        string
 	dev            bool
 	allowedOrigins []string
 	rateRead       int
@@ -87,6 +88,9 @@ func settings(c *config) []setting {
 	return []setting{
 		{"addr", "MARKETD_ADDR", "127.0.0.1:8080", "listen address", str(&c.addr)},
 		{"db", "MARKETD_DB", d.DB, "store: postgres://... or sqlite://PATH or sqlite://:memory:", str(&c.store.DB)},
+		{"kek-file", "MARKETD_KEK_FILE", "", "file of the key-encryption key the store's secrets are sealed under: 32 random bytes as base64 on one line " +
+			"(head -c 32 /dev/urandom | base64); empty: marketd.kek in the embedded store's folder (./data in dev mode), made on the first start; " +
+			"required on PostgreSQL outside dev mode", str(&c.kekFile)},
 		{"public-url", "MARKETD_PUBLIC_URL", d.PublicURL, "public URL: the challenge's URI; its authority is the domain", str(&c.store.PublicURL)},
 		{"network", "MARKETD_NETWORK", d.Network, "the challenge's Network line", str(&c.store.Network)},
 		{"dev", "MARKETD_DEV", "", "dev mode (1 = on): the tap faucet, cookies over plain http; refused with an https public URL", func(v string) error {

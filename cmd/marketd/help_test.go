@@ -56,7 +56,8 @@ func TestHelp_EachCommandShowsItsOwnFlagsAndTheVariablesItReads(t *testing.T) {
 		{[]string{"pool", "create"}, []string{"swap pool", "-base string", "-quote string", "-fee-bps int", "MARKETD_DB"}},
 		{[]string{"oracle", "set"}, []string{"oracle's price", "-base string", "-quote string", "-price string", "MARKETD_DB"}},
 		{[]string{"admin", "create-user"}, []string{"admin console user", "-role string", "NAME", "MARKETD_DB"}},
-		{[]string{"admin", "list"}, []string{"admin console users", "MARKETD_DB"}},
+		{[]string{"admin", "list"}, []string{"admin console users", "MARKETD_DB", "MARKETD_KEK_FILE"}},
+		{[]string{"keys", "rotate-kek"}, []string{"new key-encryption key", "-new-kek-file string", "MARKETD_DB", "MARKETD_KEK_FILE"}},
 		{[]string{"admin", "disable"}, []string{"disable", "NAME", "MARKETD_DB"}},
 		{[]string{"admin", "reset"}, []string{"password", "NAME", "MARKETD_DB"}},
 		{[]string{"backup"}, []string{"copy the embedded store", "usage: marketd backup", "FILE", "MARKETD_DB"}},
@@ -94,7 +95,7 @@ func TestHelp_MarketdHListsEveryCommand(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, c := range []string{"serve", "migrate up", "migrate down", "migrate status", "seed", "collection create", "collection add-phase",
-		"pool create", "oracle set", "admin create-user", "admin list", "admin disable", "admin reset", "backup", "restore"} {
+		"pool create", "oracle set", "admin create-user", "admin list", "admin disable", "admin reset", "backup", "restore", "keys rotate-kek", "keys rotate"} {
 		if !strings.Contains(out, "marketd "+c+" ") {
 			t.Errorf("marketd -h lacks %q:\n%s", c, out)
 		}

@@ -1,6 +1,7 @@
 // Command marketd is the marketplace service: `marketd serve` runs it, `marketd migrate
 // up|down|status` manages its schema, and operator commands (seed, collection, pool, oracle,
-// admin) act on its store, each printing one JSON object on success. Every setting is a flag
+// admin, keys) act on its store, each printing one JSON object on success. The store's secrets
+// are sealed under the key-encryption key of MARKETD_KEK_FILE (keys.go). Every setting is a flag
 // and a MARKETD_ variable; `marketd -h` lists the commands (commands.go) and `marketd
 // COMMAND -h` the flags and variables each reads. Long work (seed, migrations) draws its
 // progress on stderr when stderr is a terminal, and nothing otherwise.
@@ -50,9 +51,18 @@ func newLogger(level string) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
 }
 
+// openStore opens the store of c with its key-encryption key (keys.go).
 func openStore(ctx context.Context, c *config, log *slog.Logger) (*store.Store, error) {
 	c.store.Logger = log
-	return store.Open(ctx, c.store)
+	from, err := loadKEK(c, log)
+	if err != nil {
+		return nil, err
+	}
+	s, err := store.Open(ctx, c.store)
+	if errors.Is(err, store.ErrWrongKEK) {
+		return nil, fmt.Errorf("%w; the key given was read from %s", err, from)
+	}
+	return s, err
 }
 
 func serve(args []string) error {
@@ -153,7 +163,7 @@ func serve(args []string) error {
 		}()
 		log.Info("metrics listening", "addr", mln.Addr().String())
 	}
-	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "public_url", c.store.PublicURL, "dev", c.dev, "limiter", ratelimit.StatusOf(limiter).Backend)
+	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "kek", s.KEKID(), "public_url", c.store.PublicURL, "dev", c.dev, "limiter", ratelimit.StatusOf(limiter).Backend)
 
 	select {
 	case err := <-errc:

@@ -179,8 +179,12 @@ func TestVerify_ACheckpointSignedByAnotherKeyIsCaught(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		sealed, err := store.SealSecret(w.store.Config().KEK, "log-1", "log-note", []byte(skey)) // as the store keeps it
+		if err != nil {
+			t.Fatal(err)
+		}
 		db, arg := w.rawDB()
-		if _, err := db.Exec("UPDATE service_keys SET secret = "+arg(1)+" WHERE purpose = 'log-note'", []byte(skey)); err != nil {
+		if _, err := db.Exec("UPDATE service_keys SET secret = "+arg(1)+" WHERE purpose = 'log-note'", sealed); err != nil {
 			t.Fatal(err)
 		}
 		w.restart(p)

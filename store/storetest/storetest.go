@@ -7,6 +7,7 @@ package storetest
 
 import (
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"testing"
 	"time"
@@ -34,8 +35,13 @@ func Config(clock store.Clock) store.Config {
 	// Tests that pin what concurrent writes do need every one of them run, however long the
 	// pool is busy; the admission tests set their own bound.
 	cfg.AdmissionWait = -1
+	cfg.KEK = KEK[:]
 	return cfg
 }
+
+// KEK is the key-encryption key of Config's stores: one fixed key, so a test opening a store
+// again with a Config of its own opens its sealed secrets.
+var KEK = sha256.Sum256([]byte("storetest key-encryption key"))
 
 // Backend is one kind of store a test can run on.
 type Backend struct {
