@@ -125,15 +125,11 @@ func (s *Store) LogTree(ctx context.Context) (tlog.Tree, error) {
 
 // LogCheckpoint is the log's current checkpoint, signed as a note by the log's key.
 func (s *Store) LogCheckpoint(ctx context.Context) ([]byte, error) {
-	k, err := s.serviceKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
 	tree, err := s.LogTree(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return note.Sign(&note.Note{Text: string(translog.FormatCheckpoint(k.log.signer.Name(), tree))}, k.log.signer)
+	return s.checkpointOf(ctx, tree)
 }
 
 // LogTile is a hash tile (t.L >= 0) or an entry bundle (t.L == -1) of height

@@ -207,16 +207,22 @@ func signedCheckpoint(t *testing.T, base string, v note.Verifier) (note.Verifier
 }
 
 // logGet reads /log/path at base.
-func logGet(t *testing.T, base, path string) []byte {
+func logGet(t testing.TB, base, path string) []byte {
 	t.Helper()
-	res, err := http.Get(base + "/log/" + path)
+	return getOK(t, base+"/log/"+path)
+}
+
+// getOK reads url, failing the test unless it answers 200.
+func getOK(t testing.TB, url string) []byte {
+	t.Helper()
+	res, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	if res.StatusCode != http.StatusOK {
-		t.Fatalf("GET /log/%s: %d %s", path, res.StatusCode, b)
+		t.Fatalf("GET %s: %d %s", url, res.StatusCode, b)
 	}
 	return b
 }

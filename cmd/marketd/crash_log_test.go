@@ -4,8 +4,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -50,18 +48,7 @@ func checkLogAfterCrash(t *testing.T, db *sql.DB, sqlite bool, base string) {
 	if updates != entries || entries != size || orphans != 0 || indexed != updates {
 		t.Fatalf("%d updates (%d naming their entry's index), %d log entries, waiting or built (%d without their update or signature), %d numbered", updates, indexed, entries, orphans, size)
 	}
-	get := func(path string) []byte {
-		res, err := http.Get(base + "/log/" + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		if res.StatusCode != http.StatusOK {
-			t.Fatalf("GET /log/%s: %d %s", path, res.StatusCode, b)
-		}
-		return b
-	}
+	get := func(path string) []byte { return logGet(t, base, path) }
 	v, err := note.NewVerifier(strings.TrimSpace(string(get("key"))))
 	if err != nil {
 		t.Fatal(err)

@@ -33,19 +33,7 @@ func TestWitnesses_TwoServicesWitnessEachOtherThroughKillsAndRestarts(t *testing
 		n.addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 		n.db = "sqlite://" + filepath.Join(dir, n.name, "m.db")
 	}
-	get := func(url string) string {
-		t.Helper()
-		res, err := http.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		if res.StatusCode != http.StatusOK {
-			t.Fatalf("GET %s: %d %s", url, res.StatusCode, b)
-		}
-		return strings.TrimSpace(string(b))
-	}
+	get := func(url string) string { return strings.TrimSpace(string(getOK(t, url))) }
 	start := func(n *node, env ...string) {
 		n.in = startInstance(t, append([]string{"MARKETD_ADDR=" + n.addr, "MARKETD_DB=" + n.db, "MARKETD_PUBLIC_URL=http://" + n.name + ".witness.test", "MARKETD_RATE_READ=0"}, env...)...)
 	}
@@ -142,12 +130,7 @@ func witnessedAll(t *testing.T, url, logKey, witnessKey string) string {
 		t.Fatal(err)
 	}
 	size := func() int64 {
-		res, err := http.Get(url + "/log/checkpoint")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
+		b := logGet(t, url, "checkpoint")
 		tree, err := translog.ParseCheckpoint(strings.SplitN(string(b), "\n\n", 2)[0]+"\n", logV.Name())
 		if err != nil {
 			t.Fatal(err)
