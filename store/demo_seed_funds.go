@@ -15,7 +15,8 @@ var (
 )
 
 // demoNeeds is what each party spends of each instrument on its planned mints (the public
-// phase's price each) and buys (the listing's price each).
+// phase's price each) and buys (the listing's price each), and what its planned offers lock
+// (price × quantity each).
 func demoNeeds(plans []*collectionPlan, parties []*demoParty) map[*demoParty]map[Instrument]decimal.Decimal {
 	needs := map[*demoParty]map[Instrument]decimal.Decimal{}
 	add := func(p *demoParty, inst Instrument, v decimal.Decimal) {
@@ -34,13 +35,16 @@ func demoNeeds(plans []*collectionPlan, parties []*demoParty) map[*demoParty]map
 				add(parties[b], pl.dc.currency, MustAmount(pl.listings[l].price).Decimal())
 			}
 		}
+		for i := range pl.offers {
+			add(pl.offers[i].maker, pl.dc.currency, pl.offers[i].lock())
+		}
 	}
 	return needs
 }
 
-// seedFunds taps each party what its plan spends of each instrument and a spare, at least
-// demoFundsFloor, in taps of at most maxTap: the traders' funds grow with the market, so a
-// seed of any size the demo allows can pay for every mint and buy it plans. It runs before
+// seedFunds taps each party what its plan spends and locks of each instrument and a spare, at
+// least demoFundsFloor, in taps of at most maxTap: the traders' funds grow with the market, so
+// a seed of any size the demo allows can pay for every mint, buy and offer it plans. It runs before
 // the first collection is written.
 func (s *Store) seedFunds(ctx context.Context, plans []*collectionPlan, parties []*demoParty) error {
 	needs := demoNeeds(plans, parties)
