@@ -109,6 +109,11 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 	}
 	// A bulk load that waits for its connections rather than be refused as a crowd would.
 	ctx = patient(ctx)
+	restore, err := s.bulkLoad(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
 	rng := mrand.New(mrand.NewPCG(o.Seed, 0x6d61726b6574))
 	sum := &DemoSummary{}
 
