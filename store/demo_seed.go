@@ -19,18 +19,22 @@ type DemoOptions struct {
 	NFTs     int      // how many NFTs to mint in all; 0 means 3,000
 	Seed     uint64   // the random seed of names, traits and prices; 0 means a random one
 	Progress Progress // when not nil, told the NFTs minted so far after each batch of them
+	NoOffers bool     // make no offers: the same market without its buy side
 }
 
 // DemoSummary is what the demo seed created.
 type DemoSummary struct {
-	Parties     []string `json:"parties"`
-	Collections []string `json:"collections"`
-	NFTs        int      `json:"nfts"`
-	Listings    int      `json:"listings"`
-	Sales       int      `json:"sales"`
-	Pools       []string `json:"pools"`
-	LPQuotes    int      `json:"lpQuotes"`
-	Swaps       int      `json:"swaps"`
+	Parties      []string `json:"parties"`
+	Collections  []string `json:"collections"`
+	NFTs         int      `json:"nfts"`
+	Listings     int      `json:"listings"`
+	Sales        int      `json:"sales"`
+	Pools        []string `json:"pools"`
+	LPQuotes     int      `json:"lpQuotes"`
+	Swaps        int      `json:"swaps"`
+	Offers       int      `json:"offers"`       // offers made
+	OffersOpen   int      `json:"offersOpen"`   // of them, open after the accepts
+	OfferAccepts int      `json:"offerAccepts"` // accepts into them, one NFT each
 }
 
 // demoCollection is one collection of the demo market and how its traits are drawn.
@@ -76,15 +80,16 @@ var demoCollections = []demoCollection{
 var demoParties = []string{"alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi"}
 
 // SeedDemo fills an empty store with a demo market: parties with balances and
-// preapprovals, several collections with traits, NFTs, open listings and past sales. The
-// operator creates the collections, their phases, the oracle price and the pool as marketd's
-// operator commands do; every other write is a transaction prepared by the store's prepare
-// operations, signed by the demo party it acts as with that party's own key and applied by
-// Execute, exactly as a wallet's. It refuses a store that has a market.
+// preapprovals, several collections with traits, NFTs, open listings and past sales, and
+// (unless NoOffers) offers of every kind under each collection's floor, a few accepted
+// (demo_seed_offers.go). The operator creates the collections, their phases, the oracle price
+// and the pool as marketd's operator commands do; every other write is a transaction prepared
+// by the store's prepare operations, signed by the demo party it acts as with that party's own
+// key and applied by Execute, exactly as a wallet's. It refuses a store that has a market.
 //
-// The random draws decide the whole market before the first write (planCollection), in one
-// order, so a seed yields the same market every time; the collections are then written at
-// once, each party signing one transaction at a time.
+// The random draws decide the whole market before the first write (planCollection, then
+// planOffers from a stream of their own), in one order, so a seed yields the same market every
+// time; the collections are then written at once, each party signing one transaction at a time.
 func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, error) {
 	n, err := s.db.NewSelect().Model((*Collection)(nil)).Count(ctx)
 	if err != nil {
@@ -104,6 +109,11 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 	}
 	// A bulk load that waits for its connections rather than be refused as a crowd would.
 	ctx = patient(ctx)
+	restore, err := s.bulkLoad(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer restore()
 	rng := mrand.New(mrand.NewPCG(o.Seed, 0x6d61726b6574))
 	sum := &DemoSummary{}
 
@@ -135,6 +145,15 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 		sum.Sales += plans[i].sold
 		sum.Listings += len(plans[i].listings) - plans[i].sold
 	}
+	if !o.NoOffers {
+		orng := mrand.New(mrand.NewPCG(o.Seed, demoOfferStream))
+		for _, pl := range plans {
+			planOffers(orng, pl, parties)
+			sum.Offers += len(pl.offers)
+			sum.OffersOpen += pl.openOffers()
+			sum.OfferAccepts += len(pl.accepts)
+		}
+	}
 	if err := s.seedFunds(ctx, plans, parties); err != nil {
 		return nil, err
 	}
@@ -162,7 +181,7 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 	}
 	// A bulk load leaves the planner without statistics (and PostgreSQL's visibility map
 	// empty) until autovacuum, where it runs, catches up: refresh them now.
-	tables := "nft_items, nft_traits, nft_activity, nfts, listings, collections, holdings"
+	tables := "nft_items, nft_traits, nft_activity, nfts, listings, nft_offers, collections, holdings"
 	stmt := "VACUUM (ANALYZE) " + tables
 	if s.dialect == SQLite {
 		stmt = "ANALYZE"
@@ -250,6 +269,8 @@ type collectionPlan struct {
 	listings []planListing // by seller id, each seller's by serial
 	buys     [][]int       // per party, the listings (indexes) it buys, in order
 	sold     int
+	offers   []planOffer  // made after the buys (planOffers)
+	accepts  []planAccept // then these accepts into them
 }
 
 // planListing is one NFT the seed lists.
@@ -343,7 +364,7 @@ func (s *Store) seedCollection(ctx context.Context, pl *collectionPlan, parties 
 	if err != nil {
 		return err
 	}
-	return inParallel(len(parties), func(b int) error {
+	err = inParallel(len(parties), func(b int) error {
 		buyer := parties[b]
 		for _, l := range pl.buys[b] {
 			if _, err := buyer.run(ctx, s, KindNFTBuy, func() (*Prepared, error) { return s.PrepareBuy(ctx, buyer.id, cids[l]) }); err != nil {
@@ -352,6 +373,10 @@ func (s *Store) seedCollection(ctx context.Context, pl *collectionPlan, parties 
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return s.seedOffers(ctx, pl, c.ID, parties, now)
 }
 
 // seedMints mints the collection's next n NFTs to owner, at most MaxBatch a mint, as a

@@ -15,7 +15,8 @@ var (
 )
 
 // demoNeeds is what each party spends of each instrument on its planned mints (the public
-// phase's price each) and buys (the listing's price each).
+// phase's price each) and buys (the listing's price each), and what its planned offers lock
+// (price × quantity each).
 func demoNeeds(plans []*collectionPlan, parties []*demoParty) map[*demoParty]map[Instrument]decimal.Decimal {
 	needs := map[*demoParty]map[Instrument]decimal.Decimal{}
 	add := func(p *demoParty, inst Instrument, v decimal.Decimal) {
@@ -34,13 +35,16 @@ func demoNeeds(plans []*collectionPlan, parties []*demoParty) map[*demoParty]map
 				add(parties[b], pl.dc.currency, MustAmount(pl.listings[l].price).Decimal())
 			}
 		}
+		for i := range pl.offers {
+			add(pl.offers[i].maker, pl.dc.currency, pl.offers[i].lock())
+		}
 	}
 	return needs
 }
 
-// seedFunds taps each party what its plan spends of each instrument and a spare, at least
-// demoFundsFloor, in taps of at most maxTap: the traders' funds grow with the market, so a
-// seed of any size the demo allows can pay for every mint and buy it plans. It runs before
+// seedFunds taps each party what its plan spends and locks of each instrument and a spare, at
+// least demoFundsFloor, in taps of at most maxTap: the traders' funds grow with the market, so
+// a seed of any size the demo allows can pay for every mint, buy and offer it plans. It runs before
 // the first collection is written.
 func (s *Store) seedFunds(ctx context.Context, plans []*collectionPlan, parties []*demoParty) error {
 	needs := demoNeeds(plans, parties)
@@ -57,4 +61,41 @@ func (s *Store) seedFunds(ctx context.Context, plans []*collectionPlan, parties 
 		}
 		return nil
 	})
+}
+
+// demoBulkPragmas are what the SQLite writer's one connection runs for the seed, and how it
+// undoes each: a page cache of 64 MiB instead of 2 MiB, so more of the indexes the offers and
+// NFTs land in at random stay in memory rather than be read back page by page, and
+// temporary files in memory, so a batch's savepoint journal (one page for every index page
+// its executes change) is no file written page by page.
+var demoBulkPragmas = []struct{ name, value string }{
+	{"cache_size", "-65536"},
+	{"temp_store", "MEMORY"},
+}
+
+// bulkLoad sets demoBulkPragmas on a SQLite store's writer for the seed and returns what
+// restores the values it found; on PostgreSQL it does nothing.
+func (s *Store) bulkLoad(ctx context.Context) (restore func(), err error) {
+	if s.dialect != SQLite {
+		return func() {}, nil
+	}
+	var undo []string
+	restore = func() {
+		for _, stmt := range undo {
+			_, _ = s.wdb.ExecContext(context.WithoutCancel(ctx), stmt)
+		}
+	}
+	for _, p := range demoBulkPragmas {
+		var was string
+		if err := s.wdb.QueryRowContext(ctx, "PRAGMA "+p.name).Scan(&was); err != nil {
+			restore()
+			return nil, err
+		}
+		if _, err := s.wdb.ExecContext(ctx, "PRAGMA "+p.name+" = "+p.value); err != nil {
+			restore()
+			return nil, err
+		}
+		undo = append(undo, "PRAGMA "+p.name+" = "+was)
+	}
+	return restore, nil
 }

@@ -26,6 +26,7 @@ type (
 	SwapIntentEffects    = intentEffects       // KindSwapIntent
 	IntentCancelEffects  = intentCancelEffects // KindIntentCancel
 	OfferEffects         = offerEffects        // KindNFTOffer
+	OffersEffects        = offersEffects       // KindNFTOffers
 	OfferCancelEffects   = offerCancelEffects  // KindNFTOfferCancel
 	OfferAcceptEffects   = acceptEffects       // KindNFTOfferAccept
 

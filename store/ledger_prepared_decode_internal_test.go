@@ -43,6 +43,10 @@ func preparedOfEachKind() map[string]any {
 		KindSwapIntent:       &intentEffects{Taker: testAlice, PoolID: "CC-USDCx-30", Sell: USDCx, Receive: CC, Amount: MustAmount("7.25"), MinReceive: MustAmount("2"), Deadline: exp, Lock: lock},
 		KindNFTOffer: &offerEffects{Maker: testAlice, Kind: OfferTrait, CollectionID: "col_1", Traits: []TraitMatch{{Type: "Hat", Values: []string{"Cap", "Crown"}}},
 			Price: MustAmount("2.5"), Quantity: 3, ExpiresAt: exp, Lock: lockFunds{Instrument: CC, Amount: MustAmount("7.5"), Inputs: []spentHolding{{CID: "h3", Amount: MustAmount("8")}}, Change: MustAmount("0.5")}},
+		KindNFTOffers: &offersEffects{Maker: testAlice, CollectionID: "col_1", Offers: []offerEffects{
+			{Maker: testAlice, Kind: OfferItem, CollectionID: "col_1", Serial: new(3), NFTID: "col_1#3", Price: MustAmount("2"), Quantity: 1, ExpiresAt: exp, Lock: lockFunds{Instrument: CC, Amount: MustAmount("2"), Change: Zero}},
+			{Maker: testAlice, Kind: OfferCollection, CollectionID: "col_1", Price: MustAmount("1.5"), Quantity: 4, ExpiresAt: exp, Lock: lockFunds{Instrument: CC, Amount: MustAmount("6"), Change: Zero}}},
+			Lock: lockFunds{Instrument: CC, Amount: MustAmount("8"), Inputs: []spentHolding{{CID: "h4", Amount: MustAmount("10")}}, Change: MustAmount("2")}},
 		KindNFTOfferCancel: &offerCancelEffects{Maker: testAlice, Offers: []offerRef{{OfferID: "o1", CollectionID: "col_1"}}},
 		KindNFTOfferAccept: &acceptEffects{Seller: testAlice, OfferID: "o1", Maker: testBob, CollectionID: "col_1", Price: MustAmount("10"), Currency: CC,
 			Sales: []offerSale{{NFTCID: "n1", NFTID: "col_1#1", Listing: "l1", Settlement: st}}, Settlement: total([]Settlement{st}), MinProceeds: &maxTotal},

@@ -168,7 +168,7 @@ func (e *offerEffects) offer(now time.Time) *Offer {
 
 // PrepareOffer prepares an offer, which locks price × quantity of the maker's holdings.
 func (s *Store) PrepareOffer(ctx context.Context, maker string, t OfferTerms) (*Prepared, error) {
-	e, err := s.offerEffects(ctx, maker, t)
+	e, _, err := s.offerEffects(ctx, maker, t, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -203,8 +203,9 @@ func deref[T any](p *T) T {
 }
 
 // offerEffects checks an offer's terms and works out what it asks for; the lock's inputs
-// are left to the caller.
-func (s *Store) offerEffects(ctx context.Context, maker string, t OfferTerms) (*offerEffects, error) {
+// are left to the caller. It returns the offer's collection too; known, when not nil, is a
+// collection read already, which a term naming it by id or slug takes as it is.
+func (s *Store) offerEffects(ctx context.Context, maker string, t OfferTerms, known *Collection) (*offerEffects, *Collection, error) {
 	named := 0
 	for _, set := range []bool{t.Serial != nil, t.ContractID != "", t.Traits != nil} {
 		if set {
@@ -212,10 +213,10 @@ func (s *Store) offerEffects(ctx context.Context, maker string, t OfferTerms) (*
 		}
 	}
 	if named > 1 {
-		return nil, Errorf(CodeInvalidRequest, "name at most one of serial, contractId and traits")
+		return nil, nil, Errorf(CodeInvalidRequest, "name at most one of serial, contractId and traits")
 	}
 	if t.CollectionID == "" && t.ContractID == "" {
-		return nil, Errorf(CodeInvalidRequest, "collectionId is required")
+		return nil, nil, Errorf(CodeInvalidRequest, "collectionId is required")
 	}
 	e := &offerEffects{Maker: maker, Kind: OfferCollection, Quantity: 1}
 	ref := t.CollectionID
@@ -223,25 +224,27 @@ func (s *Store) offerEffects(ctx context.Context, maker string, t OfferTerms) (*
 		n := new(NFT)
 		err := s.db.NewSelect().Model(n).Where("cid = ?", t.ContractID).Scan(ctx)
 		if isNoRows(err) {
-			return nil, Errorf(CodeNotFound, "no NFT contract %s", truncate(t.ContractID, 80))
+			return nil, nil, Errorf(CodeNotFound, "no NFT contract %s", truncate(t.ContractID, 80))
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if t.CollectionID != "" && t.CollectionID != n.CollectionID {
 			c, err := s.collectionByIDOrSlug(ctx, t.CollectionID)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if c.ID != n.CollectionID {
-				return nil, Errorf(CodeInvalidRequest, "NFT contract %s is not of collection %s", t.ContractID, truncate(t.CollectionID, 80))
+				return nil, nil, Errorf(CodeInvalidRequest, "NFT contract %s is not of collection %s", t.ContractID, truncate(t.CollectionID, 80))
 			}
 		}
 		ref, t.Serial = n.CollectionID, &n.Serial
 	}
-	c, err := s.collectionByIDOrSlug(ctx, ref)
-	if err != nil {
-		return nil, err
+	c, err := known, error(nil)
+	if c == nil || (ref != c.ID && ref != c.Slug) {
+		if c, err = s.collectionByIDOrSlug(ctx, ref); err != nil {
+			return nil, nil, err
+		}
 	}
 	e.CollectionID, e.Slug = c.ID, c.Slug
 	switch {
@@ -249,15 +252,15 @@ func (s *Store) offerEffects(ctx context.Context, maker string, t OfferTerms) (*
 		e.Kind, e.Serial, e.NFTID = OfferItem, t.Serial, nftIDOf(c.ID, *t.Serial)
 		it, err := s.liveItem(ctx, e.NFTID)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if it.Owner == maker {
-			return nil, Errorf(CodeConflict, "NFT %s is the maker's own", e.NFTID)
+			return nil, nil, Errorf(CodeConflict, "NFT %s is the maker's own", e.NFTID)
 		}
 	case t.Traits != nil:
 		e.Kind = OfferTrait
 		if e.Traits, err = s.traitCriteria(ctx, c.ID, t.Traits); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if t.Quantity != nil {
@@ -265,29 +268,29 @@ func (s *Store) offerEffects(ctx context.Context, maker string, t OfferTerms) (*
 	}
 	switch {
 	case e.Kind == OfferItem && e.Quantity != 1:
-		return nil, Errorf(CodeInvalidRequest, "an item offer's quantity is 1")
+		return nil, nil, Errorf(CodeInvalidRequest, "an item offer's quantity is 1")
 	case e.Quantity < 1 || e.Quantity > MaxOfferQuantity:
-		return nil, Errorf(CodeInvalidRequest, "quantity must be 1 to %d", MaxOfferQuantity)
+		return nil, nil, Errorf(CodeInvalidRequest, "quantity must be 1 to %d", MaxOfferQuantity)
 	}
 	if t.Price == "" {
-		return nil, Errorf(CodeInvalidRequest, "price is required")
+		return nil, nil, Errorf(CodeInvalidRequest, "price is required")
 	}
 	if e.Price, err = ParseAmount(t.Price, c.Currency); err != nil {
-		return nil, fieldError("price", err)
+		return nil, nil, fieldError("price", err)
 	}
 	if e.Price.Cmp(MustAmount(maxListPrice)) > 0 {
-		return nil, Errorf(CodeInvalidRequest, "an offer's price is at most %s", maxListPrice)
+		return nil, nil, Errorf(CodeInvalidRequest, "an offer's price is at most %s", maxListPrice)
 	}
 	if err := s.offerDeadline(t.ExpiresAt); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	e.ExpiresAt = t.ExpiresAt
 	lock := times(e.Price, e.Quantity)
 	if err := checkAmountBounds(lock); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	e.Lock = lockFunds{Instrument: c.Currency, Amount: lock, Change: Zero}
-	return e, nil
+	return e, c, nil
 }
 
 // offerDeadline checks an offer's expiry: required, in the future, at most 30 days ahead.
@@ -331,11 +334,11 @@ func (s *Store) traitCriteria(ctx context.Context, collectionID string, in []Tra
 	}
 	out := make([]TraitMatch, 0, len(byType))
 	for _, typ := range sortedKeys(byType) {
-		n, err := s.db.NewSelect().Model((*nftTrait)(nil)).Where("collection_id = ?", collectionID).Where("trait_type = ?", typ).Limit(1).Count(ctx)
+		some, err := s.db.NewSelect().Model((*nftTrait)(nil)).Where("collection_id = ?", collectionID).Where("trait_type = ?", typ).Exists(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if n == 0 {
+		if !some {
 			return nil, Errorf(CodeInvalidRequest, "no NFT of the collection has a trait of type %q", truncate(typ, 80))
 		}
 		out = append(out, TraitMatch{Type: typ, Values: byType[typ]})
@@ -386,17 +389,29 @@ func applyOffer(ctx context.Context, tx *Tx, u *Update, e *offerEffects) (any, e
 // asks o's price or less: crosses_listing, naming the cheapest such listing.
 func crossedByListing(ctx context.Context, db bun.IDB, now time.Time, o *Offer) error {
 	var items []nftItem
-	sel := db.NewSelect().Model(&items).Column("nft_id", "serial", "traits", "listing_cid", "list_price").
-		Where("collection_id = ?", o.CollectionID).Where("price_asc_key <> ?", noKey).Where("price_asc_key <= ?", ascKey(o.Price)).
-		Where("owner <> ?", o.Maker).Where("(list_expires IS NULL OR list_expires > ?)", At(now))
-	if o.Kind == OfferItem {
-		sel = sel.Where("nft_id = ?", *o.NFTID)
+	listed := func() *bun.SelectQuery { // the listings of others at or under the offer's price
+		sel := db.NewSelect().Model(&items).Column("nft_id", "serial", "traits", "listing_cid", "list_price").
+			Where("collection_id = ?", o.CollectionID).Where("price_asc_key <> ?", noKey).Where("price_asc_key <= ?", ascKey(o.Price)).
+			Where("owner <> ?", o.Maker).Where("(list_expires IS NULL OR list_expires > ?)", At(now)).Order("price_asc_key", "serial").Limit(1)
+		if o.Kind == OfferItem {
+			sel = sel.Where("nft_id = ?", *o.NFTID)
+		}
+		return sel
 	}
-	for _, m := range o.criteria() {
-		sel = sel.Where("serial IN (?)", db.NewSelect().Model((*nftTrait)(nil)).Column("serial").
-			Where("collection_id = ?", o.CollectionID).Where("trait_type = ?", m.Type).Where("trait_value IN (?)", bun.In(m.Values)))
+	sel := listed()
+	if criteria := o.criteria(); len(criteria) > 0 {
+		// The NFTs with the traits may be many, the listings at or under the price none (an
+		// offer under the floor): look for any in the price index alone first.
+		if err := sel.Scan(ctx); err != nil || len(items) == 0 {
+			return err
+		}
+		items, sel = nil, listed()
+		for _, m := range criteria {
+			sel = sel.Where("serial IN (?)", db.NewSelect().Model((*nftTrait)(nil)).Column("serial").
+				Where("collection_id = ?", o.CollectionID).Where("trait_type = ?", m.Type).Where("trait_value IN (?)", bun.In(m.Values)))
+		}
 	}
-	if err := sel.Order("price_asc_key", "serial").Limit(1).Scan(ctx); err != nil || len(items) == 0 {
+	if err := sel.Scan(ctx); err != nil || len(items) == 0 {
 		return err
 	}
 	l := items[0]

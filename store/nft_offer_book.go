@@ -89,12 +89,8 @@ func bookOf(o *Offer) *bookOffer {
 	return b
 }
 
-// replace makes the book hold exactly offers.
-func (b *offerBook) replace(offers []Offer) {
-	nb := newOfferBook()
-	for i := range offers {
-		nb.put(bookOf(&offers[i]))
-	}
+// replace makes the book hold exactly what nb holds.
+func (b *offerBook) replace(nb *offerBook) {
 	b.mu.Lock()
 	b.byCID, b.colls = nb.byCID, nb.colls
 	b.mu.Unlock()
@@ -240,27 +236,34 @@ func (b *offerBook) annotate(collectionID string, nfts []NFTView, now time.Time)
 
 // ---- kept by the NFT index's build and follower
 
-// loadOffers reads every open offer, for the book's build.
+// bookColumns are the columns of an offer row the book keeps (bookOf).
+var bookColumns = []string{"cid", "offer_id", "maker", "kind", "collection_id", "nft_id", "traits", "price", "price_key", "expires_at"}
+
+// loadOffers reads every open offer, for the book's build: the columns the book keeps, a batch
+// at a time, each put in the new book before the next is read, so the build holds no more than
+// the book and one batch of rows.
 func (x *nftIndex) loadOffers(ctx context.Context) error {
-	var all []Offer
+	nb := newOfferBook()
 	const batch = 10_000
 	after := ""
 	for {
 		var rows []Offer
-		sel := x.s.db.NewSelect().Model(&rows).Where("consumed_update IS NULL").OrderExpr("cid").Limit(batch)
+		sel := x.s.db.NewSelect().Model(&rows).Column(bookColumns...).Where("consumed_update IS NULL").OrderExpr("cid").Limit(batch)
 		if after != "" {
 			sel = sel.Where("cid > ?", after)
 		}
 		if err := sel.Scan(ctx); err != nil {
 			return err
 		}
-		all = append(all, rows...)
+		for i := range rows {
+			nb.put(bookOf(&rows[i]))
+		}
 		if len(rows) < batch {
 			break
 		}
 		after = rows[len(rows)-1].CID
 	}
-	x.s.offerBook.replace(all)
+	x.s.offerBook.replace(nb)
 	return nil
 }
 

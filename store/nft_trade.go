@@ -20,6 +20,7 @@ const (
 	KindNFTBurn        = "nft.burn"
 	KindListingExpired = "nft.listing-expired" // committed by the operator, not prepared
 	KindNFTOffer       = "nft.offer"
+	KindNFTOffers      = "nft.offers" // a batch of offers of one collection
 	KindNFTOfferCancel = "nft.offer-cancel"
 	KindNFTOfferAccept = "nft.offer-accept"
 	// KindOfferExpiry releases an expired offer's funds; committed by the operator, not
@@ -37,6 +38,7 @@ func init() {
 	registerKind(KindNFTTransfer, applyMove)
 	registerKind(KindNFTBurn, applyMove)
 	registerKind(KindNFTOffer, applyOffer)
+	registerKind(KindNFTOffers, applyOffers)
 	registerKind(KindNFTOfferCancel, applyOfferCancel)
 	registerKind(KindNFTOfferAccept, applyOfferAccept)
 }

@@ -34,7 +34,7 @@ var commands = []command{
 	{cmdline.Command{Name: "migrate status", Args: "[flags]", Summary: "list every migration and whether it is applied; prints {migrations}"}, migrateReads},
 	{cmdline.Command{Name: "keys rotate-kek", Args: "--new-kek-file FILE [flags]", Summary: "seal every secret of the store again under a new key-encryption key, in one transaction; prints {resealed, kek, previousKek}"}, migrateReads},
 	{cmdline.Command{Name: "keys rotate", Args: "[flags] jwt", Summary: "add a new token signing key; the one it replaces stays in the JWKS until its last token expires; prints {kid, previousKid, previousServedUntil, removed}"}, jwtReads},
-	{cmdline.Command{Name: "seed", Args: "--demo [--nfts N] [--seed N] [flags]", Summary: "fill an empty store with a demo market; prints {seeded, tookMs}"}, seedReads},
+	{cmdline.Command{Name: "seed", Args: "--demo [--nfts N] [--seed N] [--offers=false] [flags]", Summary: "fill an empty store with a demo market; prints {seeded, tookMs}"}, seedReads},
 	{cmdline.Command{Name: "collection create", Args: "--slug S --name N --creator PARTY --currency CC|USDCx --supply N [flags]", Summary: "create an NFT collection; prints {id, slug}"}, storeOnly},
 	{cmdline.Command{Name: "collection add-phase", Args: "--collection ID|SLUG --name N --price DEC --start UNIX --end UNIX --per-party-limit N [flags]", Summary: "add a mint phase to a collection; prints the phase"}, storeOnly},
 	{cmdline.Command{Name: "pool create", Args: "--base CC --quote USDCx --fee-bps N [flags]", Summary: "create a swap pool; prints {poolId}"}, storeOnly},

@@ -48,7 +48,7 @@ func TestHelp_EachCommandShowsItsOwnFlagsAndTheVariablesItReads(t *testing.T) {
 		{[]string{"migrate", "up"}, []string{"apply every pending migration", "usage: marketd migrate up", "MARKETD_DB", "MARKETD_LOG_LEVEL"}},
 		{[]string{"migrate", "down"}, []string{"roll back", "usage: marketd migrate down", "MARKETD_DB", "MARKETD_LOG_LEVEL"}},
 		{[]string{"migrate", "status"}, []string{"usage: marketd migrate status", "MARKETD_DB"}},
-		{[]string{"seed"}, []string{"demo market", "usage: marketd seed", "-demo", "-nfts int", "-seed uint", "MARKETD_DB", "MARKETD_MARKET_FEE_BPS", "MARKETD_PREAPPROVAL_TTL"}},
+		{[]string{"seed"}, []string{"demo market", "usage: marketd seed", "-demo", "-nfts int", "-seed uint", "-offers", "MARKETD_DB", "MARKETD_MARKET_FEE_BPS", "MARKETD_PREAPPROVAL_TTL"}},
 		{[]string{"collection", "create"}, []string{"create an NFT collection", "-slug string", "-name string", "-creator string", "-currency string",
 			"-royalty-bps int", "-supply int", "-items string", "-description string", "-image string", "MARKETD_DB"}},
 		{[]string{"collection", "add-phase"}, []string{"mint phase", "-collection string", "-price string", "-start int", "-end int",

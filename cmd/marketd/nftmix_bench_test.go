@@ -26,34 +26,69 @@ import (
 // limits off) on SQLite and on PostgreSQL (TEST_DATABASE_URL), over REST and as the same
 // pages over GraphQL in each way dashboards write the query (storetest.NFTPageShapes: the
 // grid's own, plain fields, Apollo's __typename and id on every object, fragments with
-// variables), next to a bare net/http handler in the same run. Run it with
-// -benchtime 20000x so no page repeats. It reports pages/s, the p99 and the server's peak
-// resident memory. MARKETD_BENCH_NFTS sets the market's size (default 100,000; seeding it takes
-// about 30 s per store).
+// variables; every one asks for each NFT's bestOffer, as REST's page carries it), next to a
+// bare net/http handler in the same run. Run it with -benchtime 20000x so no page repeats. It
+// reports pages/s, the p99 and the server's peak resident memory. MARKETD_BENCH_NFTS sets the
+// market's size (default 100,000; seeding it takes about 30 s per store without offers).
+//
+// The market is `marketd seed --demo --seed 1`, offers and all. MARKETD_BENCH_OFFERS=both
+// seeds the same market twice, with its offers (sub-benchmarks sqlite-offers/...) and without
+// them (--offers=false: sqlite-nooffers/...), serves both at once and runs each page kind on
+// one and then the other, interleaved, so the two are measured in the same window: what
+// bestOffer costs a read.
 func BenchmarkNFTMix(b *testing.B) {
 	nfts := storetest.BenchNFTs(b)
 	bin, err := binary()
 	if err != nil {
 		b.Fatal(err)
 	}
-	stores := benchStores(b)
+	variants := []struct{ suffix, offers string }{{"", "true"}}
+	switch v := os.Getenv("MARKETD_BENCH_OFFERS"); v {
+	case "":
+	case "both":
+		variants = []struct{ suffix, offers string }{{"-offers", "true"}, {"-nooffers", "false"}}
+	default:
+		b.Fatalf("MARKETD_BENCH_OFFERS=%q: want both or nothing", v)
+	}
+	stores := make([][]struct{ name, dsn string }, len(variants)) // by variant, then backend
+	for i := range variants {
+		stores[i] = benchStores(b)
+	}
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"items":[],"cursor":null}` + "\n"))
 	}))
 	defer bare.Close()
-	for _, st := range stores {
-		seed := exec.Command(bin, "seed", "--demo", "--nfts", strconv.Itoa(nfts))
-		seed.Env = append(os.Environ(), "MARKETD_DB="+st.dsn)
-		if out, err := seed.CombinedOutput(); err != nil {
-			b.Fatalf("seed %s: %v: %s", st.name, err, out)
+	// market is one seeded store served by its own process, and its pages.
+	type market struct {
+		name string
+		in   *instance
+		rest []string
+		gql  map[string][][]byte
+	}
+	for k := range stores[0] {
+		var markets []market
+		for i, v := range variants {
+			st := stores[i][k]
+			name := st.name + v.suffix
+			seed := exec.Command(bin, "seed", "--demo", "--seed", "1", "--offers="+v.offers, "--nfts", strconv.Itoa(nfts))
+			seed.Env = append(os.Environ(), "MARKETD_DB="+st.dsn)
+			started := time.Now()
+			if out, err := seed.CombinedOutput(); err != nil {
+				b.Fatalf("seed %s: %v: %s", name, err, out)
+			}
+			b.Logf("%s: seeded %d NFTs in %v", name, nfts, time.Since(started).Round(time.Second))
+			started = time.Now()
+			in := startInstance(b, "MARKETD_DB="+st.dsn, "MARKETD_RATE_READ=0", "MARKETD_LOG_LEVEL=error")
+			b.Logf("%s: ready %v after start", name, time.Since(started).Round(time.Millisecond))
+			rest, gql := nftMix(b, st.dsn, in.url)
+			if v.offers == "true" {
+				mustShowBestOffers(b, in.url, gql[storetest.NFTPageShapes[0].Name])
+			}
+			markets = append(markets, market{name, in, rest, gql})
 		}
-		started := time.Now()
-		in := startInstance(b, "MARKETD_DB="+st.dsn, "MARKETD_RATE_READ=0", "MARKETD_LOG_LEVEL=error")
-		b.Logf("%s: %d NFTs, ready %v after start", st.name, nfts, time.Since(started).Round(time.Millisecond))
-		rest, gql := nftMix(b, st.dsn, in.url)
-		rss := func(b *testing.B) {
+		rss := func(b *testing.B, in *instance) {
 			status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", in.cmd.Process.Pid))
 			if err != nil {
 				return
@@ -65,31 +100,58 @@ func BenchmarkNFTMix(b *testing.B) {
 				}
 			}
 		}
-		b.Run(st.name+"/rest", func(b *testing.B) {
-			benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
-				req, _ := http.NewRequest("GET", rest[i%len(rest)], nil)
-				return send(b, client, req, buf)
-			})
-			rss(b)
-		})
-		for _, shape := range storetest.NFTPageShapes {
-			bodies := gql[shape.Name]
-			b.Run(st.name+"/graphql-"+shape.Name, func(b *testing.B) {
+		for _, m := range markets {
+			b.Run(m.name+"/rest", func(b *testing.B) {
 				benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
-					req, _ := http.NewRequest("POST", in.url+"/graphql", bytes.NewReader(bodies[i%len(bodies)]))
-					req.Header.Set("Content-Type", "application/json")
+					req, _ := http.NewRequest("GET", m.rest[i%len(m.rest)], nil)
 					return send(b, client, req, buf)
 				})
-				rss(b)
+				rss(b, m.in)
 			})
 		}
-		b.Run(st.name+"/bare", func(b *testing.B) {
-			benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
-				req, _ := http.NewRequest("GET", bare.URL+rest[i%len(rest)][len(in.url):], nil)
-				return send(b, client, req, buf)
+		for _, shape := range storetest.NFTPageShapes {
+			for _, m := range markets {
+				bodies := m.gql[shape.Name]
+				b.Run(m.name+"/graphql-"+shape.Name, func(b *testing.B) {
+					benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
+						req, _ := http.NewRequest("POST", m.in.url+"/graphql", bytes.NewReader(bodies[i%len(bodies)]))
+						req.Header.Set("Content-Type", "application/json")
+						return send(b, client, req, buf)
+					})
+					rss(b, m.in)
+				})
+			}
+		}
+		for _, m := range markets {
+			b.Run(m.name+"/bare", func(b *testing.B) {
+				benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
+					req, _ := http.NewRequest("GET", bare.URL+m.rest[i%len(m.rest)][len(m.in.url):], nil)
+					return send(b, client, req, buf)
+				})
 			})
-		})
+		}
 	}
+}
+
+// mustShowBestOffers asks the first pages of bodies over GraphQL at base and fails unless some
+// NFT of them has a best offer: the market with offers answers them.
+func mustShowBestOffers(b *testing.B, base string, bodies [][]byte) {
+	b.Helper()
+	for _, body := range bodies[:min(len(bodies), 200)] {
+		resp, err := http.Post(base+"/graphql", "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if bytes.Contains(got, []byte(`"bestOffer":{`)) {
+			return
+		}
+	}
+	b.Fatalf("no NFT of the first %d pages at %s has a bestOffer", min(len(bodies), 200), base)
 }
 
 // nftMix draws the 20,000 pages from the store at dsn and writes each as a REST URL on base

@@ -155,18 +155,21 @@ func collectionAddPhase(args []string) error {
 
 func seedCmd(args []string) error {
 	var demo bool
+	offers := true
 	var o store.DemoOptions
 	c, extra, err := parseConfig("seed", args, func(fs *flag.FlagSet) {
 		fs.BoolVar(&demo, "demo", false, "fill an empty store with a demo market (required)")
 		fs.IntVar(&o.NFTs, "nfts", 3000, "how many NFTs the demo market holds")
 		fs.Uint64Var(&o.Seed, "seed", 0, "random seed of names, traits and prices (default: random)")
+		fs.BoolVar(&offers, "offers", true, "make offers too, about one per NFT, a few accepted; --offers=false seeds the same market without them")
 	})
 	if err != nil {
 		return err
 	}
 	if len(extra) > 0 || !demo {
-		return errors.New("usage: marketd seed --demo [--nfts N]")
+		return errors.New("usage: marketd seed --demo [--nfts N] [--offers=false]")
 	}
+	o.NoOffers = !offers
 	ctx := context.Background()
 	s, err := operatorStore(ctx, c)
 	if err != nil {

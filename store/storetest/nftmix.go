@@ -121,8 +121,8 @@ func NFTPageMix(ctx context.Context, s *store.Store, n int, seed uint64) ([]NFTP
 }
 
 // NFTPageQuery asks for a page of a collection's NFTs as a dApp's grid shows it: the NFT's
-// fields, its traits and its listing. NFTPageRequest.GraphQLBody sends it.
-const NFTPageQuery = `query($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { nfts(filter: $f, sort: $s, first: 20) { edges { node { contractId serial name image owner traits { type value } listing { cid price currency expiresAt } } } pageInfo { hasNextPage endCursor } } } }`
+// fields, its traits, its listing and its best offer. NFTPageRequest.GraphQLBody sends it.
+const NFTPageQuery = `query($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { nfts(filter: $f, sort: $s, first: 20) { edges { node { contractId serial name image owner traits { type value } listing { cid price currency expiresAt } bestOffer { price kind } } } pageInfo { hasNextPage endCursor } } } }`
 
 // RESTPath is the request's page as REST's path and query, 20 NFTs a page.
 func (r NFTPageRequest) RESTPath() string {
@@ -151,14 +151,15 @@ type NFTPageShape struct {
 
 // NFTPageShapes are the ways a dashboard asks for the mix's pages: the mix's own query (grid),
 // the collection's header with the page written out (plain), the same as Apollo Client sends
-// it (__typename and id on every object), and through fragments with the page size a variable.
+// it (__typename and id on every object), and through fragments with the page size a variable;
+// each asks for every NFT's best offer, as REST's page answers it.
 var NFTPageShapes = []NFTPageShape{
 	{Name: "grid", Query: NFTPageQuery},
-	{Name: "plain", Query: `query($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { id name floorPrice nfts(filter: $f, sort: $s, first: 20) { totalCount edges { cursor node { id contractId serial name image owner traits { type value } listing { cid seller price currency expiresAt } } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`},
-	{Name: "apollo", Query: `query NFTGrid($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { __typename id name floorPrice listedCount nfts(filter: $f, sort: $s, first: 20) { __typename totalCount edges { __typename cursor node { __typename id contractId serial name image owner traits { __typename type value } listing { __typename cid seller price currency expiresAt } } } pageInfo { __typename hasNextPage endCursor } } } }`},
+	{Name: "plain", Query: `query($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { id name floorPrice nfts(filter: $f, sort: $s, first: 20) { totalCount edges { cursor node { id contractId serial name image owner traits { type value } listing { cid seller price currency expiresAt } bestOffer { cid price kind } } } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`},
+	{Name: "apollo", Query: `query NFTGrid($id: ID!, $f: NFTFilter, $s: NFTSort) { collection(id: $id) { __typename id name floorPrice listedCount nfts(filter: $f, sort: $s, first: 20) { __typename totalCount edges { __typename cursor node { __typename id contractId serial name image owner traits { __typename type value } listing { __typename cid seller price currency expiresAt } bestOffer { __typename cid price kind } } } pageInfo { __typename hasNextPage endCursor } } } }`},
 	{Name: "fragments", Query: `query NFTGrid($id: ID!, $f: NFTFilter, $s: NFTSort, $n: Int) { collection(id: $id) { ...Header nfts(filter: $f, sort: $s, first: $n) { edges { node { ...Card } } pageInfo { ...Page } } } }
 fragment Header on Collection { id collectionId name slug floorPrice listedCount owners }
-fragment Card on NFT { id serial name image owner traits { type value } listing { ...Price } }
+fragment Card on NFT { id serial name image owner traits { type value } listing { ...Price } bestOffer { price kind } }
 fragment Price on Listing { cid price currency expiresAt }
 fragment Page on PageInfo { hasNextPage endCursor }`, Vars: map[string]any{"n": 20}},
 }
