@@ -37,6 +37,10 @@ type route struct {
 	// JWKS, metrics. Every other route spends a budget (budget), or the server refuses to start.
 	unlimited bool
 	noRotate  bool // never rotates the cookie (logout)
+	// protocol names another protocol whose answers the route gives instead of problem
+	// documents for its own refusals (a C2SP witness's add-checkpoint); openapi.yaml marks the
+	// operation with x-protocol.
+	protocol string
 	// produces is the one media type the route answers with; when set, a request whose
 	// Accept header rules it out is 406 not_acceptable.
 	produces string

@@ -21,7 +21,7 @@ func (srv *Server) logRoutes() []route {
 		{method: "GET", path: "/log/witnessed-checkpoint", produces: "text/plain", handle: srv.witnessedCheckpoint},
 		{method: "GET", path: "/log/tile/{path...}", produces: "application/octet-stream", handle: srv.logTile},
 		{method: "GET", path: "/witness/key", produces: "text/plain", handle: srv.witnessKey},
-		{method: "POST", path: "/witness/add-checkpoint", writes: true, handle: srv.addCheckpoint},
+		{method: "POST", path: "/witness/add-checkpoint", writes: true, protocol: "c2sp.org/tlog-witness", handle: srv.addCheckpoint},
 	}
 }
 
