@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,7 +24,8 @@ import (
 // cosigned by the other, its own log signature and the witness's cosignature both verifying,
 // and every write it acknowledged in that tree; a write during the other's absence was not
 // delayed by it. Then one forks its log (a backup restored under writes the other had
-// cosigned): the other refuses every checkpoint of the fork.
+// cosigned): the other refuses every checkpoint of the fork, and a client that audited the log
+// under a policy naming the other as witness finds the log rewritten.
 func TestWitnesses_TwoServicesWitnessEachOtherThroughKillsAndRestarts(t *testing.T) {
 	dir := t.TempDir()
 	type node struct {
@@ -102,6 +106,13 @@ func TestWitnesses_TwoServicesWitnessEachOtherThroughKillsAndRestarts(t *testing
 		c.tap(a.in.url, parties[a], "1")
 	}
 	witnessedAll(t, a.in.url, a.logKey, nodes[1].witnessKey)
+	// A client under the policy {b} audits a's log now, keeping the tree b cosigned.
+	auditor := func() error {
+		return walletctl(t, "--server", a.in.url, "--key", filepath.Join(dir, "auditor.key"), "audit", "--witness", nodes[1].witnessKey)
+	}
+	if err := auditor(); err != nil {
+		t.Fatalf("walletctl audit under the policy, before the fork: %v", err)
+	}
 	stop(a)
 	runMarketd(t, a.db, "restore", "--force", backup)
 	startWitnessing(a)
@@ -115,6 +126,36 @@ func TestWitnesses_TwoServicesWitnessEachOtherThroughKillsAndRestarts(t *testing
 	if !strings.Contains(a.in.logs.String(), "witness did not cosign") {
 		t.Fatalf("a's log does not say b refused the fork:\n%s", a.in.logs)
 	}
+	if err := auditor(); err == nil || !strings.Contains(err.Error(), "LOG REWRITTEN") {
+		t.Fatalf("walletctl audit under the policy, after the fork: %v; want LOG REWRITTEN", err)
+	}
+}
+
+// walletctlBinary is walletctl built once for the tests that run it.
+var walletctlBinary = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "walletctl-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "walletctl")
+	if out, err := exec.Command("go", "build", "-o", bin, "../walletctl").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v: %s", err, out)
+	}
+	return bin, nil
+})
+
+// walletctl runs walletctl with args; its error carries what it printed on stderr.
+func walletctl(t *testing.T, args ...string) error {
+	t.Helper()
+	bin, err := walletctlBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	return nil
 }
 
 // witnessedAll waits until the service at url serves a witnessed checkpoint of its whole log,
