@@ -30,6 +30,11 @@ type offerBook struct {
 	mu    sync.RWMutex
 	byCID map[string]*bookOffer
 	colls map[string]*collectionBook
+	// shared holds one copy of each value many offers repeat (makers, collections, kinds,
+	// price keys, trait criteria), so a hundred thousand offers of a few makers keep one
+	// string of each; it only grows, with the distinct values the book has seen.
+	shared   map[string]string
+	criteria map[string][]TraitMatch
 }
 
 // bookOffer is an offer version as the book keeps it.
@@ -73,10 +78,10 @@ type traitGroup struct {
 }
 
 func newOfferBook() *offerBook {
-	return &offerBook{byCID: map[string]*bookOffer{}, colls: map[string]*collectionBook{}}
+	return &offerBook{byCID: map[string]*bookOffer{}, colls: map[string]*collectionBook{}, shared: map[string]string{}, criteria: map[string][]TraitMatch{}}
 }
 
-// bookOf makes the book's entry of an offer row.
+// bookOf makes the book's entry of an offer row, outside any book (the SQL reference's).
 func bookOf(o *Offer) *bookOffer {
 	b := &bookOffer{cid: o.CID, offerID: o.OfferID, maker: o.Maker, kind: o.Kind, collectionID: o.CollectionID,
 		price: o.Price, key: o.PriceKey, expires: o.ExpiresAt.Time, criteria: o.criteria()}
@@ -89,10 +94,43 @@ func bookOf(o *Offer) *bookOffer {
 	return b
 }
 
+// entryOf is bookOf for an entry the book keeps: the values offers repeat are the book's one
+// copy, and an offer's first version's id is its cid's string. Callers hold the write lock,
+// or own a book nobody reads yet.
+func (b *offerBook) entryOf(o *Offer) *bookOffer {
+	e := &bookOffer{cid: o.CID, offerID: o.OfferID, maker: b.share(o.Maker), kind: b.share(o.Kind), collectionID: b.share(o.CollectionID),
+		price: o.Price, key: b.share(o.PriceKey), expires: o.ExpiresAt.Time}
+	if e.offerID == e.cid {
+		e.offerID = e.cid
+	}
+	if o.NFTID != nil {
+		e.nftID = *o.NFTID
+	}
+	if o.Traits != nil {
+		e.criteriaKey = b.share(*o.Traits)
+		c, ok := b.criteria[e.criteriaKey]
+		if !ok {
+			c = o.criteria()
+			b.criteria[e.criteriaKey] = c
+		}
+		e.criteria = c
+	}
+	return e
+}
+
+// share is the book's one copy of v.
+func (b *offerBook) share(v string) string {
+	if s, ok := b.shared[v]; ok {
+		return s
+	}
+	b.shared[v] = v
+	return v
+}
+
 // replace makes the book hold exactly what nb holds.
 func (b *offerBook) replace(nb *offerBook) {
 	b.mu.Lock()
-	b.byCID, b.colls = nb.byCID, nb.colls
+	b.byCID, b.colls, b.shared, b.criteria = nb.byCID, nb.colls, nb.shared, nb.criteria
 	b.mu.Unlock()
 }
 
@@ -109,7 +147,7 @@ func (b *offerBook) apply(rows []Offer, gone []string) map[string]bool {
 		}
 		changed[o.CollectionID] = true
 		if o.Active() {
-			b.put(bookOf(o))
+			b.put(b.entryOf(o))
 		} else {
 			b.remove(o.CID)
 		}
@@ -256,7 +294,7 @@ func (x *nftIndex) loadOffers(ctx context.Context) error {
 			return err
 		}
 		for i := range rows {
-			nb.put(bookOf(&rows[i]))
+			nb.put(nb.entryOf(&rows[i]))
 		}
 		if len(rows) < batch {
 			break
