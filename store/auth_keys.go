@@ -143,7 +143,13 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 	read := func() error {
 		rows = rows[:0]
 		// The read pool: a caller inside a write transaction must not wait for SQLite's writer.
-		return s.db.NewSelect().Model(&rows).Order("created_at", "kid").Scan(ctx)
+		// The primary key's order, then oldest first in memory: the handful of rows need no
+		// sort in the database, where a read of the keys may fall inside any request.
+		if err := s.db.NewSelect().Model(&rows).Order("kid").Scan(ctx); err != nil {
+			return err
+		}
+		slices.SortStableFunc(rows, func(a, b serviceKeyRow) int { return a.CreatedAt.Time.Compare(b.CreatedAt.Time) })
+		return nil
 	}
 	if err := read(); err != nil {
 		return nil, err

@@ -19,7 +19,10 @@ type DemoOptions struct {
 	NFTs     int      // how many NFTs to mint in all; 0 means 3,000
 	Seed     uint64   // the random seed of names, traits and prices; 0 means a random one
 	Progress Progress // when not nil, told the NFTs minted so far after each batch of them
-	NoOffers bool     // make no offers: the same market without its buy side
+	// Offers has the seed make offers too (marketd seed --demo does unless --offers=false);
+	// without, the same market without its buy side, which tests written against a one-sided
+	// demo market seed.
+	Offers bool
 }
 
 // DemoSummary is what the demo seed created.
@@ -81,7 +84,7 @@ var demoParties = []string{"alice", "bob", "carol", "dave", "erin", "frank", "gr
 
 // SeedDemo fills an empty store with a demo market: parties with balances and
 // preapprovals, several collections with traits, NFTs, open listings and past sales, and
-// (unless NoOffers) offers of every kind under each collection's floor, a few accepted
+// (with Offers) offers of every kind under each collection's floor, a few accepted
 // (demo_seed_offers.go). The operator creates the collections, their phases, the oracle price
 // and the pool as marketd's operator commands do; every other write is a transaction prepared
 // by the store's prepare operations, signed by the demo party it acts as with that party's own
@@ -145,7 +148,7 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 		sum.Sales += plans[i].sold
 		sum.Listings += len(plans[i].listings) - plans[i].sold
 	}
-	if !o.NoOffers {
+	if o.Offers {
 		orng := mrand.New(mrand.NewPCG(o.Seed, demoOfferStream))
 		for _, pl := range plans {
 			planOffers(orng, pl, parties)

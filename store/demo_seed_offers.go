@@ -17,7 +17,7 @@ import (
 // accepted: collection offers partly filled, item offers taken, so activity shows accepts.
 
 // demoOfferStream is the random stream the offers are drawn from, apart from the market's, so
-// a seed makes the same market with offers or without (DemoOptions.NoOffers).
+// a seed makes the same market with offers or without (DemoOptions.Offers).
 const demoOfferStream = 0x6f6666657273
 
 // Demo offer mix: of ten offers, demoItemOffers name one NFT and demoCollectionOffers take

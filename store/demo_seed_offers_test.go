@@ -15,7 +15,7 @@ import (
 // at or above a listing it matches (each under its collection's floor), a few accepted
 // (collection offers partly filled, item offers taken); each maker's locked balance is what its
 // open offers and LP quotes hold; the same seed makes the same offers, and --offers=false
-// (NoOffers) the same market without them.
+// (without Offers) the same market without them.
 func TestSeedDemo_MakesOffersOfEveryKindUnderTheFloorAndAcceptsSome(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
@@ -27,7 +27,7 @@ func TestSeedDemo_MakesOffersOfEveryKindUnderTheFloorAndAcceptsSome(t *testing.T
 			}
 			return s, sum
 		}
-		s, sum := seed(store.DemoOptions{NFTs: 400, Seed: 7})
+		s, sum := seed(store.DemoOptions{NFTs: 400, Seed: 7, Offers: true})
 		if sum.Offers != sum.NFTs || sum.OfferAccepts == 0 || sum.OffersOpen > sum.Offers || sum.OffersOpen < sum.Offers-sum.OfferAccepts {
 			t.Fatalf("seeded %+v", sum)
 		}
@@ -101,14 +101,14 @@ func TestSeedDemo_MakesOffersOfEveryKindUnderTheFloorAndAcceptsSome(t *testing.T
 			}
 		}
 		// The same seed, the same offers; without offers, the same market.
-		again, againSum := seed(store.DemoOptions{NFTs: 400, Seed: 7})
+		again, againSum := seed(store.DemoOptions{NFTs: 400, Seed: 7, Offers: true})
 		if got, want := offerShapes(t, again, seededOffers(t, again)), offerShapes(t, s, offers); !slices.Equal(got, want) {
 			t.Errorf("the same seed made other offers: %d against %d", len(got), len(want))
 		}
 		if againSum.OfferAccepts != sum.OfferAccepts {
 			t.Errorf("the same seed accepted %d, then %d", sum.OfferAccepts, againSum.OfferAccepts)
 		}
-		bare, bareSum := seed(store.DemoOptions{NFTs: 400, Seed: 7, NoOffers: true})
+		bare, bareSum := seed(store.DemoOptions{NFTs: 400, Seed: 7})
 		if bareSum.Offers != 0 || len(seededOffers(t, bare)) != 0 || bareSum.Listings != sum.Listings || bareSum.Sales != sum.Sales {
 			t.Errorf("without offers: %+v; with them: %+v", bareSum, sum)
 		}

@@ -169,7 +169,7 @@ func seedCmd(args []string) error {
 	if len(extra) > 0 || !demo {
 		return errors.New("usage: marketd seed --demo [--nfts N] [--offers=false]")
 	}
-	o.NoOffers = !offers
+	o.Offers = offers
 	ctx := context.Background()
 	s, err := operatorStore(ctx, c)
 	if err != nil {
