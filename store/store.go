@@ -224,7 +224,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.wdb != s.db {
 		s.wdb.AddQueryHook(queryHooks{s})
 	}
-	s.AddQueryHook(spoilOnQuery{}) // page_reads.go
+	s.AddQueryHook(spoilOnQuery{})                         // page_reads.go
+	s.AddQueryHook(sqlSpans{system: sqlSystem(s.dialect)}) // store_trace.go
 	return s, nil
 }
 

@@ -71,6 +71,17 @@ func serve(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	tuneGC(ctx)
+	tr, err := setupTracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { // the spans still queued are exported before the process ends
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tr.shutdown(flushCtx); err != nil {
+			log.Warn("tracing: spans not exported at shutdown", "err", err.Error())
+		}
+	}()
 
 	s, err := openStore(ctx, c, log)
 	if err != nil {
@@ -122,7 +133,7 @@ func serve(args []string) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           root,
+		Handler:           tr.wrap(root), // a span per request at every door, when tracing is on
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -151,7 +162,7 @@ func serve(args []string) error {
 		}()
 		log.Info("metrics listening", "addr", mln.Addr().String())
 	}
-	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "public_url", c.store.PublicURL, "dev", c.dev, "limiter", ratelimit.StatusOf(limiter).Backend)
+	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "public_url", c.store.PublicURL, "dev", c.dev, "limiter", ratelimit.StatusOf(limiter).Backend, "tracing", tr.on())
 
 	select {
 	case err := <-errc:
