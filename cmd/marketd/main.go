@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"marketd/graph"
 	"marketd/rest"
 	"marketd/store"
@@ -299,5 +301,17 @@ func frontDoors(api, gql, console http.Handler) http.Handler {
 		mux.Handle("/admin/", console)
 	}
 	mux.Handle("/", api)
-	return mux
+	return namedByRoute(mux)
+}
+
+// namedByRoute names a traced request's span by the pattern of mux that routes it (the door
+// it goes through: /graphql, /admin/, /), never its raw path; the door may name it closer.
+func namedByRoute(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+			_, pattern := mux.Handler(r)
+			span.SetName(r.Method + " " + pattern)
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
