@@ -31,16 +31,19 @@ func (operationSpans) InterceptOperation(ctx context.Context, next graphql.Opera
 		return next(ctx)
 	}
 	oc := graphql.GetOperationContext(ctx)
-	kind := "operation"
+	kind, opName := "operation", oc.OperationName
 	if oc.Operation != nil {
 		kind = string(oc.Operation.Operation)
+		if opName == "" {
+			opName = oc.Operation.Name // the document's one operation, named in it
+		}
 	}
 	name := kind
-	if oc.OperationName != "" {
-		name += " " + oc.OperationName
+	if opName != "" {
+		name += " " + opName
 	}
 	ctx, span := tracer.Start(ctx, name, trace.WithAttributes(
-		attribute.String("graphql.operation.type", kind), attribute.String("graphql.operation.name", oc.OperationName)))
+		attribute.String("graphql.operation.type", kind), attribute.String("graphql.operation.name", opName)))
 	responses := next(ctx)
 	// The transport calls the handler with a context of its own: the span is put in it, so
 	// the resolvers' store and SQL spans are the operation's children.

@@ -61,7 +61,9 @@ func (h sqlSpans) BeforeQuery(ctx context.Context, e *bun.QueryEvent) context.Co
 		}
 	}
 	attrs = append(attrs, attribute.String("db.query.summary", name))
-	ctx, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	// The statement's span is not the parent of what follows in the context returned: bun
+	// runs a transaction in BEGIN's context, whose work belongs to the caller's span.
+	_, span := tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 	return context.WithValue(ctx, sqlSpanKey{}, span)
 }
 

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
@@ -97,8 +98,18 @@ func (t *tracing) wrap(h http.Handler) http.Handler {
 		return h
 	}
 	return otelhttp.NewHandler(h, "marketd",
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
+		otelhttp.WithSpanNameFormatter(spanName),
 		otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthz" && r.URL.Path != "/readyz" }))
+}
+
+// spanName is a request's span's name: its method when the span starts; once served, the
+// name the doors gave it by its route (otelhttp asks again when a mux routed it, and would
+// otherwise name it by the front door's pattern alone).
+func spanName(_ string, r *http.Request) string {
+	if named, ok := trace.SpanFromContext(r.Context()).(interface{ Name() string }); ok {
+		return named.Name()
+	}
+	return r.Method
 }
 
 // shutdown exports the spans still queued, within ctx.
