@@ -110,7 +110,7 @@ func (tr tracedRequest) header(sampled bool) http.Header {
 	return http.Header{"Traceparent": {"00-" + tr.traceID + "-" + tr.parentID + "-" + flags}, "Tracestate": {"vendor=opaque"}}
 }
 
-// send sends method path with h and tok (a bearer token), and the JSON body.
+// sendTraced sends method url with h and tok (a bearer token), and the JSON body.
 func sendTraced(t *testing.T, c *client, method, url, tok string, h http.Header, body any) reply {
 	t.Helper()
 	var rd io.Reader
@@ -152,7 +152,7 @@ func attr(s *tracepb.Span, key string) string {
 	return ""
 }
 
-// tree checks a trace: its request span continues tr (its trace id, the sent parent), is
+// checkTree checks a trace: its request span continues tr (its trace id, the sent parent), is
 // named name, and each of want names a span of the trace that descends from it. It returns
 // the trace's spans by name.
 func checkTree(t *testing.T, rc *otlpReceiver, tr tracedRequest, name string, want ...string) map[string][]*tracepb.Span {
