@@ -84,6 +84,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	gql := handler.New(es)
 	// Every operation's caller, and on a websocket its session and limits (socket.go).
 	gql.Use(callerPerOperation{})
+	gql.Use(operationSpans{}) // trace.go
 	if cfg.ClientAddress == nil {
 		cfg.ClientAddress = peerAddress
 	}

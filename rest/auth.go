@@ -124,12 +124,12 @@ func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error
 		}
 	}
 	if rt.signin {
-		if err := srv.limit(w, "signin:"+srv.ClientOrigin(r), srv.cfg.RateSignIn); err != nil {
+		if err := srv.limit(r.Context(), w, "signin:"+srv.ClientOrigin(r), srv.cfg.RateSignIn); err != nil {
 			return err
 		}
 	}
 	if rt.execute {
-		if err := srv.limit(w, "execute:"+srv.ClientOrigin(r), srv.cfg.RateExecute); err != nil {
+		if err := srv.limit(r.Context(), w, "execute:"+srv.ClientOrigin(r), srv.cfg.RateExecute); err != nil {
 			return err
 		}
 	}
@@ -171,11 +171,11 @@ func (srv *Server) serve(rt route, w http.ResponseWriter, r *http.Request) error
 	}
 	if rt.prepare || rt.writes {
 		if rt.access == token {
-			if err := srv.limit(w, "prepare-address:"+srv.ClientOrigin(r), srv.cfg.RatePrepareAddress); err != nil {
+			if err := srv.limit(r.Context(), w, "prepare-address:"+srv.ClientOrigin(r), srv.cfg.RatePrepareAddress); err != nil {
 				return err
 			}
 		}
-		if err := srv.limit(w, limitKey, srv.cfg.RatePrepare); err != nil {
+		if err := srv.limit(r.Context(), w, limitKey, srv.cfg.RatePrepare); err != nil {
 			return err
 		}
 	}
@@ -261,20 +261,20 @@ func (srv *Server) clearSessionCookie(w http.ResponseWriter) {
 // is rate_limited with Retry-After. A limit of 0 means unlimited. A request counted against
 // several budgets (an onboarding call is a sign-in and a prepare or an execute) carries the
 // headers of the one with the fewest requests remaining, or of the one that refused it.
-func (srv *Server) limit(w http.ResponseWriter, key string, perMinute int) error {
-	d, err := srv.charge(key, 1, perMinute)
+func (srv *Server) limit(ctx context.Context, w http.ResponseWriter, key string, perMinute int) error {
+	d, err := srv.charge(ctx, key, 1, perMinute)
 	d.SetHeaders(w.Header())
 	return err
 }
 
 // charge counts n requests at once against key (all or none); over the limit it is
 // rate_limited. A limit of 0 means unlimited: allowed, with a Decision of Limit 0.
-func (srv *Server) charge(key string, n, perMinute int) (ratelimit.Decision, error) {
+func (srv *Server) charge(ctx context.Context, key string, n, perMinute int) (ratelimit.Decision, error) {
 	// key is "scope:who"; the scope (read, prepare, signin, execute) is the metrics label.
 	if perMinute <= 0 {
 		return ratelimit.Decision{Allowed: true}, nil
 	}
-	d := srv.limiter.AllowN(key, n, perMinute)
+	d := ratelimit.AllowN(ctx, srv.limiter, key, n, perMinute)
 	if d.Allowed {
 		return d, nil
 	}
@@ -305,7 +305,7 @@ func (srv *Server) Authenticate(r *http.Request) (*store.Auth, error) {
 // and writes the RateLimit headers; over the limit it is rate_limited, with Retry-After set.
 // Another front door's reads share the budget through it.
 func (srv *Server) CountRead(w http.ResponseWriter, r *http.Request) error {
-	return srv.limit(w, "read:"+srv.ClientOrigin(r), srv.cfg.RateRead)
+	return srv.limit(r.Context(), w, "read:"+srv.ClientOrigin(r), srv.cfg.RateRead)
 }
 
 // ChargeRead counts n reads of r's origin at once, all or none, against the budget CountRead
@@ -313,7 +313,7 @@ func (srv *Server) CountRead(w http.ResponseWriter, r *http.Request) error {
 // (GraphQL's, by its cost). It writes no headers; the caller answers with the decision
 // (ratelimit.Decision.SetHeaders). Over the limit it is rate_limited.
 func (srv *Server) ChargeRead(r *http.Request, n int) (ratelimit.Decision, error) {
-	return srv.charge("read:"+srv.ClientOrigin(r), n, srv.cfg.RateRead)
+	return srv.charge(r.Context(), "read:"+srv.ClientOrigin(r), n, srv.cfg.RateRead)
 }
 
 // accepts tells whether Accept header values admit mediaType (RFC 9110, §12.5.1): no

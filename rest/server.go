@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -206,12 +208,17 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// withRequestLog gives every request an id, echoed in X-Request-Id, and logs it once done.
+// withRequestLog gives every request an id, echoed in X-Request-Id, and logs it once done: the
+// trace id of the request's span when it has one (otelhttp in cmd/marketd), else the
+// X-Request-Id sent when well-formed, else a new one. It names the request's span by its route.
 func (srv *Server) withRequestLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
+		span := trace.SpanFromContext(r.Context())
 		id := r.Header.Get("X-Request-Id")
-		if !requestIDPattern.MatchString(id) {
+		if sc := span.SpanContext(); sc.HasTraceID() {
+			id = sc.TraceID().String() // the logs and the problem body name the request's trace
+		} else if !requestIDPattern.MatchString(id) {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
@@ -222,6 +229,12 @@ func (srv *Server) withRequestLog(next http.Handler) http.Handler {
 		route := info.route
 		if route == "" {
 			route = "unmatched"
+		}
+		if span.IsRecording() { // the span's name is the route's pattern, never the raw path
+			span.SetName(r.Method + " " + route)
+			if info.route != "" {
+				span.SetAttributes(semconv.HTTPRoute(info.route))
+			}
 		}
 		srv.metrics.Request(route, r.Method, rec.status, time.Since(start))
 		level := slog.LevelInfo

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Executes that lock the same row (a collection's mint phase, a pool's book) apply one at a
@@ -63,11 +65,16 @@ type executeRequest struct {
 	x    Execution
 	p    *PreparedTx
 	done chan executeResult
+	// span is the execute's span of its wait in the queue and its batch (store.execute.batch),
+	// the batch's parent or one of its links.
+	span trace.SpanContext
 }
 
 type executeResult struct {
 	receipt Receipt
 	err     error
+	size    int       // the batch's executes
+	began   time.Time // when the batch began
 }
 
 // executeQueue is one row's waiting executes.
@@ -83,9 +90,12 @@ func (s *Store) executeQueue(key batchKey) *executeQueue {
 }
 
 // executeInBatch applies x, whose row p is, checked, in the next batch of key.
-func (s *Store) executeInBatch(ctx context.Context, key batchKey, x Execution, p *PreparedTx) (Receipt, error) {
+func (s *Store) executeInBatch(ctx context.Context, key batchKey, x Execution, p *PreparedTx) (_ Receipt, err error) {
+	ctx, span := startSpan(ctx, "store.execute.batch")
+	defer func() { endSpan(span, err) }()
+	queued := time.Now()
 	q := s.executeQueue(key)
-	req := &executeRequest{x: x, p: p, done: make(chan executeResult, 1)}
+	req := &executeRequest{x: x, p: p, done: make(chan executeResult, 1), span: span.SpanContext()}
 	q.mu.Lock()
 	if len(q.waiting) >= maxQueued {
 		q.mu.Unlock()
@@ -100,6 +110,10 @@ func (s *Store) executeInBatch(ctx context.Context, key batchKey, x Execution, p
 	}
 	select {
 	case r := <-req.done:
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int("marketd.batch.size", r.size),
+				attribute.Float64("marketd.batch.wait_ms", float64(r.began.Sub(queued).Microseconds())/1000))
+		}
 		return r.receipt, r.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -132,6 +146,9 @@ func (s *Store) applyBatch(key batchKey, batch []*executeRequest, next func()) {
 	// The queue admitted the batch's executes (maxQueued): it waits for its connection.
 	ctx, cancel := context.WithTimeout(patient(context.Background()), 30*time.Second)
 	defer cancel()
+	began := time.Now()
+	ctx, span := batchSpan(ctx, key, batch)
+	defer span.End()
 	answered := false
 	defer func() { // a fault answers the batch's executes, and the queue goes on
 		if v := recover(); v != nil {
@@ -173,8 +190,32 @@ func (s *Store) applyBatch(key batchKey, batch []*executeRequest, next func()) {
 	}
 	answered = true
 	for i, r := range batch {
+		results[i].size, results[i].began = len(batch), began
 		r.done <- results[i]
 	}
+}
+
+// batchSpan starts the span of a batch's transaction (store.execute.batch.apply): a child of
+// its first traced execute's wait, linked to the others', so the batch's statements are in
+// the traces of the requests that waited in it. It starts none when no execute is traced.
+func batchSpan(ctx context.Context, key batchKey, batch []*executeRequest) (context.Context, trace.Span) {
+	var parent trace.SpanContext
+	var links []trace.Link
+	for _, r := range batch {
+		if !r.span.IsSampled() {
+			continue
+		}
+		if !parent.IsValid() {
+			parent = r.span
+			continue
+		}
+		links = append(links, trace.Link{SpanContext: r.span})
+	}
+	if !parent.IsValid() {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return tracer.Start(trace.ContextWithSpanContext(ctx, parent), "store.execute.batch.apply", trace.WithLinks(links...),
+		trace.WithAttributes(attribute.Int("marketd.batch.size", len(batch)), attribute.String("marketd.batch.row", key.row)))
 }
 
 // errExecuteRefused rolls back an attempt at a batch applied in one pass in which the ledger refused an
@@ -230,7 +271,7 @@ func (tx *Tx) pending(batch []*executeRequest, prepared map[string]*PreparedTx, 
 		}
 		first[string(p.Hash)] = i
 		if receipt, done, err := tx.due(p); done {
-			results[i] = executeResult{receipt, err}
+			results[i] = executeResult{receipt: receipt, err: err}
 			continue
 		}
 		at, ps = append(at, i), append(ps, p)

@@ -18,6 +18,7 @@ import (
 	"marketd/store/translog"
 
 	"github.com/uptrace/bun"
+	"go.opentelemetry.io/otel/attribute"
 	"golang.org/x/mod/sumdb/tlog"
 )
 
@@ -171,6 +172,14 @@ func (tx *Tx) appendLog(ctx context.Context) error {
 	if len(us) == 0 {
 		return nil
 	}
+	ctx, span := startSpan(ctx, "translog.append", attribute.Int("marketd.log.entries", len(us)))
+	err := tx.appendToLog(ctx, us)
+	endSpan(span, err)
+	return err
+}
+
+// appendToLog is appendLog's append of us, which are not empty.
+func (tx *Tx) appendToLog(ctx context.Context, us []*Update) error {
 	if tx.s.dialect == Postgres && !annex(us[0]).beforeLog {
 		return tx.logAtCommit(ctx, us)
 	}

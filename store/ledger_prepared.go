@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // Kinds of ledger update. Each prepared kind is an entry of actions (registerKind).
@@ -160,7 +161,9 @@ type preparedInput struct {
 // prepare records a transaction of kind that actAs must sign with signerKey; claims are the
 // contracts it would consume. It reserves nothing: two prepares may name the same inputs, and
 // the later execute finds them consumed.
-func (s *Store) prepare(ctx context.Context, kind, actAs string, signerKey []byte, effects, summary any, claims []string) (*Prepared, error) {
+func (s *Store) prepare(ctx context.Context, kind, actAs string, signerKey []byte, effects, summary any, claims []string) (_ *Prepared, err error) {
+	ctx, span := startSpan(ctx, "store.prepare", attribute.String("marketd.kind", kind), attribute.Int("marketd.claims", len(claims)))
+	defer func() { endSpan(span, err) }()
 	raw, err := json.Marshal(effects)
 	if err != nil {
 		return nil, err
@@ -232,7 +235,9 @@ type Receipt = json.RawMessage
 // effects in one database transaction, with the executes that wait for the same row
 // (ledger_execute_batch.go). Executing an executed transaction again returns its first receipt and
 // applies nothing.
-func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
+func (s *Store) Execute(ctx context.Context, x Execution) (_ Receipt, err error) {
+	ctx, span := startSpan(ctx, "store.execute")
+	defer func() { endSpan(span, err) }()
 	if len(x.Hash) != sha256.Size {
 		return nil, Errorf(CodeInvalidRequest, "preparedTransactionHash must be %d bytes, got %d", sha256.Size, len(x.Hash))
 	}
@@ -250,6 +255,7 @@ func (s *Store) Execute(ctx context.Context, x Execution) (Receipt, error) {
 	if err := x.check(p); err != nil {
 		return nil, err
 	}
+	span.SetAttributes(attribute.String("marketd.kind", p.Kind))
 	if p.Result != nil {
 		return p.Result, nil
 	}

@@ -243,7 +243,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if s.wdb != s.db {
 		s.wdb.AddQueryHook(queryHooks{s})
 	}
-	s.AddQueryHook(spoilOnQuery{}) // page_reads.go
+	s.AddQueryHook(spoilOnQuery{})                         // page_reads.go
+	s.AddQueryHook(sqlSpans{system: sqlSystem(s.dialect)}) // store_trace.go
 	if err := s.checkKEK(ctx); err != nil {
 		s.Close()
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"embed"
 	"encoding/base64"
 	"errors"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -130,11 +131,26 @@ func New(s *store.Store, cfg Config) *Console {
 		w.WriteHeader(http.StatusForbidden)
 		w.Write([]byte("refused: this form was posted from another site\n"))
 	}))
-	c.handler = securityHeaders(cop.Handler(sm.LoadAndSave(mux)))
+	c.handler = securityHeaders(cop.Handler(sm.LoadAndSave(namedByRoute(mux))))
 	return c
 }
 
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.handler.ServeHTTP(w, r) }
+
+// namedByRoute names a traced request's span by the console's route that serves it (its
+// pattern, never the raw path).
+func namedByRoute(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+			_, pattern := mux.Handler(r)
+			if !strings.Contains(pattern, " ") {
+				pattern = r.Method + " " + pattern
+			}
+			span.SetName(pattern)
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
 
 // securityHeaders keeps the console out of frames and caches, and scripts out of its pages.
 func securityHeaders(next http.Handler) http.Handler {

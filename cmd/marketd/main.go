@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"marketd/graph"
 	"marketd/rest"
 	"marketd/store"
@@ -81,6 +83,17 @@ func serve(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	tuneGC(ctx)
+	tr, err := setupTracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { // the spans still queued are exported before the process ends
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tr.shutdown(flushCtx); err != nil {
+			log.Warn("tracing: spans not exported at shutdown", "err", err.Error())
+		}
+	}()
 
 	s, err := openStore(ctx, c, log)
 	if err != nil {
@@ -133,7 +146,7 @@ func serve(args []string) error {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           root,
+		Handler:           tr.wrap(root), // a span per request at every door, when tracing is on
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -163,7 +176,7 @@ func serve(args []string) error {
 		}()
 		log.Info("metrics listening", "addr", mln.Addr().String())
 	}
-	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "kek", s.KEKID(), "public_url", c.store.PublicURL, "dev", c.dev, "limiter", ratelimit.StatusOf(limiter).Backend)
+	log.Info("marketd listening", "addr", ln.Addr().String(), "store", string(s.Dialect()), "kek", s.KEKID(), "public_url", c.store.PublicURL, "dev", c.dev, "limiter", ratelimit.StatusOf(limiter).Backend, "tracing", tr.on())
 
 	select {
 	case err := <-errc:
@@ -327,5 +340,17 @@ func frontDoors(api, gql, console http.Handler) http.Handler {
 		mux.Handle("/admin/", console)
 	}
 	mux.Handle("/", api)
-	return mux
+	return namedByRoute(mux)
+}
+
+// namedByRoute names a traced request's span by the pattern of mux that routes it (the door
+// it goes through: /graphql, /admin/, /), never its raw path; the door may name it closer.
+func namedByRoute(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+			_, pattern := mux.Handler(r)
+			span.SetName(r.Method + " " + pattern)
+		}
+		mux.ServeHTTP(w, r)
+	})
 }

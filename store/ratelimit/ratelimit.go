@@ -4,6 +4,7 @@
 package ratelimit
 
 import (
+	"context"
 	"hash/maphash"
 	"math"
 	"net/http"
@@ -25,6 +26,20 @@ type Limiter interface {
 	State() []KeyState
 	// Reset forgets key's window; it reports whether there was one.
 	Reset(key string) bool
+}
+
+// ContextLimiter is a Limiter whose checks carry a request's context (its trace) to a round
+// trip they make.
+type ContextLimiter interface {
+	AllowNContext(ctx context.Context, key string, n, limit int) Decision
+}
+
+// AllowN is l.AllowN for the request of ctx: by AllowNContext when l has it.
+func AllowN(ctx context.Context, l Limiter, key string, n, limit int) Decision {
+	if c, ok := l.(ContextLimiter); ok {
+		return c.AllowNContext(ctx, key, n, limit)
+	}
+	return l.AllowN(key, n, limit)
 }
 
 // Status says which backend answers a limiter's checks, for readiness and metrics.

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -98,7 +99,14 @@ func NewRedis(url string, window time.Duration, now func() time.Time, log *slog.
 	if log == nil {
 		log = slog.Default()
 	}
-	r := &Redis{client: redis.NewClient(opt), window: window, now: now, log: log, fallback: NewMemory(window, now),
+	client := redis.NewClient(opt)
+	// Each round trip a request makes is a span of its trace: the command's name, never its
+	// keys or arguments; none without a traced request (childSpans).
+	if err := redisotel.InstrumentTracing(client, redisotel.WithTracerProvider(childSpans{}),
+		redisotel.WithDBStatement(false), redisotel.WithCallerEnabled(false)); err != nil {
+		return nil, fmt.Errorf("redis tracing: %w", err)
+	}
+	r := &Redis{client: client, window: window, now: now, log: log, fallback: NewMemory(window, now),
 		seed: maphash.MakeSeed(), stop: make(chan struct{})}
 	for i := range r.tallies {
 		r.tallies[i].keys = map[string]*tally{}
@@ -239,6 +247,12 @@ func (r *Redis) Allow(key string, limit int) Decision { return r.AllowN(key, 1, 
 // than each asking Redis (a busy key would otherwise cost a round trip per request for as long
 // as one is in flight).
 func (r *Redis) AllowN(key string, n, limit int) Decision {
+	return r.AllowNContext(context.Background(), key, n, limit)
+}
+
+// AllowNContext is AllowN for the request of ctx: its round trip to Redis, if any, is in the
+// request's trace. The request's end does not cut the round trip short.
+func (r *Redis) AllowNContext(ctx context.Context, key string, n, limit int) Decision {
 	n = max(n, 1)
 	sh := r.tallyShard(key)
 	for {
@@ -279,21 +293,21 @@ func (r *Redis) AllowN(key string, n, limit int) Decision {
 			}
 		}
 		sh.mu.Unlock()
-		return r.ask(sh, key, sent, now, n, limit, add, rejn)
+		return r.ask(ctx, sh, key, sent, now, n, limit, add, rejn)
 	}
 }
 
 // ask reports add admitted and rejn refused requests of key's window to Redis and decides n
 // more there; sent is the key's tally that those counts came from (nil for a key not yet
 // known here), whose round trip this is.
-func (r *Redis) ask(sh *tallyShard, key string, sent *tally, now time.Time, n, limit, add, rejn int) Decision {
+func (r *Redis) ask(parent context.Context, sh *tallyShard, key string, sent *tally, now time.Time, n, limit, add, rejn int) Decision {
 	if !r.useRedis() {
 		sh.mu.Lock()
 		landed(sent, add, false)
 		sh.mu.Unlock()
 		return r.fallback.AllowN(key, n, limit)
 	}
-	ctx, cancel := r.ctx()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), time.Second)
 	defer cancel()
 	res, err := countScript.Run(ctx, r.client, []string{KeyPrefix + key},
 		now.UnixMicro(), r.window.Microseconds(), limit, add, rejn, n).Int64Slice()
