@@ -181,59 +181,39 @@ func (s *Store) sealKeys(ctx context.Context) error {
 	return nil
 }
 
-// sealPlainRows seals the rows of service_keys still in plain bytes, in one transaction.
+// sealPlainRows seals the rows of service_keys still in plain bytes, in one transaction;
+// every row is opened first, so a row altered or sealed under another KEK fails it.
 func (s *Store) sealPlainRows(ctx context.Context) error {
-	return s.inTx(ctx, func(tx *Tx) error {
-		var rows []serviceKeyRow
-		if err := tx.NewSelect().Model(&rows).Order("kid").Scan(ctx); err != nil {
-			return err
+	_, err := s.rewriteKeys(ctx, func(r *serviceKeyRow) (bool, error) {
+		plain, err := s.secretOf(r)
+		if err != nil || r.KEKID != "" {
+			return false, err
 		}
-		for i := range rows {
-			r := &rows[i]
-			plain, err := s.secretOf(r)
-			if err != nil {
-				return err
-			}
-			if r.KEKID != "" {
-				continue
-			}
-			r.Secret = plain
-			if err := s.sealRow(r); err != nil {
-				return err
-			}
-			if _, err := tx.NewUpdate().Model(r).Column("secret", "kek_id").WherePK().Exec(ctx); err != nil {
-				return err
-			}
-			s.log.Info("service key sealed under the key-encryption key", "kid", r.KID, "purpose", r.Purpose, "kek", s.KEKID())
+		r.Secret = plain
+		if err := s.sealRow(r); err != nil {
+			return false, err
 		}
-		return nil
+		s.log.Info("service key sealed under the key-encryption key", "kid", r.KID, "purpose", r.Purpose, "kek", s.KEKID())
+		return true, nil
 	})
+	return err
 }
 
 // unsealKeys writes every sealed secret back in plain bytes: rolling back the migration that
 // added kek_id leaves the code before it a store it can read.
 func (s *Store) unsealKeys(ctx context.Context) error {
-	return s.inTx(ctx, func(tx *Tx) error {
-		var rows []serviceKeyRow
-		if err := tx.NewSelect().Model(&rows).Order("kid").Scan(ctx); err != nil {
-			return err
+	_, err := s.rewriteKeys(ctx, func(r *serviceKeyRow) (bool, error) {
+		if r.KEKID == "" {
+			return false, nil
 		}
-		for i := range rows {
-			r := &rows[i]
-			if r.KEKID == "" {
-				continue
-			}
-			plain, err := s.secretOf(r)
-			if err != nil {
-				return err
-			}
-			r.Secret, r.KEKID = plain, ""
-			if _, err := tx.NewUpdate().Model(r).Column("secret", "kek_id").WherePK().Exec(ctx); err != nil {
-				return err
-			}
+		plain, err := s.secretOf(r)
+		if err != nil {
+			return false, err
 		}
-		return nil
+		r.Secret, r.KEKID = plain, ""
+		return true, nil
 	})
+	return err
 }
 
 // RotateKEK seals every secret of the store again under newKEK, in one transaction: each is
@@ -244,27 +224,49 @@ func (s *Store) RotateKEK(ctx context.Context, key []byte) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	n, err := s.rewriteKeys(ctx, func(r *serviceKeyRow) (bool, error) {
+		plain, err := s.secretOf(r)
+		if err != nil {
+			return false, err
+		}
+		sealed, err := next.seal(r.KID, r.Purpose, plain)
+		if err != nil {
+			return false, err
+		}
+		r.Secret, r.KEKID = sealed, next.id
+		return true, nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.kek.Store(next)
+	return n, nil
+}
+
+// rewriteKeys reads every row of service_keys in one transaction (locked for it on
+// PostgreSQL; SQLite's writers are serialised already), in kid order, and writes back the
+// secret and kek_id of each row change says it altered; it returns how many it wrote.
+func (s *Store) rewriteKeys(ctx context.Context, change func(r *serviceKeyRow) (bool, error)) (int, error) {
 	n := 0
-	err = s.inTx(ctx, func(tx *Tx) error {
+	err := s.inTx(ctx, func(tx *Tx) error {
+		n = 0
 		var rows []serviceKeyRow
 		q := tx.NewSelect().Model(&rows).Order("kid")
 		if s.dialect == Postgres {
-			q = q.For("UPDATE") // SQLite's writers are serialised already
+			q = q.For("UPDATE")
 		}
 		if err := q.Scan(ctx); err != nil {
 			return err
 		}
 		for i := range rows {
 			r := &rows[i]
-			plain, err := s.secretOf(r)
+			write, err := change(r)
 			if err != nil {
 				return err
 			}
-			sealed, err := next.seal(r.KID, r.Purpose, plain)
-			if err != nil {
-				return err
+			if !write {
+				continue
 			}
-			r.Secret, r.KEKID = sealed, next.id
 			if _, err := tx.NewUpdate().Model(r).Column("secret", "kek_id").WherePK().Exec(ctx); err != nil {
 				return err
 			}
@@ -272,11 +274,7 @@ func (s *Store) RotateKEK(ctx context.Context, key []byte) (int, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	s.kek.Store(next)
-	return n, nil
+	return n, err
 }
 
 // ReadKEKFile reads a key-encryption key from path: KEKSize random bytes as base64 on one
