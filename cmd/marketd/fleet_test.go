@@ -168,12 +168,20 @@ func (r reply) str(k string) string { s, _ := r.body[k].(string); return s }
 
 // try sends one request; err is a transport error (the instance is gone).
 func (c *client) try(method, url, tok string, body any) (reply, error) {
+	return c.tryWith(method, url, tok, nil, body)
+}
+
+// tryWith is try with the headers h besides.
+func (c *client) tryWith(method, url, tok string, h http.Header, body any) (reply, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequest(method, url, rd)
+	for k, v := range h {
+		req.Header[k] = v
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

@@ -32,18 +32,7 @@ func TestFrontDoors_ASocketActsAsItsSessionOnlyWhileTheSessionLives(t *testing.T
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
-				conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(a.url, "http")+"/graphql",
-					&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: h})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer conn.CloseNow()
-				send := func(v any) {
-					raw, _ := json.Marshal(v)
-					if err := conn.Write(ctx, websocket.MessageText, raw); err != nil {
-						t.Fatal(err)
-					}
-				}
+				conn, send := graphQLSocket(ctx, t, a.url, h)
 				// answer runs the wallet query as operation id and returns the first message
 				// about it.
 				answer := func(id string) map[string]any {
@@ -98,4 +87,23 @@ func TestFrontDoors_ASocketActsAsItsSessionOnlyWhileTheSessionLives(t *testing.T
 			})
 		}
 	})
+}
+
+// graphQLSocket opens a graphql-transport-ws socket on base's /graphql with the upgrade's
+// headers h, for as long as ctx lives (closed at the test's end), and returns it with a
+// function that sends one message on it.
+func graphQLSocket(ctx context.Context, t *testing.T, base string, h http.Header) (*websocket.Conn, func(any)) {
+	t.Helper()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/graphql",
+		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.CloseNow() })
+	return conn, func(v any) {
+		raw, _ := json.Marshal(v)
+		if err := conn.Write(ctx, websocket.MessageText, raw); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

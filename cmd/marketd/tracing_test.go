@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"crypto/rand"
@@ -113,29 +112,10 @@ func (tr tracedRequest) header(sampled bool) http.Header {
 // sendTraced sends method url with h and tok (a bearer token), and the JSON body.
 func sendTraced(t *testing.T, c *client, method, url, tok string, h http.Header, body any) reply {
 	t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, _ := http.NewRequest(method, url, rd)
-	for k, v := range h {
-		req.Header[k] = v
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	res, err := c.http.Do(req)
+	r, err := c.tryWith(method, url, tok, h, body)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	r := reply{status: res.StatusCode, header: res.Header, raw: raw}
-	json.Unmarshal(raw, &r.body)
 	return r
 }
 
@@ -343,18 +323,7 @@ func wsGraphQL(t *testing.T, base, tok string, h http.Header, partyID string) {
 	h.Set("Authorization", "Bearer "+tok)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/graphql",
-		&websocket.DialOptions{Subprotocols: []string{"graphql-transport-ws"}, HTTPHeader: h})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.CloseNow()
-	send := func(v any) {
-		raw, _ := json.Marshal(v)
-		if err := conn.Write(ctx, websocket.MessageText, raw); err != nil {
-			t.Fatal(err)
-		}
-	}
+	conn, send := graphQLSocket(ctx, t, base, h)
 	send(map[string]any{"type": "connection_init"})
 	send(map[string]any{"id": "1", "type": "subscribe", "payload": map[string]any{
 		"query": `query Holdings($p: ID!) { wallet(partyId: $p) { balances { instrument amount } } }`, "variables": map[string]any{"p": partyID}}})
