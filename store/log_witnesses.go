@@ -82,10 +82,6 @@ func (s *Store) AskWitnesses(ctx context.Context, client *http.Client, witnesses
 	if err != nil {
 		return []WitnessReport{{Err: err}}
 	}
-	cp, err := s.checkpointOf(ctx, tree)
-	if err != nil {
-		return []WitnessReport{{Err: err}}
-	}
 	var rows []cosignatureRow
 	if err := s.db.NewSelect().Model(&rows).Scan(ctx); err != nil {
 		return []WitnessReport{{Err: err}}
@@ -95,11 +91,18 @@ func (s *Store) AskWitnesses(ctx context.Context, client *http.Client, witnesses
 		held[r.Witness] = r.Size
 	}
 	out := make([]WitnessReport, len(witnesses))
+	var cp []byte // signed once a witness needs it: an idle log's round signs nothing
 	for i, w := range witnesses {
 		name := w.Verifier.Name()
 		out[i] = WitnessReport{Witness: name, Size: held[name]}
 		if held[name] == tree.N && tree.N > 0 {
 			continue
+		}
+		if cp == nil {
+			if cp, err = s.checkpointOf(ctx, tree); err != nil {
+				out[i].Err = err
+				continue
+			}
 		}
 		out[i].Size, out[i].Err = s.askWitness(ctx, client, w, tree, cp, held[name])
 	}
