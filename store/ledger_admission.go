@@ -46,7 +46,9 @@ func (s *Store) DatabaseSheds() int64 { return s.sheds.Load() }
 type patientKey struct{}
 
 // patient marks ctx as work that waits for a connection as long as ctx allows: readiness
-// checks and the NFT index's read of a change that committed.
+// checks, the NFT index's read of a change that committed, and the store's migrations and
+// start-up checks. Its holds are left out of the pace: a migration holding a connection for
+// 50 ms must not make the first crowd after a start look like more than the pool can serve.
 func patient(ctx context.Context) context.Context { return context.WithValue(ctx, patientKey{}, true) }
 
 // admissionWait is the admission bound for a statement run with ctx; 0 = no bound.

@@ -245,7 +245,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s.AddQueryHook(spoilOnQuery{})                         // page_reads.go
 	s.AddQueryHook(sqlSpans{system: sqlSystem(s.dialect)}) // store_trace.go
-	if err := s.checkKEK(ctx); err != nil {
+	if err := s.checkKEK(patient(ctx)); err != nil {
 		s.Close()
 		return nil, err
 	}

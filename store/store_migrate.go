@@ -83,6 +83,7 @@ func (s *Store) Migrate(ctx context.Context) ([]string, error) {
 
 // MigrateWithProgress is Migrate telling progress, when not nil, after each migration.
 func (s *Store) MigrateWithProgress(ctx context.Context, progress Progress) ([]string, error) {
+	ctx = patient(ctx) // a migration's hold is not the pace of requests (ledger_admission.go)
 	return s.runMigrations(ctx, "migrate up", progress,
 		func(ms migrate.MigrationSlice) int { return len(ms.Unapplied()) },
 		func(m *migrate.Migrator) (*migrate.MigrationGroup, error) {
@@ -113,6 +114,7 @@ func (s *Store) MigrateDown(ctx context.Context) ([]string, error) {
 
 // MigrateDownWithProgress is MigrateDown telling progress, when not nil, after each migration.
 func (s *Store) MigrateDownWithProgress(ctx context.Context, progress Progress) ([]string, error) {
+	ctx = patient(ctx)
 	if err := s.integrateBeforeRollback(ctx); err != nil {
 		return nil, err
 	}
