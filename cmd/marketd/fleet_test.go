@@ -95,6 +95,13 @@ func startInstance(t testing.TB, env ...string) *instance {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startInstanceOf(t, bin, env...)
+}
+
+// startInstanceOf is startInstance of the marketd binary at bin (another build, for a
+// benchmark against the code before).
+func startInstanceOf(t testing.TB, bin string, env ...string) *instance {
+	t.Helper()
 	port := freePort(t)
 	for _, e := range env { // an address the test chose, to start again where it was
 		if a, ok := strings.CutPrefix(e, "MARKETD_ADDR=127.0.0.1:"); ok {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -35,20 +37,35 @@ import (
 // seeds the same market twice, with its offers (sub-benchmarks sqlite-offers/...) and without
 // them (--offers=false: sqlite-nooffers/...), serves both at once and runs each page kind on
 // one and then the other, interleaved, so the two are measured in the same window: what
-// bestOffer costs a read.
+// bestOffer costs a read. MARKETD_BENCH_AGAINST=BINARY does the same with another build of
+// marketd (the code before a change, which may predate offers): the market without offers,
+// seeded and served by this build (sub-benchmarks sqlite/...) and by BINARY
+// (sqlite-against/...), each page kind run on one and then the other. MARKETD_BENCH_ROUNDS=R
+// runs every page kind R times on each market (R × 20,000 distinct pages drawn, a fresh 20,000
+// each round), the market that goes first alternating, so the host's drift falls on both.
 func BenchmarkNFTMix(b *testing.B) {
 	nfts := storetest.BenchNFTs(b)
 	bin, err := binary()
 	if err != nil {
 		b.Fatal(err)
 	}
-	variants := []struct{ suffix, offers string }{{"", "true"}}
+	type variant struct{ suffix, offers, bin string } // offers "" leaves the seed's flag out
+	variants := []variant{{"", "true", bin}}
 	switch v := os.Getenv("MARKETD_BENCH_OFFERS"); v {
 	case "":
 	case "both":
-		variants = []struct{ suffix, offers string }{{"-offers", "true"}, {"-nooffers", "false"}}
+		variants = []variant{{"-offers", "true", bin}, {"-nooffers", "false", bin}}
 	default:
 		b.Fatalf("MARKETD_BENCH_OFFERS=%q: want both or nothing", v)
+	}
+	if against := os.Getenv("MARKETD_BENCH_AGAINST"); against != "" {
+		variants = []variant{{"", "false", bin}, {"-against", "", against}}
+	}
+	rounds := 1
+	if v := os.Getenv("MARKETD_BENCH_ROUNDS"); v != "" {
+		if rounds, err = strconv.Atoi(v); err != nil || rounds < 1 {
+			b.Fatalf("MARKETD_BENCH_ROUNDS=%q: want a count of rounds", v)
+		}
 	}
 	stores := make([][]struct{ name, dsn string }, len(variants)) // by variant, then backend
 	for i := range variants {
@@ -72,7 +89,11 @@ func BenchmarkNFTMix(b *testing.B) {
 		for i, v := range variants {
 			st := stores[i][k]
 			name := st.name + v.suffix
-			seed := exec.Command(bin, "seed", "--demo", "--seed", "1", "--offers="+v.offers, "--nfts", strconv.Itoa(nfts))
+			args := []string{"seed", "--demo", "--seed", "1", "--nfts", strconv.Itoa(nfts)}
+			if v.offers != "" {
+				args = append(args, "--offers="+v.offers)
+			}
+			seed := exec.Command(v.bin, args...)
 			seed.Env = append(os.Environ(), "MARKETD_DB="+st.dsn)
 			started := time.Now()
 			if out, err := seed.CombinedOutput(); err != nil {
@@ -80,9 +101,15 @@ func BenchmarkNFTMix(b *testing.B) {
 			}
 			b.Logf("%s: seeded %d NFTs in %v", name, nfts, time.Since(started).Round(time.Second))
 			started = time.Now()
-			in := startInstance(b, "MARKETD_DB="+st.dsn, "MARKETD_RATE_READ=0", "MARKETD_LOG_LEVEL=error")
+			in := startInstanceOf(b, v.bin, "MARKETD_DB="+st.dsn, "MARKETD_RATE_READ=0", "MARKETD_LOG_LEVEL=error")
 			b.Logf("%s: ready %v after start", name, time.Since(started).Round(time.Millisecond))
-			rest, gql := nftMix(b, st.dsn, in.url)
+			var rest []string
+			var gql map[string][][]byte
+			if v.bin == bin {
+				rest, gql = nftMix(b, st.dsn, in.url, rounds*20_000)
+			} else { // another build's store may not open with this one's: the first market's pages
+				rest, gql = samePages(b, markets[0].in.url, in.url, markets[0].rest, markets[0].gql)
+			}
 			if v.offers == "true" {
 				mustShowBestOffers(b, in.url, gql[storetest.NFTPageShapes[0].Name])
 			}
@@ -100,27 +127,38 @@ func BenchmarkNFTMix(b *testing.B) {
 				}
 			}
 		}
-		for _, m := range markets {
-			b.Run(m.name+"/rest", func(b *testing.B) {
+		// inTurns runs kind on every market, rounds times, the first market alternating; a run
+		// is given its round's share of the pages from off.
+		inTurns := func(kind string, run func(b *testing.B, m market, off, per int)) {
+			for r := range rounds {
+				order := slices.Clone(markets)
+				if r%2 == 1 {
+					slices.Reverse(order)
+				}
+				for _, m := range order {
+					per := len(m.rest) / rounds
+					b.Run(m.name+"/"+kind, func(b *testing.B) {
+						run(b, m, r*per, per)
+						rss(b, m.in)
+					})
+				}
+			}
+		}
+		inTurns("rest", func(b *testing.B, m market, off, per int) {
+			benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
+				req, _ := http.NewRequest("GET", m.rest[off+i%per], nil)
+				return send(b, client, req, buf)
+			})
+		})
+		for _, shape := range storetest.NFTPageShapes {
+			inTurns("graphql-"+shape.Name, func(b *testing.B, m market, off, per int) {
+				bodies := m.gql[shape.Name]
 				benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
-					req, _ := http.NewRequest("GET", m.rest[i%len(m.rest)], nil)
+					req, _ := http.NewRequest("POST", m.in.url+"/graphql", bytes.NewReader(bodies[off+i%per]))
+					req.Header.Set("Content-Type", "application/json")
 					return send(b, client, req, buf)
 				})
-				rss(b, m.in)
 			})
-		}
-		for _, shape := range storetest.NFTPageShapes {
-			for _, m := range markets {
-				bodies := m.gql[shape.Name]
-				b.Run(m.name+"/graphql-"+shape.Name, func(b *testing.B) {
-					benchOps(b, func(client *http.Client, buf *bytes.Buffer, i int) bool {
-						req, _ := http.NewRequest("POST", m.in.url+"/graphql", bytes.NewReader(bodies[i%len(bodies)]))
-						req.Header.Set("Content-Type", "application/json")
-						return send(b, client, req, buf)
-					})
-					rss(b, m.in)
-				})
-			}
 		}
 		for _, m := range markets {
 			b.Run(m.name+"/bare", func(b *testing.B) {
@@ -131,6 +169,48 @@ func BenchmarkNFTMix(b *testing.B) {
 			})
 		}
 	}
+}
+
+// samePages writes the pages rest and gql of the market served at from for the market of the
+// same seed served at to: the collections' ids, which each seed draws anew, swapped by slug.
+func samePages(b *testing.B, from, to string, rest []string, gql map[string][][]byte) ([]string, map[string][][]byte) {
+	b.Helper()
+	ids := func(base string) map[string]string { // slug -> id
+		res, err := http.Get(base + "/api/nft/collections?limit=100")
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer res.Body.Close()
+		var page struct{ Items []struct{ ID, Slug string } }
+		if err := json.NewDecoder(res.Body).Decode(&page); err != nil {
+			b.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, c := range page.Items {
+			m[c.Slug] = c.ID
+		}
+		return m
+	}
+	toIDs := ids(to)
+	var swaps []string
+	for slug, id := range ids(from) {
+		if toIDs[slug] == "" {
+			b.Fatalf("the market at %s has no collection %q", to, slug)
+		}
+		swaps = append(swaps, id, toIDs[slug])
+	}
+	swap := strings.NewReplacer(swaps...)
+	var out []string
+	for _, u := range rest {
+		out = append(out, to+swap.Replace(strings.TrimPrefix(u, from)))
+	}
+	bodies := map[string][][]byte{}
+	for shape, bs := range gql {
+		for _, body := range bs {
+			bodies[shape] = append(bodies[shape], []byte(swap.Replace(string(body))))
+		}
+	}
+	return out, bodies
 }
 
 // mustShowBestOffers asks the first pages of bodies over GraphQL at base and fails unless some
@@ -154,9 +234,9 @@ func mustShowBestOffers(b *testing.B, base string, bodies [][]byte) {
 	b.Fatalf("no NFT of the first %d pages at %s has a bestOffer", min(len(bodies), 200), base)
 }
 
-// nftMix draws the 20,000 pages from the store at dsn and writes each as a REST URL on base
+// nftMix draws n pages from the store at dsn and writes each as a REST URL on base
 // and as the same page's GraphQL request in each of storetest.NFTPageShapes, by shape name.
-func nftMix(b *testing.B, dsn, base string) (rest []string, gql map[string][][]byte) {
+func nftMix(b *testing.B, dsn, base string, n int) (rest []string, gql map[string][][]byte) {
 	cfg := storetest.Config(nil)
 	cfg.DB = dsn
 	s, err := store.Open(context.Background(), cfg)
@@ -164,7 +244,7 @@ func nftMix(b *testing.B, dsn, base string) (rest []string, gql map[string][][]b
 		b.Fatal(err)
 	}
 	defer s.Close()
-	mix, err := storetest.NFTPageMix(context.Background(), s, 20_000, 1)
+	mix, err := storetest.NFTPageMix(context.Background(), s, n, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
