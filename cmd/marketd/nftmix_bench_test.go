@@ -39,8 +39,10 @@ import (
 // one and then the other, interleaved, so the two are measured in the same window: what
 // bestOffer costs a read. MARKETD_BENCH_AGAINST=BINARY does the same with another build of
 // marketd (the code before a change, which may predate offers): the market without offers,
-// seeded and served by this build (sub-benchmarks sqlite/...) and by BINARY
-// (sqlite-against/...), each page kind run on one and then the other. MARKETD_BENCH_ROUNDS=R
+// served by this build (sub-benchmarks sqlite/...) and by BINARY (sqlite-against/...), each
+// page kind run on one and then the other. On SQLite both serve one market: BINARY seeds it
+// and this build serves a copy, migrated up as it starts; on PostgreSQL each build seeds its
+// own (the same seed, but the two builds' demo markets may differ). MARKETD_BENCH_ROUNDS=R
 // runs every page kind R times on each market (R × 20,000 distinct pages drawn, a fresh 20,000
 // each round), the market that goes first alternating, so the host's drift falls on both.
 func BenchmarkNFTMix(b *testing.B) {
@@ -58,7 +60,8 @@ func BenchmarkNFTMix(b *testing.B) {
 	default:
 		b.Fatalf("MARKETD_BENCH_OFFERS=%q: want both or nothing", v)
 	}
-	if against := os.Getenv("MARKETD_BENCH_AGAINST"); against != "" {
+	against := os.Getenv("MARKETD_BENCH_AGAINST")
+	if against != "" {
 		variants = []variant{{"", "false", bin}, {"-against", "", against}}
 	}
 	rounds := 1
@@ -93,13 +96,30 @@ func BenchmarkNFTMix(b *testing.B) {
 			if v.offers != "" {
 				args = append(args, "--offers="+v.offers)
 			}
-			seed := exec.Command(v.bin, args...)
-			seed.Env = append(os.Environ(), "MARKETD_DB="+st.dsn)
-			started := time.Now()
-			if out, err := seed.CombinedOutput(); err != nil {
-				b.Fatalf("seed %s: %v: %s", name, err, out)
+			file, sqlite := strings.CutPrefix(st.dsn, "sqlite://")
+			seedWith, seedInto := v.bin, st.dsn
+			if against != "" && sqlite { // one market for both builds: the other seeds it
+				args = args[:len(args)-1]
+				seedWith, seedInto = against, stores[1][k].dsn
 			}
-			b.Logf("%s: seeded %d NFTs in %v", name, nfts, time.Since(started).Round(time.Second))
+			started := time.Now()
+			if against == "" || !sqlite || i == 0 {
+				seed := exec.Command(seedWith, args...)
+				seed.Env = append(os.Environ(), "MARKETD_DB="+seedInto)
+				if out, err := seed.CombinedOutput(); err != nil {
+					b.Fatalf("seed %s: %v: %s", name, err, out)
+				}
+				b.Logf("%s: seeded %d NFTs in %v", name, nfts, time.Since(started).Round(time.Second))
+			}
+			if against != "" && sqlite && i == 0 { // this build serves a copy, migrated at its start
+				raw, err := os.ReadFile(strings.TrimPrefix(seedInto, "sqlite://"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := os.WriteFile(file, raw, 0o600); err != nil {
+					b.Fatal(err)
+				}
+			}
 			started = time.Now()
 			in := startInstanceOf(b, v.bin, "MARKETD_DB="+st.dsn, "MARKETD_RATE_READ=0", "MARKETD_LOG_LEVEL=error")
 			b.Logf("%s: ready %v after start", name, time.Since(started).Round(time.Millisecond))
