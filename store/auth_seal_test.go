@@ -8,7 +8,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +25,7 @@ import (
 
 	"marketd/store"
 	"marketd/store/storetest"
+	"marketd/web"
 )
 
 // sealKEK returns a key-encryption key of its own for each name.
@@ -29,14 +35,17 @@ func sealKEK(name string) []byte {
 }
 
 // sealWitness is what a store's secrets let a client check, taken before a change and checked
-// after it on another instance: a token it signed, its log's key and its operator party.
+// after it on another instance: a token it signed, its log's key and its operator party; and
+// a console session, whose token (the cookie) the store must keep as a hash only.
 type sealWitness struct {
 	token    string
 	logKey   string
 	operator string
+	console  string
 }
 
-// witness signs a party in and notes the log's key and the operator party of s.
+// witness signs a party in, signs a support engineer in to the console and notes the log's
+// key and the operator party of s.
 func witness(t *testing.T, s *store.Store) sealWitness {
 	t.Helper()
 	ctx := context.Background()
@@ -50,11 +59,14 @@ func witness(t *testing.T, s *store.Store) sealWitness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sealWitness{token: tok.Token, logKey: vkey, operator: op}
+	return sealWitness{token: tok.Token, logKey: vkey, operator: op, console: consoleSignIn(t, s)}
 }
 
+// bearers are the credentials w's clients hold: none may be readable in the store.
+func (w sealWitness) bearers() []string { return []string{w.token, w.console} }
+
 // check wants s, another instance on the same database, to accept w's token, sign
-// checkpoints with w's log key and name w's operator party.
+// checkpoints with w's log key, name w's operator party and serve w's console session.
 func (w sealWitness) check(t *testing.T, s *store.Store) {
 	t.Helper()
 	ctx := context.Background()
@@ -78,11 +90,53 @@ func (w sealWitness) check(t *testing.T, s *store.Store) {
 	if p, err := s.Party(ctx, w.operator); err != nil || p == nil {
 		t.Errorf("the operator party is not onboarded: %v", err)
 	}
+	req := httptest.NewRequest("GET", "/admin/sessions", nil)
+	req.AddCookie(&http.Cookie{Name: consoleCookie, Value: w.console})
+	res := httptest.NewRecorder()
+	console(s).ServeHTTP(res, req)
+	if res.Code != http.StatusOK {
+		t.Errorf("the console session opened before: %d %s, want its page", res.Code, res.Header().Get("Location"))
+	}
+}
+
+// consoleCookie is the name of the admin console's session cookie.
+const consoleCookie = "marketd_admin"
+
+// console is the admin console over s, as marketd serve mounts it.
+func console(s *store.Store) *web.Console {
+	return web.New(s, web.Config{Dev: true, Logger: slog.New(slog.DiscardHandler)})
+}
+
+// consoleSignIn makes a console user on s and signs it in through the console's login form,
+// as a browser does; it returns the session's token, the cookie's value.
+func consoleSignIn(t *testing.T, s *store.Store) string {
+	t.Helper()
+	const pw = "a long enough password"
+	if _, err := s.CreateAdminUser(context.Background(), "support", store.RoleViewer, pw, store.AuditEntry{Actor: "cli:root", Addr: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	form := url.Values{"username": {"support"}, "password": {pw}}
+	req := httptest.NewRequest("POST", "/admin/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "same-origin")
+	res := httptest.NewRecorder()
+	console(s).ServeHTTP(res, req)
+	if res.Code != http.StatusSeeOther || res.Header().Get("Location") != "/admin/" {
+		t.Fatalf("console sign-in: %d %s %s", res.Code, res.Header().Get("Location"), res.Body)
+	}
+	for _, c := range res.Result().Cookies() {
+		if c.Name == consoleCookie && c.Value != "" {
+			return c.Value
+		}
+	}
+	t.Fatal("console sign-in set no session cookie")
+	return ""
 }
 
 // wantNoSecretInTheStore reads every value of every table of s and wants none to hold one of
-// the service's secrets, in bytes, base64 or hex.
-func wantNoSecretInTheStore(t *testing.T, s *store.Store) {
+// the service's secrets, in bytes, base64 or hex, nor one of the bearer credentials clients
+// hold (a party's token, a console session's cookie), as text, decoded or in hex.
+func wantNoSecretInTheStore(t *testing.T, s *store.Store, bearers ...string) {
 	t.Helper()
 	ctx := context.Background()
 	secrets, err := s.PlainServiceKeys(ctx)
@@ -96,20 +150,37 @@ func wantNoSecretInTheStore(t *testing.T, s *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tables["service_keys"]) == 0 {
-		t.Fatal("service_keys was not read")
+	read := []string{"service_keys"}
+	if len(bearers) > 0 { // a witness's, its console session among them
+		read = append(read, "admin_sessions")
 	}
+	for _, table := range read {
+		if len(tables[table]) == 0 {
+			t.Fatalf("%s was not read", table)
+		}
+	}
+	forms := map[string][][]byte{}
 	for kid, secret := range secrets {
-		forms := [][]byte{secret, []byte(hex.EncodeToString(secret)), []byte(base64.StdEncoding.EncodeToString(secret)),
+		forms["the secret of "+kid] = [][]byte{secret, []byte(hex.EncodeToString(secret)), []byte(base64.StdEncoding.EncodeToString(secret)),
 			[]byte(base64.RawURLEncoding.EncodeToString(secret))}
 		if len(secret) > 32 { // the log's key, a text holding its seed in base64
-			forms = append(forms, secret[len(secret)-32:])
+			forms["the secret of "+kid] = append(forms["the secret of "+kid], secret[len(secret)-32:])
 		}
+	}
+	for i, bearer := range bearers {
+		name := fmt.Sprintf("bearer credential %d (%.8s…)", i, bearer)
+		forms[name] = [][]byte{[]byte(bearer)}
+		last := bearer[strings.LastIndex(bearer, ".")+1:] // a JWT's signature; a cookie's random bytes
+		if raw, err := base64.RawURLEncoding.DecodeString(last); err == nil && len(raw) >= 16 {
+			forms[name] = append(forms[name], raw, []byte(hex.EncodeToString(raw)))
+		}
+	}
+	for what, encodings := range forms {
 		for table, values := range tables {
 			for _, v := range values {
-				for _, f := range forms {
+				for _, f := range encodings {
 					if bytes.Contains(v, f) {
-						t.Errorf("the secret of %s is readable in %s", kid, table)
+						t.Errorf("%s is readable in %s", what, table)
 					}
 				}
 			}
@@ -120,8 +191,9 @@ func wantNoSecretInTheStore(t *testing.T, s *store.Store) {
 func TestSealedKeys_NoSecretIsReadableInTheStoreAfterStart(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
-		witness(t, s) // every key in use
-		wantNoSecretInTheStore(t, s)
+		w := witness(t, s) // every key in use, a console session open
+		wantNoSecretInTheStore(t, s, w.bearers()...)
+		w.check(t, b.Reopen(t, s.Config())) // the console session too, after a restart
 	})
 }
 
@@ -161,7 +233,7 @@ func TestSealedKeys_MigratingAPlaintextStoreSealsItAndKeepsEveryKey(t *testing.T
 		if err != nil || len(applied) != 1 || !strings.HasSuffix(applied[0], "sealed_keys") {
 			t.Fatalf("migrate: %v %v, want the sealing migration alone", applied, err)
 		}
-		wantNoSecretInTheStore(t, s)
+		wantNoSecretInTheStore(t, s, w.bearers()...)
 		if b.Dialect == store.SQLite { // nor in the file's free space or its WAL
 			path := strings.TrimPrefix(cfg.DB, "sqlite://")
 			for _, f := range []string{path, path + "-wal"} {
@@ -173,6 +245,9 @@ func TestSealedKeys_MigratingAPlaintextStoreSealsItAndKeepsEveryKey(t *testing.T
 					if bytes.Contains(raw, secret) {
 						t.Errorf("the secret of %s is still in %s after sealing", kid, filepath.Base(f))
 					}
+				}
+				if bytes.Contains(raw, []byte(w.console)) {
+					t.Errorf("the console session's token is in %s", filepath.Base(f))
 				}
 			}
 		}
@@ -234,7 +309,7 @@ func TestSealedKeys_RotateKEKKeepsEverythingUnderTheNewKEKOnly(t *testing.T) {
 			t.Errorf("the store seals under %s after the rotation, want %s", s.KEKID(), store.KEKID(next))
 		}
 		w.check(t, s)
-		wantNoSecretInTheStore(t, s)
+		wantNoSecretInTheStore(t, s, w.bearers()...)
 
 		cfg := s.Config()
 		cfg.KEK = next
@@ -283,7 +358,7 @@ func TestSealedKeys_RollingBackTheSealingWritesThePlainKeysBack(t *testing.T) {
 		if up, err := s.Migrate(ctx); err != nil || len(up) != 1 {
 			t.Fatalf("up again: %v %v", up, err)
 		}
-		wantNoSecretInTheStore(t, s)
+		wantNoSecretInTheStore(t, s, w.bearers()...)
 		w.check(t, b.Reopen(t, s.Config()))
 	})
 }

@@ -87,10 +87,9 @@ func New(s *store.Store, cfg Config) *Console {
 		cfg.LoginPerAddr = 20
 	}
 	sm := scs.New()
-	sm.Store = s.AdminSessions()
+	sm.Store = s.AdminSessions() // it keeps each token's hash, never the token
 	sm.IdleTimeout = cfg.IdleTimeout
 	sm.Lifetime = cfg.Lifetime
-	sm.HashTokenInStore = true
 	sm.Cookie.Path = "/admin"
 	sm.Cookie.HttpOnly = true
 	sm.Cookie.SameSite = http.SameSiteStrictMode

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"marketd/cmd/internal/cmdline"
@@ -86,10 +87,19 @@ func loadKEK(c *config, log *slog.Logger) (string, error) {
 	return path + ", as MARKETD_KEK_FILE is unset", nil
 }
 
-// warnLoose says so in the log when others than its owner may read the key file.
+// warnLoose says so in the log when others than its owner may read the key file. Its group
+// may, when that is this process's own group: a Kubernetes Secret's file belongs to root,
+// and marketd reads it through the pod's fsGroup.
 func warnLoose(log *slog.Logger, path string) {
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		log.Warn("the key-encryption key's file is readable by others than its owner; chmod 600 it", "file", path, "mode", fi.Mode().Perm().String())
+	fi, err := os.Stat(path)
+	if err != nil {
+		return
+	}
+	perm := fi.Mode().Perm()
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	ownGroup := ok && int(st.Gid) == os.Getgid()
+	if perm&0o007 != 0 || perm&0o070 != 0 && !ownGroup {
+		log.Warn("the key-encryption key's file is readable by others than its owner; chmod 600 it", "file", path, "mode", perm.String())
 	}
 }
 

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"marketd/store"
@@ -63,6 +66,48 @@ func TestKeys_TheEmbeddedStoreMakesItsKEKOnceInItsFolder(t *testing.T) {
 	}
 	if again, err := store.ReadKEKFile(path); err != nil || string(again) != string(key) {
 		t.Errorf("the key file changed: %v", err)
+	}
+}
+
+func TestKeys_AKEKFileOthersMayReadIsWarnedOfButNotOneItsOwnGroupMay(t *testing.T) {
+	path := writeKEK(t.TempDir(), "k.kek", storetest.KEK[:])
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int(fi.Sys().(*syscall.Stat_t).Gid) != os.Getgid() {
+		t.Skip("the temporary folder gives its files another group than this process's")
+	}
+	cases := []struct {
+		mode  os.FileMode
+		other bool // the file's group is not this process's
+		warn  bool
+	}{
+		{0o600, false, false},
+		{0o400, false, false},
+		{0o440, false, false}, // a Kubernetes Secret's file, read through the pod's fsGroup
+		{0o640, false, false},
+		{0o644, false, true},
+		{0o604, false, true},
+		{0o440, true, true},
+	}
+	for _, tc := range cases {
+		gid := os.Getgid()
+		if tc.other {
+			gid++
+		}
+		if err := os.Chown(path, -1, gid); err != nil {
+			t.Logf("mode %#o in another group: %v (only root may give a file away)", tc.mode, err)
+			continue
+		}
+		if err := os.Chmod(path, tc.mode); err != nil {
+			t.Fatal(err)
+		}
+		var logged bytes.Buffer
+		warnLoose(slog.New(slog.NewTextHandler(&logged, nil)), path)
+		if warned := strings.Contains(logged.String(), "readable by others"); warned != tc.warn {
+			t.Errorf("mode %#o, another group %v: warned %v, want %v (%q)", tc.mode, tc.other, warned, tc.warn, logged.String())
+		}
 	}
 }
 
