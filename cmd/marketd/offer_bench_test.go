@@ -13,15 +13,18 @@ import (
 
 // BenchmarkOfferCrowd is a crowd of owners selling into one collection offer, measured against
 // ordinary traffic on one `marketd serve` process (rate limits off), on SQLite and on
-// PostgreSQL (TEST_DATABASE_URL): a maker offers 1 CC each for up to MARKETD_BENCH_UNITS NFTs of
-// one collection (default 5,000), 64 owners accept into it with their NFTs one at a time,
-// until the offer is exhausted or MARKETD_BENCH_SECONDS pass (default 20); then 64 other
-// wallets send CC transfers for as long. Each op is a prepare + execute pair over HTTP. It
-// reports accepts/s (up to the last accept) against transfers/s, the p50 and p99 of each, how
-// many accepts met offer_exhausted (the only refusal expected), and how many failed otherwise.
+// PostgreSQL (TEST_DATABASE_URL): a maker offers 1 CC each for MARKETD_BENCH_UNITS NFTs of one
+// collection (default 5,000) in offers of the most an offer may ask (1,000), and 64 owners
+// accept into the first one with their NFTs one at a time, moving to the next when it is
+// exhausted, until all are or MARKETD_BENCH_SECONDS pass (default 20); then 64 other wallets
+// send CC transfers for as long. Every owner meets the others on one offer at a time. Each op
+// is a prepare + execute pair over HTTP. It reports accepts/s (up to the last accept) against
+// transfers/s, the p50 and p99 of each, how many accepts met offer_exhausted (the only refusal
+// expected, up to 64 an offer), and how many failed otherwise.
 //
 //	go test ./cmd/marketd -run '^$' -bench BenchmarkOfferCrowd -benchtime 1x
 func BenchmarkOfferCrowd(b *testing.B) {
+	const maxOfferQuantity = 1000 // the most one collection offer may ask
 	const owners = 64
 	seconds, units := benchSetting("MARKETD_BENCH_SECONDS", 20), benchSetting("MARKETD_BENCH_UNITS", 5000)
 	perOwner := (units+owners-1)/owners + 10 // enough NFTs that the offer runs out first
@@ -72,8 +75,12 @@ func BenchmarkOfferCrowd(b *testing.B) {
 				})
 			}
 			wg.Wait()
-			h := c.prepare(in.url, "/api/nft/offer", maker, map[string]any{"collectionId": "crowd", "price": "1", "quantity": units, "expiresAt": now + 3600})
-			offer := c.ok("POST", in.url+"/api/nft/offer/execute", maker.tok, map[string]string{"preparedTransactionHash": h, "signature": maker.SignHash(c.t, h)}).str("cid")
+			var offers []string
+			for left := units; left > 0; left -= maxOfferQuantity {
+				h := c.prepare(in.url, "/api/nft/offer", maker, map[string]any{"collectionId": "crowd", "price": "1", "quantity": min(left, maxOfferQuantity), "expiresAt": now + 3600})
+				offers = append(offers, c.ok("POST", in.url+"/api/nft/offer/execute", maker.tok, map[string]string{"preparedTransactionHash": h, "signature": maker.SignHash(c.t, h)}).str("cid"))
+			}
+			var current atomic.Int64 // the offer the crowd accepts into
 
 			accepts := newTally()
 			var exhausted, lastAccept atomic.Int64
@@ -82,8 +89,12 @@ func BenchmarkOfferCrowd(b *testing.B) {
 			for i := range owners {
 				wg.Go(func() {
 					for k := 0; k < len(held[i]) && !stop.Load(); k++ {
+						o := current.Load()
+						if o >= int64(len(offers)) {
+							return
+						}
 						t0 := time.Now()
-						r, err := c.try("POST", in.url+"/api/nft/offer/accept/prepare", sellers[i].tok, map[string]any{"cid": offer, "contractIds": []string{held[i][k]}})
+						r, err := c.try("POST", in.url+"/api/nft/offer/accept/prepare", sellers[i].tok, map[string]any{"cid": offers[o], "contractIds": []string{held[i][k]}})
 						if err == nil && r.status == 200 {
 							h := r.str("preparedTransactionHash")
 							t1 := time.Now()
@@ -100,10 +111,10 @@ func BenchmarkOfferCrowd(b *testing.B) {
 						switch {
 						case err != nil:
 							accepts.failed[0]++
-						case r.str("code") == "offer_exhausted":
+						case r.str("code") == "offer_exhausted": // on to the next offer, with the same NFT
 							exhausted.Add(1)
-							accepts.mu.Unlock()
-							return
+							current.CompareAndSwap(o, o+1)
+							k--
 						default:
 							accepts.failed[r.status]++
 							b.Logf("accept refused: %s", r.raw)
