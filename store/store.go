@@ -564,8 +564,10 @@ func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 // service's keys (the operator party's among them) and every party's history. The data folder
 // is made 0700 and the database 0600 before SQLite opens it (SQLite gives its -wal and -shm
 // files the database's mode); a folder or file an earlier version left looser is tightened,
-// with a log line. The current directory, holding a database named without a folder, is left
-// as it is.
+// with a log line. A folder others share is never changed: the current directory (a database
+// named without a folder), a sticky folder such as /tmp (shared by design: making it 0700 would
+// lock every other user out of it), and a folder the process may not change (another user's).
+// There the database files are still 0600, and a log line says the folder is shared.
 func (s *Store) privateFiles(path string) error {
 	tighten := func(name string, mode os.FileMode) error {
 		fi, err := os.Stat(name)
@@ -578,7 +580,17 @@ func (s *Store) privateFiles(path string) error {
 		if fi.Mode().Perm()&^mode == 0 {
 			return nil
 		}
+		shared := func() error {
+			s.log.Warn("the SQLite store's folder is shared with other users; its files are 0600, but a folder of its own is safer", "path", name, "mode", fi.Mode().String())
+			return nil
+		}
+		if fi.IsDir() && fi.Mode()&os.ModeSticky != 0 {
+			return shared()
+		}
 		if err := os.Chmod(name, mode); err != nil {
+			if fi.IsDir() && errors.Is(err, os.ErrPermission) {
+				return shared()
+			}
 			return err
 		}
 		s.log.Info("tightened the permissions of the SQLite store", "path", name, "was", fi.Mode().Perm().String(), "now", mode.String())

@@ -131,3 +131,41 @@ func TestSQLite_TheDataFolderAndDatabaseFilesAreTheirUsersAlone(t *testing.T) {
 	}
 	open()
 }
+
+// A store in a folder others share by design (sticky and writable by all, as /tmp is) leaves
+// the folder as it is: making it 0700 would lock every other user of the machine out of it.
+// The database files are still 0600.
+func TestSQLite_AStoreInASharedFolderLeavesTheFolderAlone(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "marketd.db")
+	cfg := storetest.Config(storetest.NewClock(storetest.Epoch))
+	cfg.DB = "sqlite://" + path
+	s, err := store.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	storetest.Onboard(t, s, "alice")
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode()&(os.ModePerm|os.ModeSticky) != 0o777|os.ModeSticky {
+		t.Errorf("the shared folder is %v after the store opened in it, want it left drwxrwxrwt", fi.Mode())
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if fi, err := os.Stat(path + suffix); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, %v; want 0600", path+suffix, fi.Mode(), err)
+		}
+	}
+}
