@@ -19,6 +19,9 @@ type DemoOptions struct {
 	NFTs     int      // how many NFTs to mint in all; 0 means 3,000
 	Seed     uint64   // the random seed of names, traits and prices; 0 means a random one
 	Progress Progress // when not nil, told the NFTs minted so far after each batch of them
+	// OfferProgress, when not nil, is told the offers made so far after each batch of them:
+	// the offers are made once every collection is minted, listed and bought from.
+	OfferProgress Progress
 	// Offers has the seed make offers too (marketd seed --demo does unless --offers=false);
 	// without, the same market without its buy side, which tests written against a one-sided
 	// demo market seed.
@@ -179,6 +182,24 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 	if err != nil {
 		return nil, err
 	}
+	made := 0
+	tellOffers := func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		made += n
+		if o.OfferProgress != nil {
+			o.OfferProgress(made, sum.Offers)
+		}
+	}
+	err = inParallel(len(plans), func(i int) error {
+		if err := s.seedOffers(ctx, plans[i], parties, tellOffers); err != nil {
+			return fmt.Errorf("seed the offers of %s: %w", plans[i].dc.slug, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
 	if err := s.seedSwapDemo(ctx, rng, parties, sum); err != nil {
 		return nil, fmt.Errorf("seed swaps: %w", err)
 	}
@@ -274,6 +295,10 @@ type collectionPlan struct {
 	sold     int
 	offers   []planOffer  // made after the buys (planOffers)
 	accepts  []planAccept // then these accepts into them
+	// collectionID and start are the collection's id and when the seed created it, once it
+	// has (seedCollection).
+	collectionID string
+	start        time.Time
 }
 
 // planListing is one NFT the seed lists.
@@ -339,7 +364,8 @@ func (pl *collectionPlan) minter(serial int) *demoParty {
 
 // seedCollection writes the planned collection: the operator creates it with a public phase
 // open for a year, which allows 20 per party and as many as the plan mints to one; its
-// parties mint their runs from it in serial order, paying its price, list and buy.
+// parties mint their runs from it in serial order, paying its price, list and buy. Its offers
+// come later (seedOffers).
 func (s *Store) seedCollection(ctx context.Context, pl *collectionPlan, parties []*demoParty, minted func(n int)) error {
 	dc := pl.dc
 	c, err := s.CreateCollection(ctx, CollectionSpec{Slug: dc.slug, Name: dc.name, Description: dc.description,
@@ -349,6 +375,7 @@ func (s *Store) seedCollection(ctx context.Context, pl *collectionPlan, parties 
 		return err
 	}
 	now := s.now()
+	pl.collectionID, pl.start = c.ID, now
 	perParty := map[*demoParty]int{}
 	for k, owner := range pl.runs {
 		perParty[owner] += min(demoMintRun, pl.count-k*demoMintRun)
@@ -376,10 +403,7 @@ func (s *Store) seedCollection(ctx context.Context, pl *collectionPlan, parties 
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return s.seedOffers(ctx, pl, c.ID, parties, now)
+	return err
 }
 
 // seedMints mints the collection's next n NFTs to owner, at most MaxBatch a mint, as a

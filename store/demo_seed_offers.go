@@ -175,12 +175,14 @@ func (pl *collectionPlan) openOffers() int {
 }
 
 // seedOffers makes the plan's offers, each maker MaxBatch a transaction (PrepareOffers), the
-// makers at once, then its accepts one after the other, each prepared, signed and executed by
-// the NFT's owner. Offers expire the days they planned after start.
-func (s *Store) seedOffers(ctx context.Context, pl *collectionPlan, collectionID string, parties []*demoParty, start time.Time) error {
+// makers at once, telling made each batch's size, then its accepts one after the other, each
+// prepared, signed and executed by the NFT's owner. Offers expire the days they planned after
+// the collection's start.
+func (s *Store) seedOffers(ctx context.Context, pl *collectionPlan, parties []*demoParty, made func(n int)) error {
 	if len(pl.offers) == 0 {
 		return nil
 	}
+	collectionID, start := pl.collectionID, pl.start
 	cids := make([]string, len(pl.offers))
 	err := inParallel(len(parties), func(m int) error {
 		maker := parties[m]
@@ -221,6 +223,7 @@ func (s *Store) seedOffers(ctx context.Context, pl *collectionPlan, collectionID
 			for j, i := range batch {
 				cids[i] = res.CIDs[j]
 			}
+			made(len(batch))
 		}
 		return nil
 	})

@@ -160,3 +160,38 @@ func deref[T any](p *T) T {
 	}
 	return v
 }
+
+// The seed tells its progress through the offers as it tells it through the NFTs: the offers
+// made so far after each batch, up to every offer, once every NFT is minted.
+func TestSeedDemo_TellsTheOffersMadeAfterTheNFTs(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
+		var nfts, offers [][2]int
+		nftsAfterOffers := 0
+		sum, err := s.SeedDemo(context.Background(), store.DemoOptions{NFTs: 300, Seed: 3, Offers: true,
+			Progress: func(done, total int) {
+				nfts = append(nfts, [2]int{done, total})
+				if len(offers) > 0 {
+					nftsAfterOffers++
+				}
+			},
+			OfferProgress: func(done, total int) { offers = append(offers, [2]int{done, total}) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if nftsAfterOffers > 0 {
+			t.Errorf("%d reports of NFTs minted came after the first of offers made", nftsAfterOffers)
+		}
+		if len(offers) < 2 || offers[len(offers)-1] != [2]int{sum.Offers, sum.Offers} {
+			t.Fatalf("told %v of %d offers", offers, sum.Offers)
+		}
+		for i, o := range offers {
+			if o[1] != sum.Offers || i > 0 && o[0] <= offers[i-1][0] {
+				t.Fatalf("told %v of %d offers: not ever more of them", offers, sum.Offers)
+			}
+		}
+		if len(nfts) == 0 || nfts[len(nfts)-1] != [2]int{sum.NFTs, sum.NFTs} {
+			t.Errorf("told %v of %d NFTs", nfts, sum.NFTs)
+		}
+	})
+}

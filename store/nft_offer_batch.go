@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/uptrace/bun"
 )
 
 // A batch of offers is one signature over 1 to MaxBatch offers of one collection, as a batch
@@ -22,6 +24,30 @@ type offersEffects struct {
 }
 
 func (e *offersEffects) batchKey() batchKey { return batchKey{row: "collection/" + e.CollectionID} }
+
+// crossedByListings is crossedByListing for a batch of offers of one maker and collection,
+// the first that crosses refused: when no listing of another party asks the batch's highest
+// price or less, none crosses, which one read tells (an offer under the floor, as most are);
+// else each is checked alone.
+func crossedByListings(ctx context.Context, db bun.IDB, now time.Time, offers []*Offer) error {
+	top := offers[0]
+	for _, o := range offers[1:] {
+		if o.Price.Cmp(top.Price) > 0 {
+			top = o
+		}
+	}
+	anyNFT := *top
+	anyNFT.Kind, anyNFT.NFTID, anyNFT.Traits = OfferCollection, nil, nil
+	if err := crossedByListing(ctx, db, now, &anyNFT); err == nil || ErrorCode(err) != CodeCrossesListing {
+		return err
+	}
+	for _, o := range offers {
+		if err := crossedByListing(ctx, db, now, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // OffersResult is what a batch of offers adds to the receipt: each offer's id, in the order of
 // the terms.
@@ -49,14 +75,18 @@ func (s *Store) PrepareOffers(ctx context.Context, maker string, terms []OfferTe
 		} else if oe.CollectionID != e.CollectionID {
 			return nil, Errorf(CodeInvalidRequest, "the offers of a batch are of one collection: %s, then %s", e.CollectionID, oe.CollectionID)
 		}
-		if err := crossedByListing(ctx, s.db, now, oe.offer(now)); err != nil {
-			return nil, err
-		}
 		c = oc
 		sum = sum.Add(oe.Lock.Amount)
 		e.Offers = append(e.Offers, *oe)
 	}
 	if err := checkAmountBounds(sum); err != nil {
+		return nil, err
+	}
+	offers := make([]*Offer, len(e.Offers))
+	for i := range e.Offers {
+		offers[i] = e.Offers[i].offer(now)
+	}
+	if err := crossedByListings(ctx, s.db, now, offers); err != nil {
 		return nil, err
 	}
 	inst := e.Offers[0].Lock.Instrument
@@ -98,11 +128,11 @@ func applyOffers(ctx context.Context, tx *Tx, u *Update, e *offersEffects) (any,
 	for i := range e.Offers {
 		o := e.Offers[i].offer(now)
 		o.OfferID = contractID(u.UpdateID, i)
-		if err := crossedByListing(ctx, tx, now, o); err != nil {
-			return nil, err
-		}
 		offers[i] = o
 		t.Create = append(t.Create, o)
+	}
+	if err := crossedByListings(ctx, tx, now, offers); err != nil {
+		return nil, err
 	}
 	e.Lock.add(t, e.Maker)
 	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {

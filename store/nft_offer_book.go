@@ -1,10 +1,13 @@
 package store
 
 import (
-	"cmp"
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,30 +24,109 @@ import (
 // answers. An offer past its expiry is skipped at read time, as the SQL reference does
 // (bestOfferFor), until the service releases it.
 //
-// Per collection it keeps item offers by NFT, collection offers, and trait offers grouped by
-// their criteria, each list best first (price, then offer id); a trait group's criteria are
+// Per collection it keeps item offers by serial, collection offers, and trait offers grouped
+// by their criteria, each list best first (price, then offer id); a trait group's criteria are
 // matched against an NFT's traits, best group first, and the walk stops at the first group
 // that cannot beat what was found. A page costs a few lookups per NFT and a pass over the
 // collection's distinct trait criteria at worst.
+//
+// A market holds about as many open offers as NFTs, so the book is kept compact: each version
+// is a slot of one slice that holds no pointer (the collector never scans it), with its ids as
+// the 32 bytes their text spells, its maker, price and trait group as numbers of tables that
+// hold each once; lists hold slot numbers, and an NFT's item offers are a chain
+// through their slots, its first found by serial. An offer costs its slot and its entry in
+// byCID, about 130 bytes.
 type offerBook struct {
 	mu    sync.RWMutex
-	byCID map[string]*bookOffer
-	colls map[string]*collectionBook
-	// shared holds one copy of each value many offers repeat (makers, collections, kinds,
-	// price keys, trait criteria), so a hundred thousand offers of a few makers keep one
-	// string of each; it only grows, with the distinct values the book has seen.
-	shared   map[string]string
-	criteria map[string][]TraitMatch
+	slots []bookOffer // slot 0 is never used: 0 means none
+	free  []int32     // slots a removed version left, used again first
+	byCID map[contractKey]int32
+	// laterIDs holds the offer id of a version that is not its offer's first (its id is not
+	// its cid's), by slot.
+	laterIDs map[int32]contractKey
+	// makerNo, prices and groups (and priceNo, their numbers by sort key) hold each value once;
+	// they only grow, with the distinct values the book has seen.
+	makerNo  map[string]uint32
+	prices   []bookPrice
+	priceNo  map[string]uint32 // by the price's sort key
+	colls    map[string]*collectionBook
+	groups   []*traitGroup
+	oddTexts map[contractKey]string // the text of each id of another form than a contract id's
 }
 
-// bookOffer is an offer version as the book keeps it.
+// bookOffer is an offer version as the book keeps it, in its slot.
 type bookOffer struct {
-	cid, offerID, maker, kind, collectionID, nftID string
-	criteria                                       []TraitMatch
-	criteriaKey                                    string
-	price                                          Amount
-	key                                            string // the price's descending sort key
-	expires                                        time.Time
+	cid     contractKey
+	expires int64  // Unix microseconds, as the store keeps it
+	maker   uint32 // of makers
+	price   uint32 // of prices
+	serial  uint32 // an item offer's NFT
+	next    int32  // an item offer's: the next offer of its NFT, worse; 0 for none
+	group   int32  // a trait offer's, of groups
+	kind    offerKind
+	later   bool // its offer id is in laterIDs, not its cid
+}
+
+// contractKey is a contract id as the book keeps it: the 32 bytes the 64 hex digits after its
+// "00" spell (ledger.ContractID), which order as the text does. An id of another form is kept
+// as its SHA-256, its text in oddTexts.
+type contractKey [32]byte
+
+// keyOf returns id's key, and false when id is of another form than a contract id's.
+func keyOf(id string) (contractKey, bool) {
+	var k contractKey
+	if len(id) != 66 || id[:2] != "00" || strings.ToLower(id) != id {
+		return sha256.Sum256([]byte(id)), false
+	}
+	if _, err := hex.Decode(k[:], []byte(id[2:])); err != nil {
+		return sha256.Sum256([]byte(id)), false
+	}
+	return k, true
+}
+
+// key is id's key, its text kept when it is of another form.
+func (b *offerBook) key(id string) contractKey {
+	k, ok := keyOf(id)
+	if !ok {
+		b.oddTexts[k] = id
+	}
+	return k
+}
+
+// text is the id k keys.
+func (b *offerBook) text(k contractKey) string {
+	if s, ok := b.oddTexts[k]; ok {
+		return s
+	}
+	return "00" + hex.EncodeToString(k[:])
+}
+
+// bookPrice is a price the book's offers bid, and its descending sort key.
+type bookPrice struct {
+	key    string
+	amount Amount
+}
+
+// offerKind is an offer's kind as the book keeps it.
+type offerKind uint8
+
+const (
+	kindItem offerKind = iota + 1
+	kindCollection
+	kindTrait
+)
+
+var offerKinds = map[string]offerKind{OfferItem: kindItem, OfferCollection: kindCollection, OfferTrait: kindTrait}
+
+// name is the kind as the API names it.
+func (k offerKind) name() string {
+	switch k {
+	case kindItem:
+		return OfferItem
+	case kindCollection:
+		return OfferCollection
+	}
+	return OfferTrait
 }
 
 // BestOffer is the best open offer an NFT can be accepted into.
@@ -55,196 +137,295 @@ type BestOffer struct {
 	ExpiresAt time.Time
 }
 
-func (o *bookOffer) view() *BestOffer {
-	return &BestOffer{CID: o.offerID, Price: o.price, Kind: o.kind, ExpiresAt: o.expires}
+// offerView is an offer row as an NFT's bestOffer (the SQL reference's).
+func offerView(o *Offer) *BestOffer {
+	return &BestOffer{CID: o.OfferID, Price: o.Price, Kind: o.Kind, ExpiresAt: o.ExpiresAt.Time}
 }
 
-// better orders offers best first: by price, then by offer id (as the SQL reference does).
-func better(a, b *bookOffer) int {
-	return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.offerID, b.offerID))
+// view is the offer of slot as an NFT's bestOffer.
+func (b *offerBook) view(slot int32) *BestOffer {
+	o := &b.slots[slot]
+	return &BestOffer{CID: b.text(b.offerID(slot)), Price: b.prices[o.price].amount, Kind: o.kind.name(), ExpiresAt: time.UnixMicro(o.expires).UTC()}
 }
 
-// collectionBook is one collection's open offers.
+// offerID is the offer id of the version of slot.
+func (b *offerBook) offerID(slot int32) contractKey {
+	if b.slots[slot].later {
+		return b.laterIDs[slot]
+	}
+	return b.slots[slot].cid
+}
+
+// better orders the offers of slots i and j best first: by price, then by offer id (as the
+// SQL reference does).
+func (b *offerBook) better(i, j int32) int {
+	x, y := &b.slots[i], &b.slots[j]
+	if x.price != y.price {
+		return strings.Compare(b.prices[x.price].key, b.prices[y.price].key)
+	}
+	xi, yi := b.offerID(i), b.offerID(j)
+	if len(b.oddTexts) > 0 { // ids of another form order as their texts
+		return strings.Compare(b.text(xi), b.text(yi))
+	}
+	return bytes.Compare(xi[:], yi[:])
+}
+
+// collectionBook is one collection's open offers, as slots.
 type collectionBook struct {
-	items      map[string][]*bookOffer // item offers by NFT id
-	whole      []*bookOffer            // collection offers
-	groups     []*traitGroup           // trait offers by criteria, the group with the best offer first
-	byCriteria map[string]*traitGroup
+	items      []int32 // by serial: the best item offer of the NFT, the first of its chain
+	whole      []int32 // collection offers
+	groups     []int32 // trait offers by criteria (of offerBook.groups), the group with the best offer first
+	byCriteria map[string]int32
 }
 
 type traitGroup struct {
 	criteria []TraitMatch
-	offers   []*bookOffer
+	offers   []int32
 }
 
 func newOfferBook() *offerBook {
-	return &offerBook{byCID: map[string]*bookOffer{}, colls: map[string]*collectionBook{}, shared: map[string]string{}, criteria: map[string][]TraitMatch{}}
-}
-
-// bookOf makes the book's entry of an offer row, outside any book (the SQL reference's).
-func bookOf(o *Offer) *bookOffer {
-	b := &bookOffer{cid: o.CID, offerID: o.OfferID, maker: o.Maker, kind: o.Kind, collectionID: o.CollectionID,
-		price: o.Price, key: o.PriceKey, expires: o.ExpiresAt.Time, criteria: o.criteria()}
-	if o.NFTID != nil {
-		b.nftID = *o.NFTID
-	}
-	if o.Traits != nil {
-		b.criteriaKey = *o.Traits
-	}
-	return b
-}
-
-// entryOf is bookOf for an entry the book keeps: the values offers repeat are the book's one
-// copy, and an offer's first version's id is its cid's string. Callers hold the write lock,
-// or own a book nobody reads yet.
-func (b *offerBook) entryOf(o *Offer) *bookOffer {
-	e := &bookOffer{cid: o.CID, offerID: o.OfferID, maker: b.share(o.Maker), kind: b.share(o.Kind), collectionID: b.share(o.CollectionID),
-		price: o.Price, key: b.share(o.PriceKey), expires: o.ExpiresAt.Time}
-	if e.offerID == e.cid {
-		e.offerID = e.cid
-	}
-	if o.NFTID != nil {
-		e.nftID = *o.NFTID
-	}
-	if o.Traits != nil {
-		e.criteriaKey = b.share(*o.Traits)
-		c, ok := b.criteria[e.criteriaKey]
-		if !ok {
-			c = o.criteria()
-			b.criteria[e.criteriaKey] = c
-		}
-		e.criteria = c
-	}
-	return e
-}
-
-// share is the book's one copy of v.
-func (b *offerBook) share(v string) string {
-	if s, ok := b.shared[v]; ok {
-		return s
-	}
-	b.shared[v] = v
-	return v
+	return &offerBook{slots: make([]bookOffer, 1), byCID: map[contractKey]int32{}, laterIDs: map[int32]contractKey{},
+		makerNo: map[string]uint32{}, priceNo: map[string]uint32{}, colls: map[string]*collectionBook{}, oddTexts: map[contractKey]string{}}
 }
 
 // replace makes the book hold exactly what nb holds.
 func (b *offerBook) replace(nb *offerBook) {
 	b.mu.Lock()
-	b.byCID, b.colls, b.shared, b.criteria = nb.byCID, nb.colls, nb.shared, nb.criteria
-	b.mu.Unlock()
+	defer b.mu.Unlock()
+	b.slots, b.free, b.byCID, b.laterIDs, b.oddTexts = nb.slots, nb.free, nb.byCID, nb.laterIDs, nb.oddTexts
+	b.makerNo, b.prices, b.priceNo = nb.makerNo, nb.prices, nb.priceNo
+	b.colls, b.groups = nb.colls, nb.groups
 }
 
-// apply puts the active versions of rows and takes out the consumed ones (and any cid of gone
-// that no row names), under the write lock; it returns the collections it changed.
-func (b *offerBook) apply(rows []Offer, gone []string) map[string]bool {
+// apply puts the active versions of rows and takes out the consumed ones, under the write lock;
+// it returns the collections it changed.
+func (b *offerBook) apply(rows []Offer) map[string]bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	changed := map[string]bool{}
 	for i := range rows {
 		o := &rows[i]
-		if _, held := b.byCID[o.CID]; held == o.Active() {
+		k, _ := keyOf(o.CID)
+		if _, held := b.byCID[k]; held == o.Active() {
 			continue
 		}
 		changed[o.CollectionID] = true
 		if o.Active() {
-			b.put(b.entryOf(o))
+			b.put(o)
 		} else {
-			b.remove(o.CID)
-		}
-	}
-	for _, cid := range gone {
-		if o := b.byCID[cid]; o != nil {
-			changed[o.collectionID] = true
-			b.remove(cid)
+			b.remove(k, b.colls[o.CollectionID])
 		}
 	}
 	return changed
 }
 
-func insertSorted(list []*bookOffer, o *bookOffer) []*bookOffer {
-	i, _ := slices.BinarySearchFunc(list, o, better)
-	return slices.Insert(list, i, o)
-}
-
-func removeFrom(list []*bookOffer, o *bookOffer) []*bookOffer {
-	return slices.DeleteFunc(list, func(x *bookOffer) bool { return x == o })
-}
-
-func (b *offerBook) put(o *bookOffer) {
-	b.byCID[o.cid] = o
-	cb := b.colls[o.collectionID]
+// put adds the active version o. Callers hold the write lock, or own a book nobody reads yet.
+func (b *offerBook) put(o *Offer) {
+	kind := offerKinds[o.Kind]
+	if kind == 0 {
+		return // no kind the book knows: no NFT can be accepted into it
+	}
+	var slot int32
+	if n := len(b.free); n > 0 {
+		slot, b.free = b.free[n-1], b.free[:n-1]
+	} else {
+		slot = int32(len(b.slots))
+		b.slots = append(b.slots, bookOffer{})
+	}
+	cb := b.colls[o.CollectionID]
 	if cb == nil {
-		cb = &collectionBook{items: map[string][]*bookOffer{}, byCriteria: map[string]*traitGroup{}}
-		b.colls[o.collectionID] = cb
+		cb = &collectionBook{byCriteria: map[string]int32{}}
+		b.colls[o.CollectionID] = cb
 	}
-	switch o.kind {
-	case OfferItem:
-		cb.items[o.nftID] = insertSorted(cb.items[o.nftID], o)
-	case OfferCollection:
-		cb.whole = insertSorted(cb.whole, o)
-	case OfferTrait:
-		g := cb.byCriteria[o.criteriaKey]
-		if g == nil {
-			g = &traitGroup{criteria: o.criteria}
-			cb.byCriteria[o.criteriaKey] = g
-			cb.groups = append(cb.groups, g)
+	cid := b.key(o.CID)
+	b.slots[slot] = bookOffer{cid: cid, maker: b.maker(o.Maker), price: b.price(o.PriceKey, o.Price),
+		expires: o.ExpiresAt.UnixMicro(), kind: kind}
+	if o.OfferID != o.CID {
+		b.slots[slot].later = true
+		b.laterIDs[slot] = b.key(o.OfferID)
+	}
+	b.byCID[cid] = slot
+	switch kind {
+	case kindItem:
+		b.slots[slot].serial = offerSerial(o)
+		cb.putItem(b, slot)
+	case kindCollection:
+		cb.whole = b.insertSorted(cb.whole, slot)
+	case kindTrait:
+		key := ""
+		if o.Traits != nil {
+			key = *o.Traits
 		}
-		g.offers = insertSorted(g.offers, o)
-		cb.sortGroups()
+		g, ok := cb.byCriteria[key]
+		if !ok {
+			g = int32(len(b.groups))
+			b.groups = append(b.groups, &traitGroup{criteria: o.criteria()})
+			cb.byCriteria[key] = g
+		}
+		b.slots[slot].group = g
+		tg := b.groups[g]
+		tg.offers = b.insertSorted(tg.offers, slot)
+		if tg.offers[0] == slot {
+			cb.placeGroup(b, g) // a new group, or a new best of its group
+		}
 	}
 }
 
-func (b *offerBook) remove(cid string) {
-	o := b.byCID[cid]
-	delete(b.byCID, cid)
-	cb := b.colls[o.collectionID]
-	switch o.kind {
-	case OfferItem:
-		if cb.items[o.nftID] = removeFrom(cb.items[o.nftID], o); len(cb.items[o.nftID]) == 0 {
-			delete(cb.items, o.nftID)
+// offerSerial is the serial of an item offer's NFT.
+func offerSerial(o *Offer) uint32 {
+	if o.Serial != nil {
+		return uint32(*o.Serial)
+	}
+	if o.NFTID != nil {
+		_, serial, _ := splitNFTID(*o.NFTID)
+		return serial
+	}
+	return 0
+}
+
+// maker is maker m's number.
+func (b *offerBook) maker(m string) uint32 {
+	n, ok := b.makerNo[m]
+	if !ok {
+		n = uint32(len(b.makerNo))
+		b.makerNo[m] = n
+	}
+	return n
+}
+
+// price is the number of the price of sort key key.
+func (b *offerBook) price(key string, amount Amount) uint32 {
+	n, ok := b.priceNo[key]
+	if !ok {
+		n = uint32(len(b.prices))
+		b.prices = append(b.prices, bookPrice{key: key, amount: amount})
+		b.priceNo[key] = n
+	}
+	return n
+}
+
+// remove takes out the version of cid k, which the book holds, of the collection cb.
+func (b *offerBook) remove(k contractKey, cb *collectionBook) {
+	slot := b.byCID[k]
+	delete(b.byCID, k)
+	e := b.slots[slot]
+	switch e.kind {
+	case kindItem:
+		cb.removeItem(b, slot)
+	case kindCollection:
+		cb.whole = removeSlot(cb.whole, slot)
+	case kindTrait:
+		g := b.groups[e.group]
+		wasBest := g.offers[0] == slot
+		if g.offers = removeSlot(g.offers, slot); len(g.offers) == 0 {
+			// The group stays in the table, empty, for its criteria's next offer.
+			cb.groups = removeSlot(cb.groups, e.group)
+		} else if wasBest {
+			cb.placeGroup(b, e.group)
 		}
-	case OfferCollection:
-		cb.whole = removeFrom(cb.whole, o)
-	case OfferTrait:
-		g := cb.byCriteria[o.criteriaKey]
-		if g.offers = removeFrom(g.offers, o); len(g.offers) == 0 {
-			delete(cb.byCriteria, o.criteriaKey)
-			cb.groups = slices.DeleteFunc(cb.groups, func(x *traitGroup) bool { return x == g })
-		}
-		cb.sortGroups()
+	}
+	if e.later {
+		delete(b.laterIDs, slot)
+	}
+	b.slots[slot] = bookOffer{}
+	b.free = append(b.free, slot)
+}
+
+// insertSorted puts slot into list, best first.
+func (b *offerBook) insertSorted(list []int32, slot int32) []int32 {
+	i, _ := slices.BinarySearchFunc(list, slot, b.better)
+	return slices.Insert(list, i, slot)
+}
+
+func removeSlot(list []int32, slot int32) []int32 {
+	return slices.DeleteFunc(list, func(x int32) bool { return x == slot })
+}
+
+// putItem links the item offer of slot into its NFT's chain, best first.
+func (cb *collectionBook) putItem(b *offerBook, slot int32) {
+	serial := b.slots[slot].serial
+	if int(serial) >= len(cb.items) {
+		cb.items = append(cb.items, make([]int32, int(serial)+1-len(cb.items))...)
+	}
+	prev, cur := int32(0), cb.items[serial]
+	for cur != 0 && b.better(cur, slot) < 0 {
+		prev, cur = cur, b.slots[cur].next
+	}
+	b.slots[slot].next = cur
+	if prev == 0 {
+		cb.items[serial] = slot
+	} else {
+		b.slots[prev].next = slot
 	}
 }
 
-func (cb *collectionBook) sortGroups() {
-	slices.SortFunc(cb.groups, func(a, b *traitGroup) int { return better(a.offers[0], b.offers[0]) })
+// removeItem unlinks the item offer of slot from its NFT's chain.
+func (cb *collectionBook) removeItem(b *offerBook, slot int32) {
+	serial := b.slots[slot].serial
+	prev, cur := int32(0), cb.items[serial]
+	for cur != 0 && cur != slot {
+		prev, cur = cur, b.slots[cur].next
+	}
+	if cur == 0 {
+		return
+	}
+	if prev == 0 {
+		cb.items[serial] = b.slots[slot].next
+	} else {
+		b.slots[prev].next = b.slots[slot].next
+	}
 }
 
-// first is the best offer of list that owner can accept at now: not its own, not expired.
-func first(list []*bookOffer, owner string, now time.Time) *bookOffer {
-	for _, o := range list {
-		if o.maker != owner && now.Before(o.expires) {
-			return o
-		}
-	}
-	return nil
+// placeGroup moves group g, whose best offer changed (or which is new), to its place in the
+// collection's groups.
+func (cb *collectionBook) placeGroup(b *offerBook, g int32) {
+	cb.groups = removeSlot(cb.groups, g)
+	i, _ := slices.BinarySearchFunc(cb.groups, g, func(x, y int32) int { return b.better(b.groups[x].offers[0], b.groups[y].offers[0]) })
+	cb.groups = slices.Insert(cb.groups, i, g)
 }
 
-// best is the best offer the NFT nftID, held by owner with traits, can be accepted into.
-func (cb *collectionBook) best(nftID, owner string, traits []Trait, now time.Time) *bookOffer {
-	var top *bookOffer
-	take := func(o *bookOffer) {
-		if o != nil && (top == nil || better(o, top) < 0) {
-			top = o
+// acceptable tells whether the offer of slot is one owner (maker number, -1 for none of the
+// book's makers) can accept at nowUS (Unix microseconds): not its own, not expired.
+func (b *offerBook) acceptable(slot int32, owner int64, nowUS int64) bool {
+	o := &b.slots[slot]
+	return int64(o.maker) != owner && nowUS < o.expires
+}
+
+// first is the best offer of list that owner can accept at nowUS, 0 for none.
+func (b *offerBook) first(list []int32, owner int64, nowUS int64) int32 {
+	for _, slot := range list {
+		if b.acceptable(slot, owner, nowUS) {
+			return slot
 		}
 	}
-	take(first(cb.items[nftID], owner, now))
-	take(first(cb.whole, owner, now))
-	for _, g := range cb.groups {
-		if top != nil && better(g.offers[0], top) > 0 {
+	return 0
+}
+
+// best is the best offer the NFT of serial, held by owner with traits, can be accepted into
+// at nowUS; 0 for none.
+func (b *offerBook) best(cb *collectionBook, serial uint32, owner int64, traits []Trait, nowUS int64) int32 {
+	var top int32
+	take := func(slot int32) {
+		if slot != 0 && (top == 0 || b.better(slot, top) < 0) {
+			top = slot
+		}
+	}
+	if int(serial) < len(cb.items) {
+		for slot := cb.items[serial]; slot != 0; slot = b.slots[slot].next {
+			if b.acceptable(slot, owner, nowUS) {
+				take(slot)
+				break
+			}
+		}
+	}
+	take(b.first(cb.whole, owner, nowUS))
+	for _, gn := range cb.groups {
+		g := b.groups[gn]
+		if top != 0 && b.better(g.offers[0], top) > 0 {
 			break // no offer of this group or the ones after it beats top
 		}
 		if matchesTraits(g.criteria, traits) {
-			take(first(g.offers, owner, now))
+			take(b.first(g.offers, owner, nowUS))
 		}
 	}
 	return top
@@ -256,16 +437,24 @@ func (b *offerBook) annotate(collectionID string, nfts []NFTView, now time.Time)
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	cb := b.colls[collectionID]
+	// An offer holds until the microsecond it expires: now is before it exactly when now's
+	// whole microseconds are.
+	nowUS := now.UnixMicro()
 	var until time.Time
 	for i := range nfts {
 		nfts[i].BestOffer = nil
 		if cb == nil {
 			continue
 		}
-		if o := cb.best(nftIDOf(collectionID, nfts[i].Serial), nfts[i].Owner, nfts[i].Traits, now); o != nil {
-			nfts[i].BestOffer = o.view()
-			if until.IsZero() || o.expires.Before(until) {
-				until = o.expires
+		owner := int64(-1)
+		if m, made := b.makerNo[nfts[i].Owner]; made {
+			owner = int64(m)
+		}
+		if slot := b.best(cb, uint32(nfts[i].Serial), owner, nfts[i].Traits, nowUS); slot != 0 {
+			v := b.view(slot)
+			nfts[i].BestOffer = v
+			if until.IsZero() || v.ExpiresAt.Before(until) {
+				until = v.ExpiresAt
 			}
 		}
 	}
@@ -274,8 +463,8 @@ func (b *offerBook) annotate(collectionID string, nfts []NFTView, now time.Time)
 
 // ---- kept by the NFT index's build and follower
 
-// bookColumns are the columns of an offer row the book keeps (bookOf).
-var bookColumns = []string{"cid", "offer_id", "maker", "kind", "collection_id", "nft_id", "traits", "price", "price_key", "expires_at"}
+// bookColumns are the columns of an offer row the book keeps (put).
+var bookColumns = []string{"cid", "offer_id", "maker", "kind", "collection_id", "serial", "traits", "price", "price_key", "expires_at"}
 
 // loadOffers reads every open offer, for the book's build: the columns the book keeps, a batch
 // at a time, each put in the new book before the next is read, so the build holds no more than
@@ -294,7 +483,7 @@ func (x *nftIndex) loadOffers(ctx context.Context) error {
 			return err
 		}
 		for i := range rows {
-			nb.put(nb.entryOf(&rows[i]))
+			nb.put(&rows[i])
 		}
 		if len(rows) < batch {
 			break
@@ -324,7 +513,7 @@ func (x *nftIndex) rereadOffers(ctx context.Context, cids []string) error {
 		if err := x.s.db.NewSelect().Model(&rows).Where("cid IN (?)", bun.In(chunk)).Scan(ctx); err != nil {
 			return err
 		}
-		for id := range x.s.offerBook.apply(rows, nil) {
+		for id := range x.s.offerBook.apply(rows) {
 			x.s.nftPages.invalidate(id)
 		}
 	}
@@ -350,7 +539,7 @@ func (s *Store) bestOffersBySQL(ctx context.Context, collectionID string, nfts [
 		}
 		nfts[i].BestOffer = nil
 		if o != nil {
-			nfts[i].BestOffer = bookOf(o).view()
+			nfts[i].BestOffer = offerView(o)
 			if until.IsZero() || o.ExpiresAt.Before(until) {
 				until = o.ExpiresAt.Time
 			}

@@ -178,9 +178,15 @@ func seedCmd(args []string) error {
 	defer s.Close()
 	start := time.Now()
 	p := newProgress(os.Stderr, "seeded %s / %s NFTs")
+	offersLine := newProgress(os.Stderr, "made %s / %s offers")
 	o.Progress = p.report
+	o.OfferProgress = func(done, total int) {
+		p.end() // the NFTs are seeded: the offers' line starts on a line of its own
+		offersLine.report(done, total)
+	}
 	sum, err := s.SeedDemo(ctx, o)
 	p.end()
+	offersLine.end()
 	if err != nil {
 		return storeError(err)
 	}

@@ -102,7 +102,7 @@ func TestSeed_ShowsProgressOnATerminalAndOnlyItsJSONElsewhere(t *testing.T) {
 		out := seedRun(t, tty)
 		tty.Close()
 		screen := <-drawn
-		for _, w := range []string{"applied ", " migrations, ", "seeded 1,200 / 1,200 NFTs, "} {
+		for _, w := range []string{"applied ", " migrations, ", "seeded 1,200 / 1,200 NFTs, ", "made 1,200 / 1,200 offers, "} {
 			if !strings.Contains(screen, w) {
 				t.Errorf("the terminal shows no %q: %q", w, screen)
 			}
