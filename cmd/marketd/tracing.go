@@ -66,9 +66,13 @@ func setupTracing(ctx context.Context) (*tracing, error) {
 		sdktrace.WithIDGenerator(presetIDs{}),
 	)
 	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	otel.SetTextMapPropagator(propagator)
 	return &tracing{provider: tp, root: root}, nil
 }
+
+// propagator reads and writes W3C traceparent, tracestate and baggage: the global one, and
+// the doors'.
+var propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 
 // rootSampler is the sampler of a trace a request starts, named as OTEL_TRACES_SAMPLER names
 // it; the parent-based names give the same root sampler (marketd always follows a parent).
@@ -107,7 +111,7 @@ func (t *tracing) wrap(h http.Handler) http.Handler {
 	}
 	traced := otelhttp.NewHandler(h, "marketd",
 		otelhttp.WithTracerProvider(t.provider),
-		otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
+		otelhttp.WithPropagators(propagator),
 		otelhttp.WithSpanNameFormatter(spanName),
 		otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthz" && r.URL.Path != "/readyz" }))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
