@@ -61,7 +61,14 @@ func TestCrash_WritesKilledMidFlightLoseNothingAndTheIndexAgreesWithSQL(t *testi
 			// sweep needs two listings of others standing at once).
 			const maxRounds = 20
 			for round := 0; round < 3 || (round < maxRounds && len(uncommittedKinds(t, db)) > 0); round++ {
-				load := startMixedWrites(c, in.url, crashMarket{col, drop, pool}, traders, minters, uint64(round))
+				// From the fourth round on, half the traders' steps make a kind of write
+				// not committed yet: the rare ones (a cancel needs a listing of one's own
+				// still standing) may miss three rounds by chance.
+				var wanted []string
+				if round >= 3 {
+					wanted = uncommittedKinds(t, db)
+				}
+				load := startMixedWrites(c, in.url, crashMarket{col, drop, pool}, traders, minters, uint64(round), wanted...)
 				time.Sleep(time.Duration(400+mrand.IntN(800)) * time.Millisecond)
 				in.cmd.Process.Signal(syscall.SIGKILL)
 				<-in.done
@@ -128,20 +135,28 @@ type mixedWrites struct {
 }
 
 // startMixedWrites starts the writes through the instance at base; seed picks their random
-// choices. Failures (an instance or store gone, a lost race) are tolerated and not counted.
-func startMixedWrites(c *client, base string, m crashMarket, traders, minters []*party, seed uint64) *mixedWrites {
+// choices, and half the traders' steps make one of the kinds wanted (update kinds), when any
+// are. Failures (an instance or store gone, a lost race) are tolerated and not counted.
+func startMixedWrites(c *client, base string, m crashMarket, traders, minters []*party, seed uint64, wanted ...string) *mixedWrites {
 	w := &mixedWrites{}
 	for i, p := range traders {
 		w.groups.Go(func() {
 			rng := mrand.New(mrand.NewPCG(seed, uint64(i)))
 			for !w.halt.Load() {
-				step := nftStep
-				if rng.IntN(2) == 0 {
-					step = func(c *client, base, _ string, p *party, traders []*party, rng *mrand.Rand) (string, bool) {
-						return swapStep(c, base, m.pool, p, rng)
+				if len(wanted) > 0 && rng.IntN(2) == 0 {
+					kind := wanted[rng.IntN(len(wanted))]
+					if choice, ok := nftSteps[kind]; ok {
+						w.note(nftStep(c, base, m.col, p, traders, rng, choice))
+					} else if choice, ok := swapSteps[kind]; ok {
+						w.note(swapStep(c, base, m.pool, p, rng, choice))
 					}
+					continue
 				}
-				w.note(step(c, base, m.col, p, traders, rng))
+				if rng.IntN(2) == 0 {
+					w.note(swapStep(c, base, m.pool, p, rng, rng.IntN(6)))
+				} else if choice := rng.IntN(8); choice != 7 || rng.IntN(4) == 0 { // burns are rarer: the supply is finite
+					w.note(nftStep(c, base, m.col, p, traders, rng, choice))
+				}
 			}
 		})
 	}
@@ -276,8 +291,16 @@ func checkDrop(t *testing.T, db *sql.DB, drop string) {
 	}
 }
 
-// nftStep makes one random NFT write as p and returns its update id when it was acknowledged.
-func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand.Rand) (string, bool) {
+// nftSteps and swapSteps are the choice of nftStep and swapStep that makes each kind of write.
+var (
+	nftSteps = map[string]int{"nft.mint": 0, "nft.list": 2, "nft.cancel": 3, "nft.buy": 4, "nft.transfer": 5, "nft.sweep": 6, "nft.burn": 7}
+	// swapSteps' 5 cancels an intent when p has one, and claims fees otherwise (or by chance).
+	swapSteps = map[string]int{"swap.lp-quote": 0, "swap.lp-quote-cancel": 2, "swap.intent": 3, "swap.intent-cancel": 5, "swap.lp-claim-fees": 5}
+)
+
+// nftStep makes the NFT write of choice (0 to 7, at random in it) as p and returns its update
+// id when it was acknowledged.
+func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand.Rand, choice int) (string, bool) {
 	get := func(query string) []map[string]any {
 		r, err := c.try("GET", base+"/api/nft/collection/"+col+"/nfts?"+query, "", nil)
 		if err != nil || r.status != 200 {
@@ -308,18 +331,28 @@ func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand
 		}
 		return pick(out)
 	}
-	switch rng.IntN(8) {
+	switch choice {
 	case 0, 1:
 		return exec("/api/nft/mint/atomic/prepare", "/api/nft/mint/atomic/execute", map[string]string{"collectionId": col})
 	case 2:
 		if n := mine(false); n != nil {
 			return exec("/api/nft/list/prepare", "/api/nft/list/execute", map[string]string{"contractId": n["contractId"].(string), "price": fmt.Sprint(1 + rng.IntN(20))})
 		}
-	case 3:
-		if n := mine(true); n != nil {
-			cid := n["listing"].(map[string]any)["cid"].(string)
-			return exec("/api/nft/list/"+cid+"/cancel/prepare", "/api/nft/list/cancel/execute", map[string]string{})
+	case 3: // a listing of one's own, listed first when none stands (the listing goes unnoted)
+		n := mine(true)
+		if n == nil {
+			if n = mine(false); n == nil {
+				break
+			}
+			if _, ok := exec("/api/nft/list/prepare", "/api/nft/list/execute", map[string]string{"contractId": n["contractId"].(string), "price": fmt.Sprint(1 + rng.IntN(20))}); !ok {
+				break
+			}
+			if n = mine(true); n == nil {
+				break
+			}
 		}
+		cid := n["listing"].(map[string]any)["cid"].(string)
+		return exec("/api/nft/list/"+cid+"/cancel/prepare", "/api/nft/list/cancel/execute", map[string]string{})
 	case 4:
 		var others []map[string]any
 		for _, n := range get("listed=true&sort=price_asc&limit=50") {
@@ -340,10 +373,8 @@ func nftStep(c *client, base, col string, p *party, traders []*party, rng *mrand
 	case 6: // the two cheapest listings, whoever's (one's own fails and is retried)
 		return exec("/api/nft/sweep/buy/prepare", "/api/nft/sweep/buy/execute", map[string]any{"collectionId": col, "count": 2, "maxTotal": "50"})
 	case 7:
-		if rng.IntN(4) == 0 { // burns are rarer: the supply is finite
-			if n := mine(rng.IntN(2) == 0); n != nil {
-				return exec("/api/nft/burn/prepare", "/api/nft/burn/execute", map[string]string{"contractId": n["contractId"].(string)})
-			}
+		if n := mine(rng.IntN(2) == 0); n != nil {
+			return exec("/api/nft/burn/prepare", "/api/nft/burn/execute", map[string]string{"contractId": n["contractId"].(string)})
 		}
 	}
 	return "", false
@@ -505,7 +536,7 @@ func createCrashPool(t *testing.T, dsn string) string {
 
 // swapStep makes one random swap write as p (an LP quote or its cancel, a swap or its cancel,
 // a fee claim) and returns its update id when it was acknowledged.
-func swapStep(c *client, base, pool string, p *party, rng *mrand.Rand) (string, bool) {
+func swapStep(c *client, base, pool string, p *party, rng *mrand.Rand, choice int) (string, bool) {
 	exec := func(prepare, execute string, body any) (string, bool) {
 		return c.write(base, p, prepare, execute, body)
 	}
@@ -522,7 +553,7 @@ func swapStep(c *client, base, pool string, p *party, rng *mrand.Rand) (string, 
 		return s
 	}
 	later := time.Now().Add(time.Hour).Unix()
-	switch rng.IntN(6) {
+	switch choice {
 	case 0, 1:
 		side := []string{"bid", "ask"}[rng.IntN(2)]
 		price := fmt.Sprintf("%.2f", 1.9+0.2*rng.Float64())
