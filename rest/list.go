@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"bytes"
 	"net/http"
 	"strconv"
 
@@ -36,13 +35,25 @@ func writeList[T, V any](w http.ResponseWriter, page store.Page[T], view func(T)
 	writeJSON(w, http.StatusOK, listOf(page, view))
 }
 
-// writeSharedList answers a page as writeList does, rendered once for every caller the store
-// serves the same page from memory to; view must not depend on the request or the time.
-func writeSharedList[T, V any](w http.ResponseWriter, page store.Page[T], view func(T) V) error {
+// writeSharedList answers a page as writeList does, each item appended to the JSON by item,
+// rendered once for every caller the store serves the same page from memory to; item must
+// not depend on the request or the time.
+func writeSharedList[T any](w http.ResponseWriter, page store.Page[T], item func(b []byte, it T) []byte) error {
 	b, err := page.Render("rest", func() ([]byte, error) {
-		var buf bytes.Buffer
-		err := encodeJSON(&buf, listOf(page, view))
-		return buf.Bytes(), err
+		b := append(make([]byte, 0, 1024*(1+len(page.Items))), `{"items":[`...)
+		for i, it := range page.Items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = item(b, it)
+		}
+		b = append(b, `],"cursor":`...)
+		if page.Cursor == "" {
+			b = append(b, "null"...)
+		} else {
+			b = appendJSONString(b, page.Cursor)
+		}
+		return append(b, '}', '\n'), nil
 	})
 	if err != nil {
 		return err

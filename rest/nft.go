@@ -220,7 +220,10 @@ func (srv *Server) collectionNFTs(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	return writeSharedList(w, page, viewNFT)
+	return writeSharedList(w, page, func(b []byte, n store.NFTView) []byte {
+		v := viewNFT(n)
+		return v.appendJSON(b)
+	})
 }
 
 func (srv *Server) nftDetail(w http.ResponseWriter, r *http.Request) error {

@@ -95,10 +95,27 @@ func (b *offerBook) key(id string) contractKey {
 
 // text is the id k keys.
 func (b *offerBook) text(k contractKey) string {
-	if s, ok := b.oddTexts[k]; ok {
-		return s
+	return string(b.appendText(nil, k))
+}
+
+// appendText appends the id k keys to dst.
+func (b *offerBook) appendText(dst []byte, k contractKey) []byte {
+	if len(b.oddTexts) > 0 {
+		if s, ok := b.oddTexts[k]; ok {
+			return append(dst, s...)
+		}
 	}
-	return "00" + hex.EncodeToString(k[:])
+	return hex.AppendEncode(append(dst, "00"...), k[:])
+}
+
+// textLen is the length of the id k keys.
+func (b *offerBook) textLen(k contractKey) int {
+	if len(b.oddTexts) > 0 {
+		if s, ok := b.oddTexts[k]; ok {
+			return len(s)
+		}
+	}
+	return 2 + 2*len(k)
 }
 
 // bookPrice is a price the book's offers bid, and its descending sort key.
@@ -140,12 +157,6 @@ type BestOffer struct {
 // offerView is an offer row as an NFT's bestOffer (the SQL reference's).
 func offerView(o *Offer) *BestOffer {
 	return &BestOffer{CID: o.OfferID, Price: o.Price, Kind: o.Kind, ExpiresAt: o.ExpiresAt.Time}
-}
-
-// view is the offer of slot as an NFT's bestOffer.
-func (b *offerBook) view(slot int32) *BestOffer {
-	o := &b.slots[slot]
-	return &BestOffer{CID: b.text(b.offerID(slot)), Price: b.prices[o.price].amount, Kind: o.kind.name(), ExpiresAt: time.UnixMicro(o.expires).UTC()}
 }
 
 // offerID is the offer id of the version of slot.
@@ -432,30 +443,58 @@ func (b *offerBook) best(cb *collectionBook, serial uint32, owner int64, traits 
 }
 
 // annotate sets each NFT's BestOffer from the book, and returns the earliest expiry of those
-// it set (zero for none): until then, expiries leave the answer as it is.
+// it set (zero for none): until then, expiries leave the answer as it is. The page's offers
+// are made in one allocation, and their ids' texts in one more.
 func (b *offerBook) annotate(collectionID string, nfts []NFTView, now time.Time) time.Time {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
+	for i := range nfts {
+		nfts[i].BestOffer = nil
+	}
 	cb := b.colls[collectionID]
+	if cb == nil {
+		return time.Time{}
+	}
 	// An offer holds until the microsecond it expires: now is before it exactly when now's
 	// whole microseconds are.
 	nowUS := now.UnixMicro()
-	var until time.Time
+	slots := make([]int32, len(nfts))
+	found := 0
 	for i := range nfts {
-		nfts[i].BestOffer = nil
-		if cb == nil {
-			continue
-		}
 		owner := int64(-1)
 		if m, made := b.makerNo[nfts[i].Owner]; made {
 			owner = int64(m)
 		}
-		if slot := b.best(cb, uint32(nfts[i].Serial), owner, nfts[i].Traits, nowUS); slot != 0 {
-			v := b.view(slot)
-			nfts[i].BestOffer = v
-			if until.IsZero() || v.ExpiresAt.Before(until) {
-				until = v.ExpiresAt
-			}
+		if slots[i] = b.best(cb, uint32(nfts[i].Serial), owner, nfts[i].Traits, nowUS); slots[i] != 0 {
+			found++
+		}
+	}
+	if found == 0 {
+		return time.Time{}
+	}
+	views := make([]BestOffer, 0, found)
+	texts := make([]byte, 0, found*66)
+	for _, slot := range slots {
+		if slot != 0 {
+			texts = b.appendText(texts, b.offerID(slot))
+		}
+	}
+	all := string(texts)
+	var until time.Time
+	at := 0
+	for i, slot := range slots {
+		if slot == 0 {
+			continue
+		}
+		o := &b.slots[slot]
+		id := b.offerID(slot)
+		n := b.textLen(id)
+		views = append(views, BestOffer{CID: all[at : at+n], Price: b.prices[o.price].amount, Kind: o.kind.name(), ExpiresAt: time.UnixMicro(o.expires).UTC()})
+		at += n
+		v := &views[len(views)-1]
+		nfts[i].BestOffer = v
+		if until.IsZero() || v.ExpiresAt.Before(until) {
+			until = v.ExpiresAt
 		}
 	}
 	return until
