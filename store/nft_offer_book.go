@@ -187,6 +187,24 @@ type collectionBook struct {
 	whole      []int32 // collection offers
 	groups     []int32 // trait offers by criteria (of offerBook.groups), the group with the best offer first
 	byCriteria map[string]int32
+
+	// gen counts the changes to the collection's offers (under the book's write lock); found
+	// holds, by serial, the best offer an NFT was last found to have for any owner, and the
+	// gen and time it was found at. A page reads an NFT's from there while no offer of the
+	// collection changed since, the time is not before it and the offer has not expired (an
+	// offer that was worse then is no better now: offers only leave). An owner who made
+	// that offer is answered by the walk (best), as an NFT found in none is.
+	gen     uint32
+	foundMu sync.Mutex
+	found   []foundBest
+}
+
+// foundBest is the best offer of an NFT for any owner (0 for none) as the walk found it at
+// the collection's gen and the time at (Unix microseconds).
+type foundBest struct {
+	gen  uint32
+	slot int32
+	at   int64
 }
 
 type traitGroup struct {
@@ -248,6 +266,7 @@ func (b *offerBook) put(o *Offer) {
 		cb = &collectionBook{byCriteria: map[string]int32{}}
 		b.colls[o.CollectionID] = cb
 	}
+	cb.gen++
 	cid := b.key(o.CID)
 	b.slots[slot] = bookOffer{cid: cid, maker: b.maker(o.Maker), price: b.price(o.PriceKey, o.Price),
 		expires: o.ExpiresAt.UnixMicro(), kind: kind}
@@ -320,6 +339,7 @@ func (b *offerBook) remove(k contractKey, cb *collectionBook) {
 	slot := b.byCID[k]
 	delete(b.byCID, k)
 	e := b.slots[slot]
+	cb.gen++
 	switch e.kind {
 	case kindItem:
 		cb.removeItem(b, slot)
@@ -459,15 +479,59 @@ func (b *offerBook) annotate(collectionID string, nfts []NFTView, now time.Time)
 	// whole microseconds are.
 	nowUS := now.UnixMicro()
 	slots := make([]int32, len(nfts))
+	owners := make([]int64, len(nfts))
+	known := make([]bool, len(nfts))
+	for i := range nfts {
+		owners[i] = -1
+		if m, made := b.makerNo[nfts[i].Owner]; made {
+			owners[i] = int64(m)
+		}
+	}
+	cb.foundMu.Lock()
+	for i := range nfts {
+		serial := nfts[i].Serial
+		if serial < 0 || serial >= len(cb.found) {
+			continue
+		}
+		f := cb.found[serial]
+		if f.gen != cb.gen || f.at > nowUS || f.slot != 0 && !(nowUS < b.slots[f.slot].expires) {
+			continue
+		}
+		if f.slot == 0 || int64(b.slots[f.slot].maker) != owners[i] {
+			slots[i], known[i] = f.slot, true
+		}
+	}
+	cb.foundMu.Unlock()
+	var learnt []int // the NFTs walked for any owner
+	anyOwner := make([]int32, len(nfts))
 	found := 0
 	for i := range nfts {
-		owner := int64(-1)
-		if m, made := b.makerNo[nfts[i].Owner]; made {
-			owner = int64(m)
+		if !known[i] {
+			serial := uint32(nfts[i].Serial)
+			slots[i] = b.best(cb, serial, -1, nfts[i].Traits, nowUS)
+			anyOwner[i] = slots[i]
+			learnt = append(learnt, i)
+			if slots[i] != 0 && int64(b.slots[slots[i]].maker) == owners[i] {
+				slots[i] = b.best(cb, serial, owners[i], nfts[i].Traits, nowUS)
+			}
 		}
-		if slots[i] = b.best(cb, uint32(nfts[i].Serial), owner, nfts[i].Traits, nowUS); slots[i] != 0 {
+		if slots[i] != 0 {
 			found++
 		}
+	}
+	if len(learnt) > 0 {
+		cb.foundMu.Lock()
+		for _, i := range learnt {
+			serial := nfts[i].Serial
+			if serial < 0 || serial > MaxSupply {
+				continue
+			}
+			if serial >= len(cb.found) {
+				cb.found = append(cb.found, make([]foundBest, serial+1-len(cb.found))...)
+			}
+			cb.found[serial] = foundBest{gen: cb.gen, slot: anyOwner[i], at: nowUS}
+		}
+		cb.foundMu.Unlock()
 	}
 	if found == 0 {
 		return time.Time{}
