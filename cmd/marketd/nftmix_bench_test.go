@@ -45,6 +45,9 @@ import (
 // own (the same seed, but the two builds' demo markets may differ). MARKETD_BENCH_ROUNDS=R
 // runs every page kind R times on each market (R × 20,000 distinct pages drawn, a fresh 20,000
 // each round), the market that goes first alternating, so the host's drift falls on both.
+// MARKETD_BENCH_SEEDED=FILE serves a SQLite market seeded beforehand (`marketd seed --demo
+// --seed 1 --nfts N` into FILE, its key file beside it) where it lies, instead of seeding one:
+// a market of 1,000,000 NFTs takes longer to seed than to read, and its seed is timed on its own.
 func BenchmarkNFTMix(b *testing.B) {
 	nfts := storetest.BenchNFTs(b)
 	bin, err := binary()
@@ -73,6 +76,13 @@ func BenchmarkNFTMix(b *testing.B) {
 	stores := make([][]struct{ name, dsn string }, len(variants)) // by variant, then backend
 	for i := range variants {
 		stores[i] = benchStores(b)
+	}
+	seeded := os.Getenv("MARKETD_BENCH_SEEDED")
+	if seeded != "" {
+		if len(variants) > 1 {
+			b.Fatal("MARKETD_BENCH_SEEDED serves one market: leave MARKETD_BENCH_OFFERS and MARKETD_BENCH_AGAINST unset")
+		}
+		stores[0] = []struct{ name, dsn string }{{"sqlite", "sqlite://" + seeded}}
 	}
 	bare := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -103,7 +113,7 @@ func BenchmarkNFTMix(b *testing.B) {
 				seedWith, seedInto = against, stores[1][k].dsn
 			}
 			started := time.Now()
-			if against == "" || !sqlite || i == 0 {
+			if seeded == "" && (against == "" || !sqlite || i == 0) {
 				seed := exec.Command(seedWith, args...)
 				seed.Env = append(os.Environ(), "MARKETD_DB="+seedInto)
 				if out, err := seed.CombinedOutput(); err != nil {
