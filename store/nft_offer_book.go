@@ -108,16 +108,6 @@ func (b *offerBook) appendText(dst []byte, k contractKey) []byte {
 	return hex.AppendEncode(append(dst, "00"...), k[:])
 }
 
-// textLen is the length of the id k keys.
-func (b *offerBook) textLen(k contractKey) int {
-	if len(b.oddTexts) > 0 {
-		if s, ok := b.oddTexts[k]; ok {
-			return len(s)
-		}
-	}
-	return 2 + 2*len(k)
-}
-
 // bookPrice is a price the book's offers bid, and its descending sort key.
 type bookPrice struct {
 	key    string
@@ -463,8 +453,7 @@ func (b *offerBook) best(cb *collectionBook, serial uint32, owner int64, traits 
 }
 
 // annotate sets each NFT's BestOffer from the book, and returns the earliest expiry of those
-// it set (zero for none): until then, expiries leave the answer as it is. The page's offers
-// are made in one allocation, and their ids' texts in one more.
+// it set (zero for none): until then, expiries leave the answer as it is.
 func (b *offerBook) annotate(collectionID string, nfts []NFTView, now time.Time) time.Time {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -478,16 +467,43 @@ func (b *offerBook) annotate(collectionID string, nfts []NFTView, now time.Time)
 	// An offer holds until the microsecond it expires: now is before it exactly when now's
 	// whole microseconds are.
 	nowUS := now.UnixMicro()
-	slots := make([]int32, len(nfts))
 	owners := make([]int64, len(nfts))
-	known := make([]bool, len(nfts))
 	for i := range nfts {
 		owners[i] = -1
 		if m, made := b.makerNo[nfts[i].Owner]; made {
 			owners[i] = int64(m)
 		}
 	}
+	slots, known := cb.recall(b, nfts, owners, nowUS)
+	var learnt []foundOf
+	for i := range nfts {
+		if known[i] {
+			continue
+		}
+		serial := uint32(nfts[i].Serial)
+		slots[i] = b.best(cb, serial, -1, nfts[i].Traits, nowUS)
+		learnt = append(learnt, foundOf{serial: nfts[i].Serial, slot: slots[i]})
+		if slots[i] != 0 && int64(b.slots[slots[i]].maker) == owners[i] {
+			slots[i] = b.best(cb, serial, owners[i], nfts[i].Traits, nowUS)
+		}
+	}
+	cb.remember(learnt, nowUS)
+	return b.setViews(nfts, slots)
+}
+
+// foundOf is the best offer for any owner the walk found for the NFT of serial.
+type foundOf struct {
+	serial int
+	slot   int32
+}
+
+// recall returns, for each NFT of nfts held by owners[i], its best offer as the collection
+// kept it, where that still holds at nowUS and owners[i] did not make it; known[i] tells
+// which. Callers hold the book's read lock.
+func (cb *collectionBook) recall(b *offerBook, nfts []NFTView, owners []int64, nowUS int64) (slots []int32, known []bool) {
+	slots, known = make([]int32, len(nfts)), make([]bool, len(nfts))
 	cb.foundMu.Lock()
+	defer cb.foundMu.Unlock()
 	for i := range nfts {
 		serial := nfts[i].Serial
 		if serial < 0 || serial >= len(cb.found) {
@@ -501,60 +517,55 @@ func (b *offerBook) annotate(collectionID string, nfts []NFTView, now time.Time)
 			slots[i], known[i] = f.slot, true
 		}
 	}
-	cb.foundMu.Unlock()
-	var learnt []int // the NFTs walked for any owner
-	anyOwner := make([]int32, len(nfts))
-	found := 0
-	for i := range nfts {
-		if !known[i] {
-			serial := uint32(nfts[i].Serial)
-			slots[i] = b.best(cb, serial, -1, nfts[i].Traits, nowUS)
-			anyOwner[i] = slots[i]
-			learnt = append(learnt, i)
-			if slots[i] != 0 && int64(b.slots[slots[i]].maker) == owners[i] {
-				slots[i] = b.best(cb, serial, owners[i], nfts[i].Traits, nowUS)
-			}
-		}
-		if slots[i] != 0 {
-			found++
-		}
+	return slots, known
+}
+
+// remember keeps what the walk found at nowUS. Callers hold the book's read lock.
+func (cb *collectionBook) remember(learnt []foundOf, nowUS int64) {
+	if len(learnt) == 0 {
+		return
 	}
-	if len(learnt) > 0 {
-		cb.foundMu.Lock()
-		for _, i := range learnt {
-			serial := nfts[i].Serial
-			if serial < 0 || serial > MaxSupply {
-				continue
-			}
-			if serial >= len(cb.found) {
-				cb.found = append(cb.found, make([]foundBest, serial+1-len(cb.found))...)
-			}
-			cb.found[serial] = foundBest{gen: cb.gen, slot: anyOwner[i], at: nowUS}
+	cb.foundMu.Lock()
+	defer cb.foundMu.Unlock()
+	for _, l := range learnt {
+		if l.serial < 0 || l.serial > MaxSupply {
+			continue
 		}
-		cb.foundMu.Unlock()
+		if l.serial >= len(cb.found) {
+			cb.found = append(cb.found, make([]foundBest, l.serial+1-len(cb.found))...)
+		}
+		cb.found[l.serial] = foundBest{gen: cb.gen, slot: l.slot, at: nowUS}
 	}
-	if found == 0 {
-		return time.Time{}
-	}
-	views := make([]BestOffer, 0, found)
-	texts := make([]byte, 0, found*66)
+}
+
+// setViews sets each NFT's BestOffer to the offer of its slot (0: none), the page's offers
+// made in one allocation and their ids' texts in one more, and returns the earliest expiry
+// of those it set (zero for none).
+func (b *offerBook) setViews(nfts []NFTView, slots []int32) time.Time {
+	texts := make([]byte, 0, 66*len(slots)) // a contract id is 66 characters
+	ends := make([]int, 0, len(slots))      // where each offer's id ends in texts
 	for _, slot := range slots {
 		if slot != 0 {
 			texts = b.appendText(texts, b.offerID(slot))
+			ends = append(ends, len(texts))
 		}
 	}
+	if len(ends) == 0 {
+		return time.Time{}
+	}
 	all := string(texts)
+	views := make([]BestOffer, 0, len(ends))
 	var until time.Time
-	at := 0
 	for i, slot := range slots {
 		if slot == 0 {
 			continue
 		}
 		o := &b.slots[slot]
-		id := b.offerID(slot)
-		n := b.textLen(id)
-		views = append(views, BestOffer{CID: all[at : at+n], Price: b.prices[o.price].amount, Kind: o.kind.name(), ExpiresAt: time.UnixMicro(o.expires).UTC()})
-		at += n
+		from := 0
+		if k := len(views); k > 0 {
+			from = ends[k-1]
+		}
+		views = append(views, BestOffer{CID: all[from:ends[len(views)]], Price: b.prices[o.price].amount, Kind: o.kind.name(), ExpiresAt: time.UnixMicro(o.expires).UTC()})
 		v := &views[len(views)-1]
 		nfts[i].BestOffer = v
 		if until.IsZero() || v.ExpiresAt.Before(until) {
