@@ -163,39 +163,14 @@ func (s *Store) SeedDemo(ctx context.Context, o DemoOptions) (*DemoSummary, erro
 	if err := s.seedFunds(ctx, plans, parties); err != nil {
 		return nil, err
 	}
-	var mu sync.Mutex
-	minted := 0
-	tell := func(n int) {
-		mu.Lock()
-		defer mu.Unlock()
-		minted += n
-		if o.Progress != nil {
-			o.Progress(minted, o.NFTs)
-		}
-	}
-	err = inParallel(len(plans), func(i int) error {
-		if err := s.seedCollection(ctx, plans[i], parties, tell); err != nil {
-			return fmt.Errorf("seed %s: %w", plans[i].dc.slug, err)
-		}
-		return nil
+	err = eachPlan(plans, o.NFTs, o.Progress, "seed %s", func(pl *collectionPlan, tell func(n int)) error {
+		return s.seedCollection(ctx, pl, parties, tell)
 	})
 	if err != nil {
 		return nil, err
 	}
-	made := 0
-	tellOffers := func(n int) {
-		mu.Lock()
-		defer mu.Unlock()
-		made += n
-		if o.OfferProgress != nil {
-			o.OfferProgress(made, sum.Offers)
-		}
-	}
-	err = inParallel(len(plans), func(i int) error {
-		if err := s.seedOffers(ctx, plans[i], parties, tellOffers); err != nil {
-			return fmt.Errorf("seed the offers of %s: %w", plans[i].dc.slug, err)
-		}
-		return nil
+	err = eachPlan(plans, sum.Offers, o.OfferProgress, "seed the offers of %s", func(pl *collectionPlan, tell func(n int)) error {
+		return s.seedOffers(ctx, pl, parties, tell)
 	})
 	if err != nil {
 		return nil, err
@@ -360,6 +335,28 @@ func demoMintPrice(dc demoCollection) string { return fmt.Sprintf("%.2f", dc.flo
 // minter is the party that mints serial.
 func (pl *collectionPlan) minter(serial int) *demoParty {
 	return pl.runs[(serial-1)/demoMintRun]
+}
+
+// eachPlan runs phase on every plan at once, phase telling how many of total it did after
+// each batch, and progress (when not nil) told the sum so far; an error names the plan's
+// collection by its slug in failed (a format of one %s).
+func eachPlan(plans []*collectionPlan, total int, progress Progress, failed string, phase func(pl *collectionPlan, tell func(n int)) error) error {
+	var mu sync.Mutex
+	done := 0
+	tell := func(n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		done += n
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	return inParallel(len(plans), func(i int) error {
+		if err := phase(plans[i], tell); err != nil {
+			return fmt.Errorf(failed+": %w", plans[i].dc.slug, err)
+		}
+		return nil
+	})
 }
 
 // seedCollection writes the planned collection: the operator creates it with a public phase
