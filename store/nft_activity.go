@@ -37,6 +37,15 @@ func compareActivity(a, b activityKey) int {
 	return cmp.Or(cmp.Compare(a.O, b.O), cmp.Compare(a.ID, b.ID))
 }
 
+// activityWalk is a walk of a collection's committed events (its id the first mark), each with
+// its update's index in the transparency log (as withLogIndex reads it) and an item offer's
+// NFT; CollectionActivity adds the kind, the cursor and the order. The text is the same for
+// every collection and cursor, so PostgreSQL plans it once (selectPlanned).
+const activityWalk = "SELECT nft_activity.*, o.serial AS offer_serial, log_update.log_index FROM nft_activity " +
+	"LEFT JOIN updates AS log_update ON log_update.update_id = nft_activity.update_id " +
+	"LEFT JOIN nft_offers AS o ON o.cid = nft_activity.offer_cid " +
+	"WHERE nft_activity.collection_id = ? AND nft_activity.ledger_offset IS NOT NULL"
+
 // CollectionActivity pages through a collection's committed events, newest first (by their
 // update's offset, then their order in it), of the kinds named (all without). Offsets follow
 // commit order, so a page is stable while events are added and a cursor skips none. Each
@@ -62,16 +71,18 @@ func (s *Store) CollectionActivity(ctx context.Context, collectionRef string, ki
 		walks = []string{""} // every kind, in one walk of nft_activity_feed
 	}
 	var rows []nftActivity
+	order, past := q.keyset(true, []string{"nft_activity.ledger_offset", "nft_activity.id"}, q.from != nil)
 	for _, kind := range walks {
 		var acts []nftActivity
-		sel := withLogIndex(s.db.NewSelect().Model(&acts).ColumnExpr("nft_activity.*").ColumnExpr("o.serial AS offer_serial"), "update_id").
-			Join("LEFT JOIN nft_offers AS o ON o.cid = nft_activity.offer_cid").
-			Where("nft_activity.collection_id = ?", c.ID).Where("nft_activity.ledger_offset IS NOT NULL")
+		query, args := activityWalk, []any{c.ID}
 		if kind != "" {
-			sel = sel.Where("nft_activity.kind = ?", kind)
+			query, args = query+" AND nft_activity.kind = ?", append(args, kind)
 		}
-		sel = q.seek(sel, true, []string{"nft_activity.ledger_offset", "nft_activity.id"}, q.at(func(k activityKey) []any { return []any{k.O, k.ID} }))
-		if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+		if past != "" {
+			query, args = query+" AND "+past, append(args, q.from.O, q.from.ID)
+		}
+		query += " ORDER BY " + order + " LIMIT " + strconv.FormatInt(q.fetch(), 10)
+		if err := s.selectPlanned(ctx, &acts, query, args...); err != nil {
 			return Page[ActivityEvent]{}, err
 		}
 		rows = append(rows, acts...)

@@ -166,6 +166,16 @@ func (q *pageQuery[K]) at(values func(K) []any) []any {
 // read's direction and, from a cursor (at, nil for none), keeps the rows past it. A backward
 // read runs the other way over the same index; finish puts its rows back in list order.
 func (q *pageQuery[K]) seek(sel *bun.SelectQuery, desc bool, cols []string, at []any) *bun.SelectQuery {
+	order, past := q.keyset(desc, cols, at != nil)
+	if past != "" {
+		sel = sel.Where(past, at...)
+	}
+	return sel.OrderExpr(order)
+}
+
+// keyset is seek as SQL text: the ORDER BY list, and, from a cursor (from), the condition
+// that keeps the rows past it, whose ? marks take the cursor's values in cols' order.
+func (q *pageQuery[K]) keyset(desc bool, cols []string, from bool) (order, past string) {
 	if q.backward {
 		desc = !desc
 	}
@@ -173,16 +183,15 @@ func (q *pageQuery[K]) seek(sel *bun.SelectQuery, desc bool, cols []string, at [
 	if desc {
 		dir, cmp = " DESC", " < "
 	}
-	idents := make([]any, len(cols))
-	for i, c := range cols {
-		idents[i] = bun.Ident(c)
-		sel = sel.OrderExpr("?"+dir, idents[i])
+	quoted := make([]string, len(cols))
+	for i, c := range cols { // as bun.Ident writes a name: each part of a dotted one quoted
+		quoted[i] = `"` + strings.ReplaceAll(c, ".", `"."`) + `"`
 	}
-	if at != nil {
-		marks := "(" + strings.Repeat("?, ", len(cols)-1) + "?)"
-		sel = sel.Where(marks+cmp+marks, append(idents, at...)...)
+	order = strings.Join(quoted, dir+", ") + dir
+	if from {
+		past = "(" + strings.Join(quoted, ", ") + ")" + cmp + "(" + strings.Repeat("?, ", len(cols)-1) + "?)"
 	}
-	return sel
+	return order, past
 }
 
 // past reports whether item lies past the cursor in the read's direction, compare ordering

@@ -370,6 +370,40 @@ func (s *Store) Close() error {
 	return errors.Join(errs...)
 }
 
+// selectPlanned reads the rows of query, a statement whose ? marks take args, into dest (a
+// bun model). bun renders arguments into a statement's text, so PostgreSQL plans each
+// statement it is sent anew; a keyset page of an indexed walk plans in longer than it runs,
+// and its planning grows with the tables' statistics as history grows. On PostgreSQL
+// selectPlanned sends query with its arguments apart, prepared once per connection, which
+// PostgreSQL plans once for all arguments after its first executions. query's only ? are its
+// marks: no literal in it holds one. The query hooks see the statement as bun would have
+// rendered it, and as sent in QueryTemplate.
+func (s *Store) selectPlanned(ctx context.Context, dest any, query string, args ...any) error {
+	e := &bun.QueryEvent{DB: s.db, Query: s.db.QueryGen().FormatQuery(query, args...), QueryTemplate: query, QueryArgs: args, StartTime: time.Now()}
+	sent := args
+	if s.dialect == Postgres {
+		var b strings.Builder
+		n := 0
+		for part := range strings.SplitSeq(query, "?") {
+			if n > 0 {
+				fmt.Fprintf(&b, "$%d", n)
+			}
+			b.WriteString(part)
+			n++
+		}
+		e.QueryTemplate, sent = b.String(), append([]any{pgx.QueryExecModeCacheStatement}, args...)
+	}
+	hooks := queryHooks{s}
+	ctx = hooks.BeforeQuery(ctx, e)
+	rows, err := s.db.DB.QueryContext(ctx, e.QueryTemplate, sent...)
+	if err == nil {
+		err = s.db.ScanRows(ctx, rows, dest)
+	}
+	e.Err = err
+	hooks.AfterQuery(ctx, e)
+	return err
+}
+
 // Dialect tells which database is behind the store.
 func (s *Store) Dialect() Dialect { return s.dialect }
 
