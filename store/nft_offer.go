@@ -530,9 +530,20 @@ func (s *Store) PrepareOfferCancel(ctx context.Context, maker string, cids []str
 // liveOffer returns the open version of offer cid: not_found for no such offer, conflict
 // when it was cancelled or has expired, offer_exhausted when accepts took all of it.
 func (s *Store) liveOffer(ctx context.Context, db bun.IDB, cid string) (*Offer, error) {
-	o, err := lastOfferVersion(ctx, db, cid)
-	if err != nil {
+	// The open version, when there is one, is one step of nft_offers_live; the versions of an
+	// offer a crowd accepts into run to its quantity.
+	var open []Offer
+	if err := db.NewSelect().Model(&open).Where("offer_id = ?", cid).Where("consumed_update IS NULL").Scan(ctx); err != nil {
 		return nil, err
+	}
+	o := (*Offer)(nil)
+	if len(open) > 0 {
+		o = &open[0]
+	} else {
+		var err error
+		if o, err = lastOfferVersion(ctx, db, cid); err != nil {
+			return nil, err
+		}
 	}
 	expired := Errorf(CodeConflict, "offer %s expired at %s", cid, o.ExpiresAt.UTC().Format(time.RFC3339))
 	if o.Active() {

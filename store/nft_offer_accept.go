@@ -266,10 +266,11 @@ func (tx *Tx) applyAccepts(ctx context.Context, us []*Update, es []*acceptEffect
 		}
 		return nil, nil, staged[k].at, err
 	}
+	var events []nftActivity // the batch's, inserted at once
 	for _, st := range staged {
 		e, u := es[st.at], us[st.at]
 		res := AcceptResult{Settlement: e.Settlement}
-		events := make([]nftActivity, len(e.Sales))
+		sold := make([]nftActivity, len(e.Sales))
 		for j, sale := range e.Sales {
 			it := items[sale.NFTID]
 			if it.ListingCID != nil {
@@ -283,19 +284,21 @@ func (tx *Tx) applyAccepts(ctx context.Context, us []*Update, es []*acceptEffect
 			ct.move(e.Seller, e.Maker)
 			ct.sold(e.Price)
 			price, cur := e.Price, e.Currency
-			events[j] = nftActivity{NFTID: sale.NFTID, CollectionID: e.CollectionID, Kind: EventOfferAccepted, From: strPtr(e.Seller), To: strPtr(e.Maker),
+			sold[j] = nftActivity{NFTID: sale.NFTID, CollectionID: e.CollectionID, Kind: EventOfferAccepted, From: strPtr(e.Seller), To: strPtr(e.Maker),
 				Price: &price, Currency: &cur, OfferCID: strPtr(e.OfferID)}
 			res.ContractIDs = append(res.ContractIDs, st.nfts[j].CID)
 		}
-		if err := tx.nftEvents(ctx, u, events); err != nil {
-			return nil, nil, -1, err
-		}
+		tx.stampEvents(u, sold)
+		events = append(events, sold...)
 		ct.offersChanged(st.consumed)
 		if st.next != nil {
 			ct.offersChanged(st.next)
 			res.Remaining = st.next.Remaining
 		}
 		results[st.at] = res
+	}
+	if err := tx.Later(ctx, tx.NewInsert().Model(&events)); err != nil {
+		return nil, nil, -1, err
 	}
 	return results, errs, -1, ct.close(ctx)
 }
