@@ -375,12 +375,14 @@ func (s *Store) Close() error {
 // statement it is sent anew; a keyset page of an indexed walk plans in longer than it runs,
 // and its planning grows with the tables' statistics as history grows. On PostgreSQL
 // selectPlanned sends query with its arguments apart, prepared once per connection, which
-// PostgreSQL plans once for all arguments after its first executions. query's only ? are its
-// marks: no literal in it holds one. The query hooks see the statement as bun would have
-// rendered it, and as sent in QueryTemplate.
+// PostgreSQL plans once for all arguments after its first executions; SQLite is sent the
+// statement as bun renders it, as before (bound arguments made its walks of one kind no
+// faster, and a little slower). query's only ? are its marks: no literal in it holds one. The
+// query hooks see the statement as bun renders it, and as sent in QueryTemplate.
 func (s *Store) selectPlanned(ctx context.Context, dest any, query string, args ...any) error {
-	e := &bun.QueryEvent{DB: s.db, Query: s.db.QueryGen().FormatQuery(query, args...), QueryTemplate: query, QueryArgs: args, StartTime: time.Now()}
-	sent := args
+	e := &bun.QueryEvent{DB: s.db, Query: s.db.QueryGen().FormatQuery(query, args...), QueryArgs: args, StartTime: time.Now()}
+	e.QueryTemplate = e.Query
+	var sent []any
 	if s.dialect == Postgres {
 		var b strings.Builder
 		n := 0

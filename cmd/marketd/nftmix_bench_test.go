@@ -134,12 +134,21 @@ func BenchmarkNFTMix(b *testing.B) {
 				}
 			}
 			started = time.Now()
-			in := startInstanceOf(b, v.bin, "MARKETD_DB="+st.dsn, "MARKETD_RATE_READ=0", "MARKETD_LOG_LEVEL=error")
+			env := []string{"MARKETD_DB=" + st.dsn, "MARKETD_RATE_READ=0", "MARKETD_LOG_LEVEL=error"}
+			var kek []byte // the tests' key, which seeds made here are sealed under
+			if seeded != "" { // sealed under the key the seed made beside it
+				path := filepath.Join(filepath.Dir(seeded), kekFileName)
+				if kek, err = store.ReadKEKFile(path); err != nil {
+					b.Fatal(err)
+				}
+				env = append(env, "MARKETD_KEK_FILE="+path)
+			}
+			in := startInstanceOf(b, v.bin, env...)
 			b.Logf("%s: ready %v after start", name, time.Since(started).Round(time.Millisecond))
 			var rest []string
 			var gql map[string][][]byte
 			if v.bin == bin {
-				rest, gql = nftMix(b, st.dsn, in.url, rounds*20_000+warmPages)
+				rest, gql = nftMix(b, st.dsn, kek, in.url, rounds*20_000+warmPages)
 			} else { // another build's store may not open with this one's: the first market's pages
 				rest, gql = samePages(b, markets[0].in.url, in.url, markets[0].rest, markets[0].gql)
 			}
@@ -312,11 +321,15 @@ func mustShowBestOffers(b *testing.B, base string, bodies [][]byte) {
 	b.Fatalf("no NFT of the first %d pages at %s has a bestOffer", min(len(bodies), 200), base)
 }
 
-// nftMix draws n pages from the store at dsn and writes each as a REST URL on base
-// and as the same page's GraphQL request in each of storetest.NFTPageShapes, by shape name.
-func nftMix(b *testing.B, dsn, base string, n int) (rest []string, gql map[string][][]byte) {
+// nftMix draws n pages from the store at dsn, sealed under kek (nil: the tests' key), and
+// writes each as a REST URL on base and as the same page's GraphQL request in each of
+// storetest.NFTPageShapes, by shape name.
+func nftMix(b *testing.B, dsn string, kek []byte, base string, n int) (rest []string, gql map[string][][]byte) {
 	cfg := storetest.Config(nil)
 	cfg.DB = dsn
+	if kek != nil {
+		cfg.KEK = kek
+	}
 	s, err := store.Open(context.Background(), cfg)
 	if err != nil {
 		b.Fatal(err)

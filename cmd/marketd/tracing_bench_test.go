@@ -47,7 +47,7 @@ func BenchmarkTracing(b *testing.B) {
 	if out, err := seed.CombinedOutput(); err != nil {
 		b.Fatalf("seed: %v: %s", err, out)
 	}
-	pages, _ := nftMix(b, "sqlite://"+seeded, "", 20_000)
+	pages, _ := nftMix(b, "sqlite://"+seeded, nil, "", 20_000)
 	var exported atomic.Int64
 	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n, _ := io.Copy(io.Discard, r.Body)
