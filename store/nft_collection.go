@@ -343,14 +343,18 @@ func (s *Store) collectionByIDOrSlug(ctx context.Context, ref string) (*Collecti
 	return c, err
 }
 
-// collectionIdentity is what never changes about a collection: its id, slug and currency.
+// collectionIdentity is what never changes about a collection: its id (and slug, which
+// finds it), currency, name, creator and royalty, set when it is created.
 type collectionIdentity struct {
-	ID       string
-	Currency Instrument
+	ID         string
+	Currency   Instrument
+	Name       string
+	Creator    string
+	RoyaltyBps int
 }
 
 // collectionIdentityOf resolves a collection's id or slug to its identity, from memory once
-// seen: every NFT page needs it, and it never changes.
+// seen: every NFT page needs it, and so does every sale's split, and it never changes.
 func (s *Store) collectionIdentityOf(ctx context.Context, ref string) (collectionIdentity, error) {
 	if v, ok := s.collectionIDs.Load(ref); ok {
 		return v.(collectionIdentity), nil
@@ -359,7 +363,7 @@ func (s *Store) collectionIdentityOf(ctx context.Context, ref string) (collectio
 	if err != nil {
 		return collectionIdentity{}, err
 	}
-	id := collectionIdentity{ID: c.ID, Currency: c.Currency}
+	id := collectionIdentity{ID: c.ID, Currency: c.Currency, Name: c.Name, Creator: c.Creator, RoyaltyBps: c.RoyaltyBps}
 	s.collectionIDs.Store(c.ID, id)
 	s.collectionIDs.Store(c.Slug, id)
 	return id, nil

@@ -81,7 +81,7 @@ func (s *Store) PrepareOfferAccept(ctx context.Context, seller string, a OfferAc
 	if len(a.ContractIDs) > o.Remaining {
 		return nil, Errorf(CodeOfferExhausted, "offer %s has %d unit(s) left, fewer than the %d NFTs named", a.CID, o.Remaining, len(a.ContractIDs))
 	}
-	c, err := s.collectionByIDOrSlug(ctx, o.CollectionID)
+	c, err := s.collectionIdentityOf(ctx, o.CollectionID)
 	if err != nil {
 		return nil, err
 	}

@@ -324,7 +324,12 @@ func (s *Store) openSQLite(path string) error {
 	// or OS crash may lose the last commits, never consistency. PostgreSQL is the store for
 	// deployments that need every commit on disk before it is answered.
 	base := "file:" + path + "?" + pragmas + "&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
-	w, err := sql.Open("sqlite", base+"&_txlock=immediate")
+	// The writer checkpoints the WAL into the database once it holds 8,000 pages (32 MiB at
+	// SQLite's 4 KiB pages), not SQLite's default of 1,000: a page that many commits in a row
+	// change (an index's busiest, the updates table's last) is copied back once per
+	// checkpoint, so fewer checkpoints copy less. Under a crowd of accepts and transfers the
+	// checkpoints took a tenth to an eighth of the server's time at 1,000 pages.
+	w, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=wal_autocheckpoint(8000)")
 	if err != nil {
 		return err
 	}
