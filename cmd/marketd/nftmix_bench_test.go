@@ -135,7 +135,7 @@ func BenchmarkNFTMix(b *testing.B) {
 			}
 			started = time.Now()
 			env := []string{"MARKETD_DB=" + st.dsn, "MARKETD_RATE_READ=0", "MARKETD_LOG_LEVEL=error"}
-			var kek []byte // the tests' key, which seeds made here are sealed under
+			var kek []byte    // the tests' key, which seeds made here are sealed under
 			if seeded != "" { // sealed under the key the seed made beside it
 				path := filepath.Join(filepath.Dir(seeded), kekFileName)
 				if kek, err = store.ReadKEKFile(path); err != nil {
