@@ -187,7 +187,9 @@ func TestHistories_EveryPageIsAnIndexWalkWithoutASort(t *testing.T) {
 					}
 					for i, explain := range plans {
 						if i == 1 {
-							conn.ExecContext(ctx, "SET plan_cache_mode = force_generic_plan")
+							if _, err := conn.ExecContext(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+								t.Fatal(err)
+							}
 						}
 						text := explainText(t, ctx, conn, explain)
 						sorts := strings.Contains(text, "Sort")

@@ -42,7 +42,7 @@ func compareActivity(a, b activityKey) int {
 // NFT; CollectionActivity adds the kind, the cursor and the order. The text is the same for
 // every collection and cursor, so PostgreSQL plans it once (selectPlanned).
 const activityWalk = "SELECT nft_activity.*, o.serial AS offer_serial, log_update.log_index FROM nft_activity " +
-	"LEFT JOIN updates AS log_update ON log_update.update_id = nft_activity.update_id " +
+	logIndexJoin + "nft_activity.update_id " +
 	"LEFT JOIN nft_offers AS o ON o.cid = nft_activity.offer_cid " +
 	"WHERE nft_activity.collection_id = ? AND nft_activity.ledger_offset IS NOT NULL"
 

@@ -111,9 +111,12 @@ func (a *nftActivity) event() NFTEvent {
 // while the log has no entry of it. q must select its model's columns itself: a column
 // expression replaces bun's default.
 func withLogIndex(q *bun.SelectQuery, updateColumn string) *bun.SelectQuery {
-	return q.ColumnExpr("log_update.log_index").
-		Join("LEFT JOIN updates AS log_update ON log_update.update_id = ?TableAlias.?", bun.Ident(updateColumn))
+	return q.ColumnExpr("log_update.log_index").Join(logIndexJoin+"?TableAlias.?", bun.Ident(updateColumn))
 }
+
+// logIndexJoin joins the update named by the column that follows it, as log_update, for its
+// log_index (withLogIndex; activityWalk writes it into its text).
+const logIndexJoin = "LEFT JOIN updates AS log_update ON log_update.update_id = "
 
 func eventsOf(acts []nftActivity) []NFTEvent {
 	out := make([]NFTEvent, len(acts))

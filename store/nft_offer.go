@@ -530,20 +530,14 @@ func (s *Store) PrepareOfferCancel(ctx context.Context, maker string, cids []str
 // liveOffer returns the open version of offer cid: not_found for no such offer, conflict
 // when it was cancelled or has expired, offer_exhausted when accepts took all of it.
 func (s *Store) liveOffer(ctx context.Context, db bun.IDB, cid string) (*Offer, error) {
-	// The open version, when there is one, is one step of nft_offers_live; the versions of an
-	// offer a crowd accepts into run to its quantity.
-	var open []Offer
-	if err := db.NewSelect().Model(&open).Where("offer_id = ?", cid).Where("consumed_update IS NULL").Scan(ctx); err != nil {
-		return nil, err
+	// The open version first: the versions of an offer a crowd accepts into run to its
+	// quantity, and only a closed offer needs the walk of them for its last.
+	o, err := openOfferVersion(ctx, db, cid)
+	if err == nil && o == nil {
+		o, err = lastOfferVersion(ctx, db, cid)
 	}
-	o := (*Offer)(nil)
-	if len(open) > 0 {
-		o = &open[0]
-	} else {
-		var err error
-		if o, err = lastOfferVersion(ctx, db, cid); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
 	}
 	expired := Errorf(CodeConflict, "offer %s expired at %s", cid, o.ExpiresAt.UTC().Format(time.RFC3339))
 	if o.Active() {
@@ -584,14 +578,13 @@ func (tx *Tx) releaseOffers(ctx context.Context, u *Update, refs []offerRef, exp
 	t := &Transaction{}
 	var events []nftActivity
 	for _, r := range refs {
-		var os []Offer
-		if err := tx.NewSelect().Model(&os).Where("offer_id = ?", r.OfferID).Where("consumed_update IS NULL").Scan(ctx); err != nil {
+		o, err := openOfferVersion(ctx, tx, r.OfferID)
+		if err != nil {
 			return err
 		}
-		if len(os) == 0 {
+		if o == nil {
 			return Errorf(CodeStale, "offer %s was accepted in full, cancelled or expired since this was prepared", r.OfferID)
 		}
-		o := &os[0]
 		if expiry && !o.expiredAt(tx.Now()) {
 			return Errorf(CodeStale, "offer %s has not expired", r.OfferID)
 		}

@@ -144,6 +144,16 @@ func (s *Store) OfferByID(ctx context.Context, offerID string) (*Offer, error) {
 	return lastOfferVersion(ctx, s.db, offerID)
 }
 
+// openOfferVersion reads an offer's open version, one step of nft_offers_live; nil when none
+// is open (the offer was accepted in full, cancelled or expired, or there is no such offer).
+func openOfferVersion(ctx context.Context, db bun.IDB, offerID string) (*Offer, error) {
+	var os []Offer
+	if err := db.NewSelect().Model(&os).Where("offer_id = ?", offerID).Where("consumed_update IS NULL").Scan(ctx); err != nil || len(os) == 0 {
+		return nil, err
+	}
+	return &os[0], nil
+}
+
 // lastOfferVersion reads an offer's latest version, open or not; not_found for no such
 // offer. Versions made in one batch share their instant: the one with fewer units left is the
 // later.
