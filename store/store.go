@@ -660,27 +660,36 @@ func (g *writeGroups) write(ctx context.Context, s *Store, stmts []string) error
 	return written
 }
 
-// run writes groups until none waits.
+// run writes groups until none waits. A group's first write is taken before its transaction
+// begins and the others once it has: while the writer cannot begin (a lock held elsewhere),
+// one write holds it, as one write transaction would, and the ones arriving meanwhile wait
+// where admission can refuse them.
 func (g *writeGroups) run(s *Store) {
 	for {
 		g.mu.Lock()
-		n := min(len(g.waiting), maxWriteGroup)
-		if n == 0 {
+		if len(g.waiting) == 0 {
 			g.running = false
 			g.mu.Unlock()
 			return
 		}
-		group := g.waiting[:n:n]
-		g.waiting = g.waiting[n:]
-		for _, w := range group {
-			w.taken = true
-		}
+		group := []*groupedWrite{g.waiting[0]}
+		g.waiting = g.waiting[1:]
+		group[0].taken = true
 		g.mu.Unlock()
-		if n > 1 {
-			g.shared.Add(int64(n))
-		}
-		errs := make([]error, len(group))
+		var errs []error
 		err := s.inTx(group[0].ctx, func(tx *Tx) error {
+			g.mu.Lock()
+			n := min(len(g.waiting), maxWriteGroup-len(group)) // within the bound should fn run again
+			for _, w := range g.waiting[:n] {
+				w.taken = true
+			}
+			group = append(group, g.waiting[:n]...)
+			g.waiting = g.waiting[n:]
+			g.mu.Unlock()
+			if len(group) > 1 {
+				g.shared.Add(int64(len(group)))
+			}
+			errs = make([]error, len(group))
 			for i, w := range group {
 				if errs[i] = writeUnder(w.ctx, tx, w.stmts, len(group) > 1); errs[i] != nil && !isUniqueViolation(errs[i]) {
 					return errs[i] // the database, not the write: the group fails
@@ -688,6 +697,9 @@ func (g *writeGroups) run(s *Store) {
 			}
 			return nil
 		})
+		if errs == nil {
+			errs = make([]error, len(group))
+		}
 		for i, w := range group {
 			if err != nil && len(group) > 1 { // each alone, for its own answer
 				errs[i] = s.inTx(w.ctx, func(tx *Tx) error { return writeUnder(w.ctx, tx, w.stmts, false) })
