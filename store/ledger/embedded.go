@@ -80,11 +80,15 @@ func (Embedded) CommitBatch(ctx context.Context, tx *Tx, us []*Update, ts []*Tra
 			return i, Errorf(CodeStale, "%d of the %d contracts this transaction consumes were consumed since it was prepared; prepare it again", wanted[i]-got[i], len(ts[i].Consume))
 		}
 	}
+	locks, err := tx.escrowLocks(ctx, consumed)
+	if err != nil {
+		return -1, err
+	}
 	var events []EventRow
 	var creates []Contract
 	minted := map[string][]batchConsume{} // by template: the assets each transaction mints
 	for i, t := range ts {
-		evs, assets, err := tx.check(ctx, us[i], t, consumed[i])
+		evs, assets, err := tx.check(ctx, us[i], t, consumed[i], locks)
 		if err != nil {
 			return i, err
 		}
@@ -142,7 +146,7 @@ func consumedOf(c Contract) Archived {
 
 // check applies the ledger's rules to t, whose consumed contracts are archived, and returns
 // the update's events.
-func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []Archived) ([]EventRow, map[string][]string, error) {
+func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []Archived, locks escrowLocks) ([]EventRow, map[string][]string, error) {
 	signer := u.ActAs
 	byTemplate := map[string][]string{}
 	for _, c := range consumed {
@@ -179,7 +183,7 @@ func (tx *Tx) check(ctx context.Context, u *Update, t *Transaction, consumed []A
 			assetsIn[c.Asset]++
 		}
 	}
-	if err := tx.checkNotEscrowed(ctx, byTemplate); err != nil {
+	if err := locks.refuse(byTemplate); err != nil {
 		return nil, nil, err
 	}
 
@@ -342,24 +346,57 @@ func (tx *Tx) checkEscrowable(ctx context.Context, spec TemplateSpec, cid, owner
 	return nil
 }
 
-// checkNotEscrowed refuses consuming a contract that an active offer still locks: the offer
-// must be settled or withdrawn in the same transaction.
-func (tx *Tx) checkNotEscrowed(ctx context.Context, consumed map[string][]string) error {
+// escrowLocks are the active offers that lock a contract a batch consumes: by the locked
+// contract's template, then its id, the offer's template and id.
+type escrowLocks map[string]map[string][2]string
+
+// escrowLocks reads, with one statement per escrowing template for the whole batch, the
+// active offers that still lock a contract the batch consumes (consumed: each transaction's
+// archived contracts). It runs once every consume of the batch is written, so an offer the
+// batch settles or withdraws is no longer active.
+func (tx *Tx) escrowLocks(ctx context.Context, consumed [][]Archived) (escrowLocks, error) {
+	byTemplate := map[string][]string{}
+	for _, cs := range consumed {
+		for _, c := range cs {
+			byTemplate[c.Template] = append(byTemplate[c.Template], c.CID)
+		}
+	}
+	locks := escrowLocks{}
 	for _, template := range slices.Sorted(maps.Keys(templates)) {
 		spec := templates[template]
-		cids := consumed[spec.EscrowOf]
+		cids := byTemplate[spec.EscrowOf]
 		if spec.Escrow == "" || len(cids) == 0 {
 			continue
 		}
-		var locked []string
-		err := tx.NewSelect().Table(template).Column("cid").
-			Where("? IN (?)", bun.Ident(spec.Escrow), bun.In(cids)).Where("consumed_update IS NULL").
-			Limit(1).Scan(ctx, &locked)
-		if err != nil {
-			return err
+		var rows []struct {
+			CID  string `bun:"cid"`
+			Held string `bun:"held"`
 		}
-		if len(locked) > 0 {
-			return Errorf(CodeConflict, "%s %s is active and holds a contract this transaction consumes; cancel it first", noun(template), locked[0])
+		err := tx.NewSelect().Table(template).ColumnExpr("cid, ? AS held", bun.Ident(spec.Escrow)).
+			Where("? IN (?)", bun.Ident(spec.Escrow), bun.In(cids)).Where("consumed_update IS NULL").
+			Scan(ctx, &rows)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rows {
+			if locks[spec.EscrowOf] == nil {
+				locks[spec.EscrowOf] = map[string][2]string{}
+			}
+			locks[spec.EscrowOf][r.Held] = [2]string{template, r.CID}
+		}
+	}
+	return locks, nil
+}
+
+// refuse refuses consuming a contract that an active offer still locks (consumed: the
+// transaction's archived contracts by template): the offer must be settled or withdrawn in
+// the same transaction.
+func (l escrowLocks) refuse(consumed map[string][]string) error {
+	for _, template := range slices.Sorted(maps.Keys(l)) {
+		for _, cid := range consumed[template] {
+			if by, ok := l[template][cid]; ok {
+				return Errorf(CodeConflict, "%s %s is active and holds a contract this transaction consumes; cancel it first", noun(by[0]), by[1])
+			}
 		}
 	}
 	return nil

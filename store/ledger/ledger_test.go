@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -266,6 +267,55 @@ func TestLedger_AnOfferLocksWhatItEscrowsUntilSettled(t *testing.T) {
 		}
 		_, err = e.commit(alice, &ledger.Transaction{Create: []ledger.Contract{&offer{Seller: alice, TokenCID: tk.CID}}})
 		wantCode(t, "an offer on a consumed token", err, ledger.CodeStale)
+	})
+}
+
+// In a batch the locks are read once for all of its transactions, and each answers for its
+// own: one that settles an offer frees the token it locked, and the first that moves a
+// token an active offer still locks is the index the batch refuses.
+func TestLedger_ABatchRefusesTheTransactionThatMovesALockedContract(t *testing.T) {
+	testdb.Each(t, func(t *testing.T, b testdb.Backend) {
+		e := newEnv(t, b)
+		t1, t2 := &token{Owner: alice, TokenID: "t1"}, &token{Owner: alice, TokenID: "t2"}
+		e.mustCommit(alice, &ledger.Transaction{Create: []ledger.Contract{t1, t2}, MintAssets: true})
+		o1, o2 := &offer{Seller: alice, TokenCID: t1.CID}, &offer{Seller: alice, TokenCID: t2.CID}
+		e.mustCommit(alice, &ledger.Transaction{Create: []ledger.Contract{o1, o2}})
+		var refused int
+		err := e.inTx(func(ctx context.Context, tx *ledger.Tx) ([]*ledger.Update, error) {
+			us := []*ledger.Update{e.update(bob), e.update(alice)}
+			batch := []*ledger.Transaction{
+				{Consume: []ledger.ContractRef{ref(o1), ref(t1)}, Create: []ledger.Contract{&token{Owner: bob, TokenID: "t1"}}},
+				{Consume: []ledger.ContractRef{ref(t2)}, Create: []ledger.Contract{&token{Owner: carol, TokenID: "t2"}}}}
+			i, err := e.ledger.CommitBatch(ctx, tx, us, batch)
+			refused = i
+			return us, err
+		})
+		wantCode(t, "a batch moving a locked token", err, ledger.CodeConflict)
+		if refused != 1 {
+			t.Errorf("the batch answered index %d, want 1", refused)
+		}
+		if err == nil || !strings.Contains(err.Error(), o2.CID) {
+			t.Errorf("the refusal %v does not name the offer that locks the token", err)
+		}
+
+		// Without the second, the first settles its offer in a batch with a payment.
+		h := e.tap(bob, ledger.CC, "1")
+		err = e.inTx(func(ctx context.Context, tx *ledger.Tx) ([]*ledger.Update, error) {
+			us := []*ledger.Update{e.update(bob), e.update(bob)}
+			batch := []*ledger.Transaction{
+				{Consume: []ledger.ContractRef{ref(h)}, Create: []ledger.Contract{holding(carol, ledger.CC, "1")}},
+				{Consume: []ledger.ContractRef{ref(o1), ref(t1)}, Create: []ledger.Contract{&token{Owner: bob, TokenID: "t1"}}}}
+			if i, err := e.ledger.CommitBatch(ctx, tx, us, batch); i != -1 || err != nil {
+				return nil, fmt.Errorf("batch answered %d, %w", i, err)
+			}
+			return us, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.active(o1) || e.active(t1) || !e.active(o2) || !e.active(t2) {
+			t.Error("the batch did not settle the first offer alone")
+		}
 	})
 }
 
