@@ -242,14 +242,44 @@ func (s *Store) viewWithBestOffer(ctx context.Context, it *nftItem) (NFTView, er
 	return vs[0], err
 }
 
+// itemRead is a live NFT's read model by its nft_id.
+var itemRead = &preparedRead{model: (*nftItem)(nil), n: 1, where: func(q *bun.SelectQuery, args []any) *bun.SelectQuery {
+	return q.Where("nft_id = ?", args[0])
+}}
+
 // liveItem reads a live NFT's read model by its nft_id, or not_found.
 func (s *Store) liveItem(ctx context.Context, nftID string) (*nftItem, error) {
-	it := new(nftItem)
-	err := s.db.NewSelect().Model(it).Where("nft_id = ?", nftID).Scan(ctx)
-	if isNoRows(err) {
+	var its []nftItem
+	if err := s.selectPrepared(ctx, &its, itemRead, nftID); err != nil {
+		return nil, err
+	}
+	if len(its) == 0 {
 		return nil, Errorf(CodeNotFound, "no live NFT %s", truncate(nftID, 100))
 	}
-	return it, err
+	return &its[0], nil
+}
+
+// itemOfContractRead is the read model of the NFT whose contract (live or not) has a cid.
+var itemOfContractRead = &preparedRead{model: (*nftItem)(nil), n: 1, where: func(q *bun.SelectQuery, args []any) *bun.SelectQuery {
+	return q.Where("nft_id = (SELECT nft_id FROM nfts WHERE cid = ?)", args[0])
+}}
+
+// liveItemOf reads the item of the active NFT contract cid, which must be the owner's: one
+// read where the item names cid as its live contract and owner as its owner, and otherwise
+// liveNFT's answer (not_found, conflict, party_mismatch), then the item, as two reads.
+func (s *Store) liveItemOf(ctx context.Context, cid, owner string) (*nftItem, error) {
+	var its []nftItem
+	if err := s.selectPrepared(ctx, &its, itemOfContractRead, cid); err != nil {
+		return nil, err
+	}
+	if len(its) == 1 && its[0].ContractID == cid && its[0].Owner == owner {
+		return &its[0], nil
+	}
+	n, err := s.liveNFT(ctx, cid, owner)
+	if err != nil {
+		return nil, err
+	}
+	return s.liveItem(ctx, n.NFTID)
 }
 
 // NFTSort orders a collection's NFTs.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/uptrace/bun"
 )
 
 // ListingTerms is one NFT a seller offers, at a price, until an optional expiry.
@@ -29,16 +31,21 @@ type listEffects struct {
 	Listings []listingEffect `json:"listings"`
 }
 
+// nftContractRead is an NFT contract by its cid.
+var nftContractRead = &preparedRead{model: (*NFT)(nil), n: 1, where: func(q *bun.SelectQuery, args []any) *bun.SelectQuery {
+	return q.Where("cid = ?", args[0])
+}}
+
 // liveNFT returns the active NFT contract cid, which must be the owner's.
 func (s *Store) liveNFT(ctx context.Context, cid, owner string) (*NFT, error) {
-	n := new(NFT)
-	err := s.db.NewSelect().Model(n).Where("cid = ?", cid).Scan(ctx)
-	if isNoRows(err) {
-		return nil, Errorf(CodeNotFound, "no NFT contract %s", truncate(cid, 80))
-	}
-	if err != nil {
+	var ns []NFT
+	if err := s.selectPrepared(ctx, &ns, nftContractRead, cid); err != nil {
 		return nil, err
 	}
+	if len(ns) == 0 {
+		return nil, Errorf(CodeNotFound, "no NFT contract %s", truncate(cid, 80))
+	}
+	n := &ns[0]
 	if !n.Active() {
 		return nil, Errorf(CodeConflict, "NFT contract %s is no longer live (the NFT was sold, transferred or burned); use its current contract", cid)
 	}

@@ -532,7 +532,7 @@ func (s *Store) PrepareOfferCancel(ctx context.Context, maker string, cids []str
 func (s *Store) liveOffer(ctx context.Context, db bun.IDB, cid string) (*Offer, error) {
 	// The open version first: the versions of an offer a crowd accepts into run to its
 	// quantity, and only a closed offer needs the walk of them for its last.
-	o, err := openOfferVersion(ctx, db, cid)
+	o, err := s.openOfferVersion(ctx, db, cid)
 	if err == nil && o == nil {
 		o, err = lastOfferVersion(ctx, db, cid)
 	}
@@ -578,7 +578,7 @@ func (tx *Tx) releaseOffers(ctx context.Context, u *Update, refs []offerRef, exp
 	t := &Transaction{}
 	var events []nftActivity
 	for _, r := range refs {
-		o, err := openOfferVersion(ctx, tx, r.OfferID)
+		o, err := tx.s.openOfferVersion(ctx, tx, r.OfferID)
 		if err != nil {
 			return err
 		}

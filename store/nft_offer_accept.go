@@ -100,26 +100,22 @@ func (s *Store) PrepareOfferAccept(ctx context.Context, seller string, a OfferAc
 	var settlements []Settlement
 	claims := []string{o.CID}
 	for _, cid := range a.ContractIDs {
-		n, err := s.liveNFT(ctx, cid, seller)
+		it, err := s.liveItemOf(ctx, cid, seller)
 		if err != nil {
 			return nil, err
 		}
-		it, err := s.liveItem(ctx, n.NFTID)
-		if err != nil {
-			return nil, err
-		}
-		if n.CollectionID != o.CollectionID || !o.matches(n.NFTID, traitsOfItem(it)) {
+		if it.CollectionID != o.CollectionID || !o.matches(it.NFTID, traitsOfItem(it)) {
 			return nil, Errorf(CodeOfferMismatch, "NFT %s does not match offer %s", cid, a.CID)
 		}
 		st := settle(o.Price, c.Currency, s.cfg.MarketFeeBps, op, c.RoyaltyBps, c.Creator, seller)
 		// The item's listing is the NFT's active one (an expired one too, until it is archived).
-		sale := offerSale{NFTCID: n.CID, NFTID: n.NFTID, Listing: deref(it.ListingCID), Settlement: st}
+		sale := offerSale{NFTCID: it.ContractID, NFTID: it.NFTID, Listing: deref(it.ListingCID), Settlement: st}
 		if sale.Listing != "" {
 			claims = append(claims, sale.Listing)
 		}
 		e.Sales = append(e.Sales, sale)
 		settlements = append(settlements, st)
-		claims = append(claims, n.CID)
+		claims = append(claims, it.ContractID)
 	}
 	e.Settlement = total(settlements)
 	if err := e.checkProceeds(); err != nil {

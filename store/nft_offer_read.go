@@ -144,11 +144,17 @@ func (s *Store) OfferByID(ctx context.Context, offerID string) (*Offer, error) {
 	return lastOfferVersion(ctx, s.db, offerID)
 }
 
-// openOfferVersion reads an offer's open version, one step of nft_offers_live; nil when none
-// is open (the offer was accepted in full, cancelled or expired, or there is no such offer).
-func openOfferVersion(ctx context.Context, db bun.IDB, offerID string) (*Offer, error) {
+// openOfferRead is an offer's open version by its id: one step of nft_offers_live.
+var openOfferRead = &preparedRead{model: (*Offer)(nil), n: 1, where: func(q *bun.SelectQuery, args []any) *bun.SelectQuery {
+	return q.Where("offer_id = ?", args[0]).Where("consumed_update IS NULL")
+}}
+
+// openOfferVersion reads an offer's open version through db (the read pool, or a
+// transaction); nil when none is open (the offer was accepted in full, cancelled or
+// expired, or there is no such offer).
+func (s *Store) openOfferVersion(ctx context.Context, db bun.IDB, offerID string) (*Offer, error) {
 	var os []Offer
-	if err := db.NewSelect().Model(&os).Where("offer_id = ?", offerID).Where("consumed_update IS NULL").Scan(ctx); err != nil || len(os) == 0 {
+	if err := s.selectOn(ctx, db, &os, openOfferRead, offerID); err != nil || len(os) == 0 {
 		return nil, err
 	}
 	return &os[0], nil

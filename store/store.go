@@ -162,6 +162,8 @@ type Store struct {
 	collectionPages *pageCache[collectionPageKey, Page[Collection]]
 	nftPages        *pageCache[nftPageKey, Page[NFTView]]
 	collectionIDs   sync.Map // id or slug -> collectionIdentity
+	reads           sync.Map // *preparedRead -> *readStatement (store_select.go)
+	readsMu         sync.Mutex
 	nftIndex        *nftIndex
 	offerBook       *offerBook // each NFT's best offer, kept by the NFT index's build and follower
 
@@ -365,7 +367,7 @@ func (s *Store) Close() error {
 		<-s.listenerDone
 	}
 	s.stopIntegration()
-	errs := []error{refusalsErr, s.logWrites.close()}
+	errs := []error{refusalsErr, s.logWrites.close(), s.closeReads()}
 	if s.wdb != s.db {
 		errs = append(errs, s.wdb.Close())
 	}
@@ -374,42 +376,6 @@ func (s *Store) Close() error {
 		s.pool.Close()
 	}
 	return errors.Join(errs...)
-}
-
-// selectPlanned reads the rows of query, a statement whose ? marks take args, into dest (a
-// bun model). bun renders arguments into a statement's text, so PostgreSQL plans each
-// statement it is sent anew; a keyset page of an indexed walk plans in longer than it runs,
-// and its planning grows with the tables' statistics as history grows. On PostgreSQL
-// selectPlanned sends query with its arguments apart, prepared once per connection, which
-// PostgreSQL plans once for all arguments after its first executions; SQLite is sent the
-// statement as bun renders it, as before (bound arguments made its walks of one kind no
-// faster, and a little slower). query's only ? are its marks: no literal in it holds one. The
-// query hooks see the statement as bun renders it, and as sent in QueryTemplate.
-func (s *Store) selectPlanned(ctx context.Context, dest any, query string, args ...any) error {
-	e := &bun.QueryEvent{DB: s.db, Query: s.db.QueryGen().FormatQuery(query, args...), QueryArgs: args, StartTime: time.Now()}
-	e.QueryTemplate = e.Query
-	var sent []any
-	if s.dialect == Postgres {
-		var b strings.Builder
-		n := 0
-		for part := range strings.SplitSeq(query, "?") {
-			if n > 0 {
-				fmt.Fprintf(&b, "$%d", n)
-			}
-			b.WriteString(part)
-			n++
-		}
-		e.QueryTemplate, sent = b.String(), append([]any{pgx.QueryExecModeCacheStatement}, args...)
-	}
-	hooks := queryHooks{s}
-	ctx = hooks.BeforeQuery(ctx, e)
-	rows, err := s.db.DB.QueryContext(ctx, e.QueryTemplate, sent...)
-	if err == nil {
-		err = s.db.ScanRows(ctx, rows, dest)
-	}
-	e.Err = err
-	hooks.AfterQuery(ctx, e)
-	return err
 }
 
 // Dialect tells which database is behind the store.
