@@ -24,7 +24,7 @@ const (
 	logKID        = "log-1"
 )
 
-// serviceKeyRow is a key the service generated on its first start and keeps in the store, so
+// serviceKeyRow is a key the service generated when its store was migrated and keeps there, so
 // tokens and cursors survive a restart and every instance on one store agrees on them. Its
 // secret is sealed under the key-encryption key KEKID names (auth_seal.go).
 type serviceKeyRow struct {
@@ -64,7 +64,7 @@ func kidOf(pub ed25519.PublicKey) string {
 // signing key another process added (RotateJWT) signs here within it, and a retired one leaves.
 const keyReloadEvery = time.Minute
 
-// serviceKeys returns the service's keys, creating them on the first start.
+// serviceKeys returns the service's keys (Migrate created them: ensureKeys).
 func (s *Store) serviceKeys(ctx context.Context) (*serviceKeys, error) {
 	if k := s.keys.cur.Load(); k != nil {
 		if !k.loadedAt.IsZero() && s.now().Sub(k.loadedAt) >= keyReloadEvery { // zero: keys not read from the store
@@ -138,68 +138,24 @@ func (s *Store) reloadKeys(ctx context.Context, seen *serviceKeys) (*serviceKeys
 	return k, nil
 }
 
+// loadKeys reads the service's keys: unavailable while the store lacks a purpose's (it was not
+// migrated).
 func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 	var rows []serviceKeyRow
-	read := func() error {
-		rows = rows[:0]
-		// The read pool: a caller inside a write transaction must not wait for SQLite's writer.
-		// The primary key's order, then oldest first in memory: the handful of rows need no
-		// sort in the database, where a read of the keys may fall inside any request.
-		if err := s.db.NewSelect().Model(&rows).Order("kid").Scan(ctx); err != nil {
-			return err
-		}
-		slices.SortStableFunc(rows, func(a, b serviceKeyRow) int { return a.CreatedAt.Time.Compare(b.CreatedAt.Time) })
-		return nil
-	}
-	if err := read(); err != nil {
+	// The read pool: a caller inside a write transaction must not wait for SQLite's writer.
+	// The primary key's order, then oldest first in memory: the handful of rows need no sort
+	// in the database, where a read of the keys may fall inside any request.
+	if err := s.db.NewSelect().Model(&rows).Order("kid").Scan(ctx); err != nil {
 		return nil, err
 	}
+	slices.SortStableFunc(rows, func(a, b serviceKeyRow) int { return a.CreatedAt.Time.Compare(b.CreatedAt.Time) })
 	have := map[string]bool{}
 	for _, r := range rows {
 		have[r.Purpose] = true
 	}
-	if !have[purposeJWT] || !have[purposeCursor] || !have[purposeNonce] || !have[purposeLog] {
-		err := s.inTx(ctx, func(tx *Tx) error {
-			var fresh []serviceKeyRow
-			if !have[purposeJWT] {
-				pub, priv, err := ed25519.GenerateKey(rand.Reader)
-				if err != nil {
-					return err
-				}
-				fresh = append(fresh, serviceKeyRow{KID: kidOf(pub), Purpose: purposeJWT, Secret: priv.Seed(), CreatedAt: At(tx.Now())})
-			}
-			for _, k := range []struct{ kid, purpose string }{{cursorKID, purposeCursor}, {nonceKID, purposeNonce}} {
-				if have[k.purpose] {
-					continue
-				}
-				secret := make([]byte, 32)
-				if _, err := rand.Read(secret); err != nil {
-					return err
-				}
-				fresh = append(fresh, serviceKeyRow{KID: k.kid, Purpose: k.purpose, Secret: secret, CreatedAt: At(tx.Now())})
-			}
-			if !have[purposeLog] {
-				skey, err := s.newLogKey()
-				if err != nil {
-					return err
-				}
-				fresh = append(fresh, serviceKeyRow{KID: logKID, Purpose: purposeLog, Secret: []byte(skey), CreatedAt: At(tx.Now())})
-			}
-			for i := range fresh {
-				if err := s.sealRow(&fresh[i]); err != nil {
-					return err
-				}
-			}
-			// Two instances starting at once may both insert a signing key; both keep
-			// verifying, and every instance signs with the newest (below).
-			_, err := tx.NewInsert().Model(&fresh).On("CONFLICT DO NOTHING").Exec(ctx)
-			return err
-		})
-		if err != nil {
-			return nil, err
-		}
-		if err := read(); err != nil {
-			return nil, err
+	for _, purpose := range keyPurposes {
+		if !have[purpose] {
+			return nil, &Error{Code: CodeUnavailable, Message: "the store holds no " + purpose + " key: run marketd migrate, which creates the service's keys"}
 		}
 	}
 	k := &serviceKeys{verifying: map[string]ed25519.PublicKey{}, retiresAt: map[string]time.Time{}, loadedAt: s.now()}
@@ -242,6 +198,62 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 		k.signing, k.signingKID = jwts[n-1].priv, jwts[n-1].kid // the newest signs
 	}
 	return k, nil
+}
+
+// keyPurposes are the purposes of the keys the service keeps, one or more of each.
+var keyPurposes = []string{purposeJWT, purposeCursor, purposeNonce, purposeLog}
+
+// ensureKeys creates the service's keys the store does not hold yet: a new store's, or one of
+// a purpose a later version added. Migrate calls it, so no read of the keys writes: a request
+// that reads them finds them, and a store not migrated answers unavailable.
+func (s *Store) ensureKeys(ctx context.Context) error {
+	var purposes []string
+	if err := s.wdb.NewSelect().Model((*serviceKeyRow)(nil)).Column("purpose").Scan(ctx, &purposes); err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, p := range purposes {
+		have[p] = true
+	}
+	if !slices.ContainsFunc(keyPurposes, func(p string) bool { return !have[p] }) {
+		return nil
+	}
+	return s.inTx(ctx, func(tx *Tx) error {
+		var fresh []serviceKeyRow
+		if !have[purposeJWT] {
+			pub, priv, err := ed25519.GenerateKey(rand.Reader)
+			if err != nil {
+				return err
+			}
+			fresh = append(fresh, serviceKeyRow{KID: kidOf(pub), Purpose: purposeJWT, Secret: priv.Seed(), CreatedAt: At(tx.Now())})
+		}
+		for _, k := range []struct{ kid, purpose string }{{cursorKID, purposeCursor}, {nonceKID, purposeNonce}} {
+			if have[k.purpose] {
+				continue
+			}
+			secret := make([]byte, 32)
+			if _, err := rand.Read(secret); err != nil {
+				return err
+			}
+			fresh = append(fresh, serviceKeyRow{KID: k.kid, Purpose: k.purpose, Secret: secret, CreatedAt: At(tx.Now())})
+		}
+		if !have[purposeLog] {
+			skey, err := s.newLogKey()
+			if err != nil {
+				return err
+			}
+			fresh = append(fresh, serviceKeyRow{KID: logKID, Purpose: purposeLog, Secret: []byte(skey), CreatedAt: At(tx.Now())})
+		}
+		for i := range fresh {
+			if err := s.sealRow(&fresh[i]); err != nil {
+				return err
+			}
+		}
+		// Two instances starting at once may both insert a signing key; both keep
+		// verifying, and every instance signs with the newest (loadKeys).
+		_, err := tx.NewInsert().Model(&fresh).On("CONFLICT DO NOTHING").Exec(ctx)
+		return err
+	})
 }
 
 // jwtKey is one token signing key as loaded, oldest first.

@@ -94,6 +94,9 @@ func (s *Store) MigrateWithProgress(ctx context.Context, progress Progress) ([]s
 			if err := s.sealKeys(ctx); err != nil {
 				return nil, err
 			}
+			if err := s.ensureKeys(ctx); err != nil {
+				return nil, err
+			}
 			if err := s.fillLog(ctx); err != nil {
 				return nil, err
 			}
