@@ -1,9 +1,10 @@
-// Package graph is marketd's GraphQL read facade for dashboards: the schema in
-// schema.graphqls, resolvers that call store operations only, dataloaders that batch every
-// association, and the HTTP handler with its limits, the embedded GraphiQL page and the
-// schema as SDL. Collections, NFTs, pools, LP quotes and intents are Relay nodes with global
-// ids (node.go), so client caches normalise them with no configuration; closed sets of
-// values are enums.
+// Package graph is marketd's GraphQL read facade for dashboards: the schema in the
+// *.graphqls files (queries, and subscriptions over WebSocket), resolvers that call store
+// operations only, dataloaders that batch every association, the fast path that writes the
+// pages of collections and NFTs without the executor (nftpage_fast.go), and the HTTP handler
+// with its limits, the embedded GraphiQL page and the schema as SDL. Collections, NFTs,
+// offers, pools, LP quotes and intents are Relay nodes with global ids (node.go), so client
+// caches normalise them with no configuration; closed sets of values are enums.
 package graph
 
 //go:generate sh -c "cd .. && go tool gqlgen generate --config gqlgen.yml"

@@ -105,7 +105,7 @@ func (s *Store) AwaitNFTIndex(ctx context.Context) error {
 	return nil
 }
 
-// NFTIndexStats describes the NFT index, for operators and benchmarks.
+// NFTIndexStats describes the NFT index, for its benchmark (BenchmarkNFTIndex).
 type NFTIndexStats struct {
 	Ready       bool
 	NFTs        int
