@@ -249,14 +249,11 @@ var itemRead = &preparedRead{model: (*nftItem)(nil), n: 1, where: func(q *bun.Se
 
 // liveItem reads a live NFT's read model by its nft_id, or not_found.
 func (s *Store) liveItem(ctx context.Context, nftID string) (*nftItem, error) {
-	var its []nftItem
-	if err := s.selectPrepared(ctx, &its, itemRead, nftID); err != nil {
-		return nil, err
-	}
-	if len(its) == 0 {
+	it, err := selectFirst[nftItem](ctx, s, s.db, itemRead, nftID)
+	if err == nil && it == nil {
 		return nil, Errorf(CodeNotFound, "no live NFT %s", truncate(nftID, 100))
 	}
-	return &its[0], nil
+	return it, err
 }
 
 // itemOfContractRead is the read model of the NFT whose contract (live or not) has a cid.
@@ -268,12 +265,12 @@ var itemOfContractRead = &preparedRead{model: (*nftItem)(nil), n: 1, where: func
 // read where the item names cid as its live contract and owner as its owner, and otherwise
 // liveNFT's answer (not_found, conflict, party_mismatch), then the item, as two reads.
 func (s *Store) liveItemOf(ctx context.Context, cid, owner string) (*nftItem, error) {
-	var its []nftItem
-	if err := s.selectPrepared(ctx, &its, itemOfContractRead, cid); err != nil {
+	it, err := selectFirst[nftItem](ctx, s, s.db, itemOfContractRead, cid)
+	if err != nil {
 		return nil, err
 	}
-	if len(its) == 1 && its[0].ContractID == cid && its[0].Owner == owner {
-		return &its[0], nil
+	if it != nil && it.ContractID == cid && it.Owner == owner {
+		return it, nil
 	}
 	n, err := s.liveNFT(ctx, cid, owner)
 	if err != nil {

@@ -38,14 +38,13 @@ var nftContractRead = &preparedRead{model: (*NFT)(nil), n: 1, where: func(q *bun
 
 // liveNFT returns the active NFT contract cid, which must be the owner's.
 func (s *Store) liveNFT(ctx context.Context, cid, owner string) (*NFT, error) {
-	var ns []NFT
-	if err := s.selectPrepared(ctx, &ns, nftContractRead, cid); err != nil {
+	n, err := selectFirst[NFT](ctx, s, s.db, nftContractRead, cid)
+	if err != nil {
 		return nil, err
 	}
-	if len(ns) == 0 {
+	if n == nil {
 		return nil, Errorf(CodeNotFound, "no NFT contract %s", truncate(cid, 80))
 	}
-	n := &ns[0]
 	if !n.Active() {
 		return nil, Errorf(CodeConflict, "NFT contract %s is no longer live (the NFT was sold, transferred or burned); use its current contract", cid)
 	}

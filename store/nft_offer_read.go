@@ -153,11 +153,7 @@ var openOfferRead = &preparedRead{model: (*Offer)(nil), n: 1, where: func(q *bun
 // transaction); nil when none is open (the offer was accepted in full, cancelled or
 // expired, or there is no such offer).
 func (s *Store) openOfferVersion(ctx context.Context, db bun.IDB, offerID string) (*Offer, error) {
-	var os []Offer
-	if err := s.selectOn(ctx, db, &os, openOfferRead, offerID); err != nil || len(os) == 0 {
-		return nil, err
-	}
-	return &os[0], nil
+	return selectFirst[Offer](ctx, s, db, openOfferRead, offerID)
 }
 
 // lastOfferVersion reads an offer's latest version, open or not; not_found for no such

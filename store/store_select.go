@@ -28,6 +28,19 @@ func (s *Store) selectPlanned(ctx context.Context, dest any, query string, args 
 			return s.db.DB.QueryContext(ctx, rendered)
 		})
 	}
+	return s.selectNumbered(ctx, dest, query, numberedMarks(query), args)
+}
+
+// selectNumbered sends sent, query with its marks numbered (numberedMarks), to PostgreSQL
+// with args apart, prepared once per connection by pgx's statement cache.
+func (s *Store) selectNumbered(ctx context.Context, dest any, query, sent string, args []any) error {
+	return s.selectSent(ctx, dest, query, sent, args, func(ctx context.Context) (*sql.Rows, error) {
+		return s.db.DB.QueryContext(ctx, sent, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+	})
+}
+
+// numberedMarks is query with its ? marks as PostgreSQL's $1, $2, ...
+func numberedMarks(query string) string {
 	var b strings.Builder
 	n := 0
 	for part := range strings.SplitSeq(query, "?") {
@@ -37,10 +50,7 @@ func (s *Store) selectPlanned(ctx context.Context, dest any, query string, args 
 		b.WriteString(part)
 		n++
 	}
-	sent := b.String()
-	return s.selectSent(ctx, dest, query, sent, args, func(ctx context.Context) (*sql.Rows, error) {
-		return s.db.DB.QueryContext(ctx, sent, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
-	})
+	return b.String()
 }
 
 // A preparedRead is a short read the store sends often by key (an offer's open version, a
@@ -55,6 +65,7 @@ type preparedRead struct {
 // readStatement is a preparedRead made for one store.
 type readStatement struct {
 	text string    // with ? marks
+	sent string    // PostgreSQL's: text with its marks numbered
 	stmt *sql.Stmt // SQLite's: compiled once on each connection that runs it
 }
 
@@ -69,7 +80,7 @@ func (s *Store) selectPrepared(ctx context.Context, dest any, r *preparedRead, a
 		return err
 	}
 	if s.dialect == Postgres {
-		return s.selectPlanned(ctx, dest, rs.text, args...)
+		return s.selectNumbered(ctx, dest, rs.text, rs.sent, args)
 	}
 	return s.selectSent(ctx, dest, rs.text, rs.text, args, func(ctx context.Context) (*sql.Rows, error) {
 		return rs.stmt.QueryContext(ctx, args...)
@@ -83,6 +94,15 @@ func (s *Store) selectOn(ctx context.Context, db bun.IDB, dest any, r *preparedR
 		return s.selectPrepared(ctx, dest, r, args...)
 	}
 	return r.where(db.NewSelect().Model(dest), args).Scan(ctx)
+}
+
+// selectFirst reads r through db (selectOn) and returns its first row, nil when it has none.
+func selectFirst[T any](ctx context.Context, s *Store, db bun.IDB, r *preparedRead, args ...any) (*T, error) {
+	var rows []T
+	if err := s.selectOn(ctx, db, &rows, r, args...); err != nil || len(rows) == 0 {
+		return nil, err
+	}
+	return &rows[0], nil
 }
 
 // readStatement makes r's text, and on SQLite its statement, once for the store.
@@ -100,7 +120,9 @@ func (s *Store) readStatement(ctx context.Context, r *preparedRead) (*readStatem
 		marks[i] = bun.Safe("?")
 	}
 	rs := &readStatement{text: r.where(s.db.NewSelect().Model(r.model), marks).String()}
-	if s.dialect != Postgres {
+	if s.dialect == Postgres {
+		rs.sent = numberedMarks(rs.text)
+	} else {
 		stmt, err := s.db.DB.PrepareContext(ctx, rs.text)
 		if err != nil {
 			return nil, fmt.Errorf("prepare %q: %w", rs.text, err)
