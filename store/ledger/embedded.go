@@ -346,9 +346,9 @@ func (tx *Tx) checkEscrowable(ctx context.Context, spec TemplateSpec, cid, owner
 	return nil
 }
 
-// escrowLocks are the active offers that lock a contract a batch consumes: by the locked
-// contract's template, then its id, the offer's template and id.
-type escrowLocks map[string]map[string][2]string
+// escrowLocks are the active offers that lock a contract a batch consumes: by the offer's
+// template, then the locked contract's id, the offer's id.
+type escrowLocks map[string]map[string]string
 
 // escrowLocks reads, with one statement per escrowing template for the whole batch, the
 // active offers that still lock a contract the batch consumes (consumed: each transaction's
@@ -378,11 +378,11 @@ func (tx *Tx) escrowLocks(ctx context.Context, consumed [][]Archived) (escrowLoc
 		if err != nil {
 			return nil, err
 		}
+		if len(rows) > 0 {
+			locks[template] = map[string]string{}
+		}
 		for _, r := range rows {
-			if locks[spec.EscrowOf] == nil {
-				locks[spec.EscrowOf] = map[string][2]string{}
-			}
-			locks[spec.EscrowOf][r.Held] = [2]string{template, r.CID}
+			locks[template][r.Held] = r.CID
 		}
 	}
 	return locks, nil
@@ -393,9 +393,9 @@ func (tx *Tx) escrowLocks(ctx context.Context, consumed [][]Archived) (escrowLoc
 // the same transaction.
 func (l escrowLocks) refuse(consumed map[string][]string) error {
 	for _, template := range slices.Sorted(maps.Keys(l)) {
-		for _, cid := range consumed[template] {
-			if by, ok := l[template][cid]; ok {
-				return Errorf(CodeConflict, "%s %s is active and holds a contract this transaction consumes; cancel it first", noun(by[0]), by[1])
+		for _, cid := range consumed[templates[template].EscrowOf] {
+			if offer, ok := l[template][cid]; ok {
+				return Errorf(CodeConflict, "%s %s is active and holds a contract this transaction consumes; cancel it first", noun(template), offer)
 			}
 		}
 	}
