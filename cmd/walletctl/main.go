@@ -593,7 +593,7 @@ func (w *wallet) prepareAndExecute(preparePath, executePath string, body []byte,
 	if err != nil {
 		return nil, err
 	}
-	if err := w.keepReceipt(res); err != nil {
+	if err := w.keepReceipt(res, p.PreparedTransactionHash); err != nil {
 		return nil, fmt.Errorf("executed, but keeping the receipt in %s: %v", w.receiptsPath(), err)
 	}
 	return res, nil

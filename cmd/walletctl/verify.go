@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"marketd/store"
+	"marketd/store/signing"
 	"marketd/store/translog"
 
 	"golang.org/x/mod/sumdb/note"
@@ -25,10 +27,13 @@ import (
 // key file (FILE.log); every later checkpoint must be signed by the pinned key and extend the
 // kept one. Receipts of the executes walletctl made are kept in FILE.receipts, one JSON line each.
 
-// keptReceipt is one line of FILE.receipts.
+// keptReceipt is one line of FILE.receipts: the execute's receipt, and the hash of the
+// prepared transaction this key signed for it (base64), so verify can tell the entry holds
+// exactly those bytes. Lines kept before the hash was kept have none.
 type keptReceipt struct {
 	Server  string          `json:"server"`
 	Receipt json.RawMessage `json:"receipt"`
+	Signed  string          `json:"signed,omitempty"`
 }
 
 // logState is what walletctl keeps of one server's log in FILE.log.
@@ -40,9 +45,10 @@ type logState struct {
 func (w *wallet) receiptsPath() string { return w.keyPath + ".receipts" }
 func (w *wallet) logStatePath() string { return w.keyPath + ".log" }
 
-// keepReceipt appends an execute's receipt to FILE.receipts, for walletctl verify.
-func (w *wallet) keepReceipt(receipt json.RawMessage) error {
-	line, err := json.Marshal(keptReceipt{Server: w.server, Receipt: receipt})
+// keepReceipt appends an execute's receipt, with the hash signed for it, to FILE.receipts,
+// for walletctl verify.
+func (w *wallet) keepReceipt(receipt json.RawMessage, signedHash string) error {
+	line, err := json.Marshal(keptReceipt{Server: w.server, Receipt: receipt, Signed: signedHash})
 	if err != nil {
 		return err
 	}
@@ -58,7 +64,7 @@ func (w *wallet) keepReceipt(receipt json.RawMessage) error {
 }
 
 // keptReceipts reads the receipts FILE.receipts keeps for this server.
-func (w *wallet) keptReceipts() ([]json.RawMessage, error) {
+func (w *wallet) keptReceipts() ([]keptReceipt, error) {
 	f, err := os.Open(w.receiptsPath())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -67,7 +73,7 @@ func (w *wallet) keptReceipts() ([]json.RawMessage, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var out []json.RawMessage
+	var out []keptReceipt
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -76,7 +82,7 @@ func (w *wallet) keptReceipts() ([]json.RawMessage, error) {
 			return nil, fmt.Errorf("%s: %v", w.receiptsPath(), err)
 		}
 		if k.Server == w.server {
-			out = append(out, k.Receipt)
+			out = append(out, k)
 		}
 	}
 	return out, sc.Err()
@@ -177,15 +183,17 @@ func (w *wallet) checkpoint() (tlog.Tree, func() error, error) {
 
 // verify checks that each kept receipt (or the one given) is in the log: its entry is proved
 // included in the current checkpoint, names the receipt's update and holds a transaction this
-// key signed, whose signature verifies over the SHA-256 of its bytes.
+// key signed, whose signature verifies over the SHA-256 of its bytes; for a kept receipt, the
+// very bytes this key signed for it. One signature commits one update, so no two receipts'
+// entries may hold the same signed transaction.
 func (w *wallet) verify(args []string) error {
 	k, priv, err := w.loadKey()
 	if err != nil {
 		return err
 	}
-	receipts := []json.RawMessage{}
+	receipts := []keptReceipt{}
 	if len(args) == 1 {
-		receipts = append(receipts, json.RawMessage(args[0]))
+		receipts = append(receipts, keptReceipt{Receipt: json.RawMessage(args[0])})
 	} else if receipts, err = w.keptReceipts(); err != nil {
 		return err
 	}
@@ -193,10 +201,16 @@ func (w *wallet) verify(args []string) error {
 	if err != nil {
 		return err
 	}
+	updateOf := map[string]string{} // a signed transaction's hash: the update whose entry holds it
 	for _, r := range receipts {
-		if err := w.verifyReceipt(tree, r, k.PartyID, priv.Public().(ed25519.PublicKey)); err != nil {
+		update, hash, err := w.verifyReceipt(tree, r, k.PartyID, priv.Public().(ed25519.PublicKey))
+		if err != nil {
 			return fmt.Errorf("NOT IN THE LOG AS SIGNED: %v", err)
 		}
+		if other, ok := updateOf[hash]; ok && other != update {
+			return fmt.Errorf("NOT IN THE LOG AS SIGNED: the entries of updates %s and %s hold one signed transaction", other, update)
+		}
+		updateOf[hash] = update
 	}
 	if err := keep(); err != nil {
 		return err
@@ -204,17 +218,18 @@ func (w *wallet) verify(args []string) error {
 	return printJSON(w.out, map[string]any{"verified": len(receipts), "treeSize": tree.N, "rootHash": tree.Hash.String()})
 }
 
-// verifyReceipt checks one receipt against tree.
-func (w *wallet) verifyReceipt(tree tlog.Tree, receipt json.RawMessage, partyID string, pub ed25519.PublicKey) error {
+// verifyReceipt checks one receipt against tree, and returns its update and the hash (base64)
+// of the signed transaction its entry holds.
+func (w *wallet) verifyReceipt(tree tlog.Tree, kept keptReceipt, partyID string, pub ed25519.PublicKey) (update, hash string, err error) {
 	var r struct {
 		UpdateID string `json:"updateId"`
 		LogIndex *int64 `json:"logIndex"`
 	}
-	if err := json.Unmarshal(receipt, &r); err != nil || r.UpdateID == "" {
-		return fmt.Errorf("not a receipt: %s", receipt)
+	if err := json.Unmarshal(kept.Receipt, &r); err != nil || r.UpdateID == "" {
+		return "", "", fmt.Errorf("not a receipt: %s", kept.Receipt)
 	}
 	if r.LogIndex == nil {
-		return fmt.Errorf("receipt of update %s has no logIndex", r.UpdateID)
+		return "", "", fmt.Errorf("receipt of update %s has no logIndex", r.UpdateID)
 	}
 	n := *r.LogIndex
 	if n < 0 || n >= tree.N {
@@ -222,43 +237,47 @@ func (w *wallet) verifyReceipt(tree tlog.Tree, receipt json.RawMessage, partyID 
 		if len(w.witnesses.keys) > 0 || os.Getenv("WALLETCTL_WITNESSES") != "" {
 			hint = " (the newest tree the witnesses cosigned: it is not witnessed yet; verify again once they cosign a newer one)"
 		}
-		return fmt.Errorf("update %s: entry %d is not in the checkpoint's %d entries%s", r.UpdateID, n, tree.N, hint)
+		return "", "", fmt.Errorf("update %s: entry %d is not in the checkpoint's %d entries%s", r.UpdateID, n, tree.N, hint)
 	}
 	first := n / translog.TileWidth * translog.TileWidth
 	bundle, err := w.fetchTile(tlog.Tile{H: translog.TileHeight, L: -1, N: n / translog.TileWidth, W: int(min(translog.TileWidth, tree.N-first))})
 	if err != nil {
-		return err
+		return "", "", err
 	}
 	entries, err := translog.ParseBundle(bundle)
 	if err != nil || int64(len(entries)) <= n-first {
-		return fmt.Errorf("entries from %d: a bundle without entry %d (%v)", first, n, err)
+		return "", "", fmt.Errorf("entries from %d: a bundle without entry %d (%v)", first, n, err)
 	}
 	raw := entries[n-first]
 	if err := translog.CheckInclusion(tree, n, raw, w.fetchTile); err != nil {
-		return fmt.Errorf("update %s: %v", r.UpdateID, err)
+		return "", "", fmt.Errorf("update %s: %v", r.UpdateID, err)
 	}
 	e, err := translog.ParseEntry(raw)
 	if err != nil {
-		return fmt.Errorf("update %s: %v", r.UpdateID, err)
+		return "", "", fmt.Errorf("update %s: %v", r.UpdateID, err)
 	}
 	switch {
 	case e.UpdateID != r.UpdateID:
-		return fmt.Errorf("entry %d is update %s, the receipt says %s", n, e.UpdateID, r.UpdateID)
+		return "", "", fmt.Errorf("entry %d is update %s, the receipt says %s", n, e.UpdateID, r.UpdateID)
 	case e.CommittedBy != translog.CommittedByParty || !bytes.Equal(e.PublicKey, pub):
-		return fmt.Errorf("entry %d (update %s) is not signed by this key", n, r.UpdateID)
+		return "", "", fmt.Errorf("entry %d (update %s) is not signed by this key", n, r.UpdateID)
+	}
+	hash = base64.StdEncoding.EncodeToString(signing.PreparedHash(e.PreparedTransaction))
+	if kept.Signed != "" && hash != kept.Signed {
+		return "", "", fmt.Errorf("entry %d (update %s) holds the transaction of hash %s; this key signed %s for it", n, r.UpdateID, hash, kept.Signed)
 	}
 	d, err := store.DecodePrepared(e.PreparedTransaction)
 	if err != nil {
-		return fmt.Errorf("entry %d (update %s): %v", n, r.UpdateID, err)
+		return "", "", fmt.Errorf("entry %d (update %s): %v", n, r.UpdateID, err)
 	}
 	if d.Network != w.network {
-		return fmt.Errorf("entry %d (update %s): the signed transaction is for network %s, not %s (--network)", n, r.UpdateID, d.Network, w.network)
+		return "", "", fmt.Errorf("entry %d (update %s): the signed transaction is for network %s, not %s (--network)", n, r.UpdateID, d.Network, w.network)
 	}
 	if d.ActAs != partyID || d.Kind != e.Kind {
-		return fmt.Errorf("entry %d (update %s): the signed transaction is %s as %s, the entry says %s as %s", n, r.UpdateID, d.Kind, d.ActAs, e.Kind, e.ActAs)
+		return "", "", fmt.Errorf("entry %d (update %s): the signed transaction is %s as %s, the entry says %s as %s", n, r.UpdateID, d.Kind, d.ActAs, e.Kind, e.ActAs)
 	}
 	fmt.Fprintf(w.log, "entry %d of %d: update %s, signed by this key: %s\n", n, tree.N, r.UpdateID, headline(d))
-	return nil
+	return r.UpdateID, hash, nil
 }
 
 // audit downloads the whole log and checks every entry's signature and the root hash.

@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +19,7 @@ import (
 
 	"marketd/rest"
 	"marketd/store"
+	"marketd/store/signing"
 	"marketd/store/storetest"
 	"marketd/store/translog"
 
@@ -62,12 +66,26 @@ func logEntries(t *testing.T, db *sql.DB) [][]byte {
 // rewriteHistory changes entry n and writes the whole tree again over it, as an operator
 // rewriting history would: the new tree is consistent in itself, not with the old one.
 func (w *ctlWorld) rewriteHistory(n int) {
+	w.rewriteLog(func(entries [][]byte) {
+		entries[n] = []byte(strings.Replace(string(entries[n]), `"recordedAt":"2`, `"recordedAt":"1`, 1))
+	})
+}
+
+// rewriteLog lets change rewrite the log's entries in place and writes the whole tree again
+// over them, as an operator forging its log would.
+func (w *ctlWorld) rewriteLog(change func(entries [][]byte)) {
 	t := w.t
 	db, arg := w.rawDB()
 	entries := logEntries(t, db)
-	entries[n] = []byte(strings.Replace(string(entries[n]), `"recordedAt":"2`, `"recordedAt":"1`, 1))
-	if _, err := db.Exec("UPDATE log_entries SET entry = "+arg(1)+" WHERE log_index = "+arg(2), entries[n], n); err != nil {
-		t.Fatal(err)
+	before := slices.Clone(entries)
+	change(entries)
+	for n := range entries {
+		if bytes.Equal(entries[n], before[n]) {
+			continue
+		}
+		if _, err := db.Exec("UPDATE log_entries SET entry = "+arg(1)+" WHERE log_index = "+arg(2), entries[n], n); err != nil {
+			t.Fatal(err)
+		}
 	}
 	hashes := map[int64]tlog.Hash{}
 	read := tlog.HashReaderFunc(func(xs []int64) ([]tlog.Hash, error) {
@@ -295,5 +313,74 @@ func TestVerify_AWitnessPolicyNeedsKCosignatures(t *testing.T) {
 		w.askWitnesses([]string{keyA}, []string{urlA})
 		w.must("alice", "verify", "--witness", keyA)
 		w.refused("alice", []string{"--witnesses 3"}, "verify", "--witness", keyA, "--witness", keyB, "--witnesses", "3")
+	})
+}
+
+// A log whose operator forges entries that each verify against the key they carry is refused
+// by audit (every entry) and by verify (the kept receipts'): one signed transaction under two
+// updates, a key that is not actAs's, a kind the signed bytes do not say, and a transfer the
+// service says it committed for the party (the security read's row 7).
+func TestVerify_AForgedEntryIsRefusedByAuditAndVerify(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		w := newCtlWorld(t, b)
+		alice := w.party("alice")
+		first := int(w.must("alice", "tap", "CC", "10")["logIndex"].(float64))
+		n := int(w.must("alice", "tap", "CC", "5")["logIndex"].(float64))
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) { // the log takes the taps in
+			if tree, err := w.store.LogTree(context.Background()); err == nil && tree.N > int64(n) {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("the log never took entry %d in: %v, %v", n, tree, err)
+			}
+		}
+		_, other, err := ed25519.GenerateKey(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entry := func(b []byte) *translog.Entry {
+			e, err := translog.ParseEntry(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e
+		}
+		for _, c := range []struct {
+			name         string
+			forge        func(genuine, earlier *translog.Entry) *translog.Entry
+			audit, check string
+		}{
+			{"one signed transaction under two updates", func(genuine, earlier *translog.Entry) *translog.Entry {
+				earlier.UpdateID, earlier.Offset, earlier.RecordedAt = genuine.UpdateID, genuine.Offset, genuine.RecordedAt
+				return earlier
+			}, "two updates", "this key signed"},
+			{"a key that is not actAs's", func(genuine, _ *translog.Entry) *translog.Entry {
+				genuine.Signature = ed25519.Sign(other, signing.PreparedHash(genuine.PreparedTransaction))
+				genuine.PublicKey = other.Public().(ed25519.PublicKey)
+				return genuine
+			}, "not the key of actAs", "not the key of actAs"},
+			{"a kind the signed bytes do not say", func(genuine, _ *translog.Entry) *translog.Entry {
+				genuine.Kind = store.KindCCTransfer
+				return genuine
+			}, "the signed transaction wallet.tap", "the signed transaction wallet.tap"},
+			{"a transfer the service says it committed for the party", func(genuine, _ *translog.Entry) *translog.Entry {
+				return &translog.Entry{UpdateID: genuine.UpdateID, Offset: genuine.Offset, Kind: store.KindCCTransfer, ActAs: alice,
+					RecordedAt: genuine.RecordedAt, CommittedBy: translog.CommittedByService}
+			}, "only a party's signature commits one", "only a party's signature commits one"},
+		} {
+			var genuine []byte
+			w.rewriteLog(func(entries [][]byte) {
+				genuine = entries[n]
+				forged, err := json.Marshal(c.forge(entry(entries[n]), entry(entries[first]))) // as the forger writes it: no Check
+				if err != nil {
+					t.Fatal(err)
+				}
+				entries[n] = forged
+			})
+			w.refused("alice", []string{"AUDIT FAILED", c.audit}, "audit")
+			w.refused("alice", []string{"NOT IN THE LOG AS SIGNED", c.check}, "verify")
+			w.rewriteLog(func(entries [][]byte) { entries[n] = genuine })
+		}
+		w.must("alice", "audit")
+		w.must("alice", "verify")
 	})
 }
