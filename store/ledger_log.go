@@ -127,6 +127,19 @@ func (h *logHead) tree() (tlog.Tree, error) {
 	return tlog.Tree{N: h.Size, Hash: root}, err
 }
 
+// updateAnnex is what the store keeps beside an update it appends (its Annex), for the
+// transparency log.
+type updateAnnex struct {
+	signed    *partySigned // set by an execute: what the party signed
+	beforeLog bool         // committed before the transparency log began (fillLog)
+}
+
+// annex is what the store keeps beside u; none for an update the store read back.
+func annex(u *Update) updateAnnex {
+	a, _ := u.Annex.(updateAnnex)
+	return a
+}
+
 // partySigned is what an execute adds to its update: the prepared transaction the party signed
 // (its Result the receipt without the log index, its Signature the party's), and where the
 // caller reads the receipt, which appendLog or, on PostgreSQL, completeReceipts completes with

@@ -8,19 +8,6 @@ import (
 	"marketd/store/ledger"
 )
 
-// updateAnnex is what the store keeps beside an update it appends (its Annex), for the
-// transparency log.
-type updateAnnex struct {
-	signed    *partySigned // set by an execute: what the party signed (ledger_log.go)
-	beforeLog bool         // committed before the transparency log began (fillLog)
-}
-
-// annex is what the store keeps beside u; none for an update the store read back.
-func annex(u *Update) updateAnnex {
-	a, _ := u.Annex.(updateAnnex)
-	return a
-}
-
 // updateEvent is one row of the event log: an update consumed or created a contract.
 type updateEvent = ledger.EventRow
 
