@@ -353,19 +353,18 @@ func (tx *Tx) applyEach(ctx context.Context, batch []*executeRequest, prepared m
 // txMark is how far a transaction's in-memory state went, to undo what a rolled-back
 // savepoint added to it.
 type txMark struct {
-	deferred, after, logged int
-	parts                   []int // each part's mark (store_txpart.go)
+	deferred, after int
+	parts           []int // each part's mark (store_txpart.go), the log's among them
 }
 
 func (tx *Tx) mark() txMark {
-	return txMark{tx.Deferred(), len(tx.after), len(tx.logged), tx.markParts()}
+	return txMark{tx.Deferred(), len(tx.after), tx.markParts()}
 }
 
-// undo forgets what tx gathered since m: writes not sent, work for after the commit, updates
-// for the transparency log, and what each part gathered (its own undo says what it forgets).
+// undo forgets what tx gathered since m: writes not sent, work for after the commit, and what
+// each part gathered (its own undo says what it forgets: the log, the updates it would log).
 func (tx *Tx) undo(m txMark) {
 	tx.Forget(m.deferred)
 	tx.after = tx.after[:m.after]
-	tx.logged = tx.logged[:min(m.logged, len(tx.logged))]
 	tx.undoParts(m.parts)
 }

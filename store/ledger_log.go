@@ -167,28 +167,108 @@ func logEntry(u *Update) translog.Entry {
 	return e
 }
 
-// appendLog appends the updates this transaction committed to the log, in offset order, and
-// completes their receipts; it is the transaction's last step before COMMIT. An update rolled
-// back to a savepoint is no longer in tx.logged (undo), so it gets no entry. On PostgreSQL a
-// new update is numbered by the COMMIT itself, and its entry built afterwards (logAtCommit).
-func (tx *Tx) appendLog(ctx context.Context) error {
-	us := tx.logged
-	tx.logged = nil
-	if tx.s.unlogged {
-		for _, u := range us {
-			if err := tx.receiptLogged(ctx, u, nil); err != nil {
-				return err
-			}
+// txLog is the transparency log's part of a write transaction (a txPart): the updates it
+// appended, to log at its end, and what the log owes once it has ended. A savepoint rolled
+// back takes its updates out (undo), so they get no entry.
+type txLog struct {
+	logged      []*Update // the updates it appended, for the log (appendLog)
+	edge        *logHead  // the log's head once its append wrote it, kept if it commits
+	unreceipted []*Update // executes whose receipts await the log index their COMMIT gives
+	numbered    []*Update // on PostgreSQL, the updates its COMMIT logs, in the order it numbers them (logAtCommit)
+
+	// On SQLite, whether the updates it inserted carry the log indexes from indexedFrom on,
+	// decided at its first insert (indexAtInsert).
+	indexDecided, indexed bool
+	indexedFrom           int64
+}
+
+func init() { registerTxPart(func() txPart { return new(txLog) }) }
+
+func (l *txLog) mark() int  { return len(l.logged) }
+func (l *txLog) undo(m int) { l.logged = l.logged[:min(m, len(l.logged))] }
+
+// logOf is the log's part among a transaction's parts (every transaction begins with one).
+func logOf(parts []txPart) *txLog {
+	for _, p := range parts {
+		if l, ok := p.(*txLog); ok {
+			return l
 		}
-		return nil
 	}
-	if len(us) == 0 {
-		return nil
+	panic("store: a transaction without its log part")
+}
+
+// committed keeps the log's head the transaction wrote, once it has committed and before the
+// next writer's turn, so the next append finds it (a rolled-back one leaves the last kept).
+func (l *txLog) committed(s *Store) {
+	if l.edge != nil {
+		s.logEdge.keep(l.edge)
 	}
+}
+
+// ended does what the log owes a committed transaction before the write answers: on
+// PostgreSQL, build the tree from what its COMMIT numbered (integrateLog) and complete its
+// executes' receipts with the indexes the COMMIT reported (report).
+func (l *txLog) ended(ctx context.Context, s *Store, report string) error {
+	if len(l.numbered) > 0 {
+		s.kickLog(len(l.numbered))
+	}
+	if len(l.unreceipted) > 0 {
+		return s.completeReceipts(ctx, l.unreceipted, report, l.numbered)
+	}
+	return nil
+}
+
+// updateLog is where a store's commits log their updates. The store's is the transparency
+// log (transparencyLog); a benchmark that measures what the log costs gives the store one that
+// only completes receipts.
+type updateLog interface {
+	// beginWrite readies the log before a write transaction begins, while the writer's
+	// connection is free.
+	beginWrite(ctx context.Context, s *Store)
+	// inserting is told of updates about to be inserted; clear runs once they are.
+	inserting(tx *Tx, us []*Update) (clear func())
+	// append logs a transaction's updates (not empty) and completes their receipts: the
+	// transaction's last step before COMMIT.
+	append(ctx context.Context, tx *Tx, us []*Update) error
+}
+
+// transparencyLog is the store's updateLog: every committed update an entry of the log.
+type transparencyLog struct{}
+
+// beginWrite prepares, on SQLite, the log's statements on the writer's connection.
+func (transparencyLog) beginWrite(ctx context.Context, s *Store) {
+	if s.dialect == SQLite {
+		s.logWrites.prepare(ctx, s.wdb.DB)
+	}
+}
+
+// inserting gives the updates, on SQLite, the log indexes they will get (indexAtInsert).
+func (transparencyLog) inserting(tx *Tx, us []*Update) (clear func()) {
+	if tx.s.dialect != SQLite {
+		return func() {}
+	}
+	return tx.indexAtInsert(us)
+}
+
+func (transparencyLog) append(ctx context.Context, tx *Tx, us []*Update) error {
 	ctx, span := startSpan(ctx, "translog.append", attribute.Int("marketd.log.entries", len(us)))
 	err := tx.appendToLog(ctx, us)
 	endSpan(span, err)
 	return err
+}
+
+// appendLog appends the updates this transaction committed to the log, in offset order, and
+// completes their receipts; it is the transaction's last step before COMMIT, after every
+// part's beforeCommit. On PostgreSQL a new update is numbered by the COMMIT itself, and its
+// entry built afterwards (logAtCommit).
+func (tx *Tx) appendLog(ctx context.Context) error {
+	l := logOf(tx.parts)
+	us := l.logged
+	l.logged = nil
+	if len(us) == 0 {
+		return nil
+	}
+	return tx.s.commitLog.append(ctx, tx, us)
 }
 
 // appendToLog is appendLog's append of us, which are not empty.
@@ -207,7 +287,8 @@ func (tx *Tx) appendToLog(ctx context.Context, us []*Update) error {
 	}
 	// On SQLite the updates' rows already name these entries when they were inserted with
 	// the indexes this append gives them: in this order, from the same size (indexAtInsert).
-	a.indexed = tx.indexed && inOrder && tx.indexedFrom == a.from
+	l := logOf(tx.parts)
+	a.indexed = l.indexed && inOrder && l.indexedFrom == a.from
 	for i, u := range us {
 		n := a.from + int64(i)
 		u.LogIndex = &n
@@ -215,7 +296,7 @@ func (tx *Tx) appendToLog(ctx context.Context, us []*Update) error {
 			return err
 		}
 	}
-	tx.edge = a.head
+	l.edge = a.head
 	return tx.writeEntries(ctx, a, us)
 }
 
@@ -477,7 +558,8 @@ func (e *logEdge) keep(h *logHead) {
 // holds, and its receipt less the log index, which the COMMIT assigns (storedReceipts adds it
 // on a read). The offset lock is then held only by the COMMIT, never across a round trip.
 func (tx *Tx) logAtCommit(ctx context.Context, us []*Update) error {
-	tx.numbered = us
+	l := logOf(tx.parts)
+	l.numbered = us
 	for i, u := range us {
 		e := logEntry(u)
 		e.Offset = math.MaxInt64 // the longest it may be, assigned at COMMIT
@@ -493,7 +575,7 @@ func (tx *Tx) logAtCommit(ctx context.Context, us []*Update) error {
 				return err
 			}
 			s.position = i
-			tx.unreceipted = append(tx.unreceipted, u)
+			l.unreceipted = append(l.unreceipted, u)
 		}
 	}
 	return nil
@@ -581,11 +663,8 @@ func (tx *Tx) receiptLogged(ctx context.Context, u *Update, logIndex *int64) err
 		receipt = receiptWithIndex(receipt, *logIndex)
 	}
 	s.p.Result, *s.receipt = receipt, receipt
-	columns := []string{"update_id", "result", "executed_at"}
-	if !tx.s.unlogged { // kept for the update's entry, which is made of it (logEntry)
-		columns = append(columns, "signature")
-	}
-	return tx.Later(ctx, tx.NewUpdate().Model(s.p).Column(columns...).WherePK())
+	// The signature is kept for the update's entry, which is made of it (logEntry).
+	return tx.Later(ctx, tx.NewUpdate().Model(s.p).Column("update_id", "result", "executed_at", "signature").WherePK())
 }
 
 // storedReceipts adds to the receipts of ps, read from their rows, the log index they lack:
@@ -669,7 +748,7 @@ func (s *Store) fillLog(ctx context.Context) error {
 			for _, u := range us {
 				u.Annex = updateAnnex{beforeLog: true}
 			}
-			filled, tx.logged = len(us), us
+			filled, logOf(tx.parts).logged = len(us), us
 			return nil
 		})
 		if err != nil || filled == 0 {

@@ -462,9 +462,7 @@ func (tx *Tx) executed(p *PreparedTx, u *Update, result any, signature []byte, f
 	}
 	p.UpdateID, p.Result, p.ExecutedAt, p.Signature = &u.UpdateID, receipt, AtPtr(tx.Now()), signature
 	u.Annex = updateAnnex{signed: &partySigned{p: p, receipt: final}}
-	if !tx.s.unlogged { // the update's log entry is made of p, with the signature (logEntry)
-		u.Prepared = p.Hash
-	}
+	u.Prepared = p.Hash // the update's log entry is made of p, with the signature (logEntry)
 	return receipt, nil
 }
 

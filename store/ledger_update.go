@@ -27,36 +27,37 @@ func (tx *Tx) appendUpdates(ctx context.Context, us []*Update) error {
 			}
 		}
 	}
-	if tx.s.dialect == SQLite && !tx.s.unlogged {
-		defer tx.indexAtInsert(us)()
-	}
-	tx.logged = append(tx.logged, us...)
+	defer tx.s.commitLog.inserting(tx, us)()
+	l := logOf(tx.parts)
+	l.logged = append(l.logged, us...)
 	// On SQLite the transparency log needs the offsets before the commit (appendLog): the
 	// insert sets them.
 	return tx.AppendUpdates(ctx, us)
 }
 
-// indexAtInsert gives us, about to be inserted on SQLite after the updates tx.logged holds,
+// indexAtInsert gives us, about to be inserted on SQLite after the updates the transaction's
+// log part holds (txLog.logged),
 // the log indexes their entries get if the log still ends where this process's last append
 // left it (Store.logEdge) when the transaction appends to it: the insert then writes each
 // row's log_index, and the append (writeEntries) needs no statement an update to write it.
-// The positions stay dense: an update rolled back to a savepoint leaves tx.logged together
+// The positions stay dense: an update rolled back to a savepoint leaves txLog.logged together
 // with its row (undo), so the next takes its index. The append checks that the log's size
 // and the updates' order are still those assumed (logAppend.indexed), and writes the indexes
 // itself otherwise. The indexes set here are taken off us again once they are inserted
 // (the returned func): an update's LogIndex is set only by the append that gives it its entry.
 func (tx *Tx) indexAtInsert(us []*Update) (clear func()) {
-	if !tx.indexDecided {
-		tx.indexDecided = true
-		if edge := tx.s.logEdge.get(); edge != nil && len(tx.logged) == 0 {
-			tx.indexed, tx.indexedFrom = true, edge.Size
+	l := logOf(tx.parts)
+	if !l.indexDecided {
+		l.indexDecided = true
+		if edge := tx.s.logEdge.get(); edge != nil && len(l.logged) == 0 {
+			l.indexed, l.indexedFrom = true, edge.Size
 		}
 	}
-	if !tx.indexed {
+	if !l.indexed {
 		return func() {}
 	}
 	for i, u := range us {
-		n := tx.indexedFrom + int64(len(tx.logged)+i)
+		n := l.indexedFrom + int64(len(l.logged)+i)
 		u.LogIndex = &n
 	}
 	return func() {

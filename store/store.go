@@ -182,8 +182,8 @@ type Store struct {
 	fullTiles   tileCache      // the transparency log's full tiles, which never change (ledger_log_serve.go)
 	logEdge     logEdge        // the log's head as this process's last append committed it (ledger_log.go)
 	logWrites   logStatements  // the log's writes, prepared once (SQLite)
+	commitLog   updateLog      // where commits log their updates: the transparency log (ledger_log.go)
 	writeGroups writeGroups    // writeAll's writes waiting for the writer (SQLite)
-	unlogged    bool           // set only by a benchmark: commits skip the transparency log, to measure its cost
 }
 
 // Open connects to the store named by cfg.DB. It does not migrate; call Migrate.
@@ -221,7 +221,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, domain: u.Host, audience: strings.ToLower(u.Scheme + "://" + u.Host), origin: newOrigin()}
+	s := &Store{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, commitLog: transparencyLog{}, domain: u.Host, audience: strings.ToLower(u.Scheme + "://" + u.Host), origin: newOrigin()}
 	s.kek.Store(k)
 	s.keys.loading = make(chan struct{}, 1)
 	s.sessions = newSessionCache()
@@ -398,20 +398,11 @@ func (s *Store) Ping(ctx context.Context) error {
 // locks and its deferred writes. The rest is what only the store needs.
 type Tx struct {
 	*ledger.Tx
-	s           *Store
-	after       []func()
-	recorded    string    // the kind of the ledger update this transaction appended, if any
-	logged      []*Update // the updates it appended, for the transparency log (appendLog)
-	edge        *logHead  // the log's head once its appendLog wrote it, kept if it commits
-	unreceipted []*Update // executes whose receipts await the log index their COMMIT gives
-	numbered    []*Update // on PostgreSQL, the updates its COMMIT logs, in the order it numbers them (logAtCommit)
-	parts       []txPart  // what the store's parts gather while it runs (store_txpart.go)
-	ended       func()    // run once it has committed, before the work that follows a commit
-
-	// On SQLite, whether the updates it inserted carry the log indexes from indexedFrom on,
-	// decided at its first insert (indexAtInsert).
-	indexDecided, indexed bool
-	indexedFrom           int64
+	s        *Store
+	after    []func()
+	recorded string   // the kind of the ledger update this transaction appended, if any
+	parts    []txPart // what the store's parts gather while it runs, its log among them (store_txpart.go)
+	ended    func()   // run once it has committed, before the work that follows a commit
 }
 
 // afterCommit runs fn once the transaction has committed (not if it rolls back).
@@ -422,32 +413,20 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	start := time.Now()
 	var after []func()
 	var recorded string
-	var unreceipted []*Update
-	var numbered []*Update
 	var report string
 	parts := newTxParts() // their work after the end runs even if the transaction never began
 	var ended func()
-	var edge *logHead
 	committing := false // fn succeeded: an error from here on comes from COMMIT
 	release, err := s.enterWriter(ctx)
 	if err != nil {
 		return err
 	}
-	if s.dialect == SQLite && !s.unlogged {
-		s.logWrites.prepare(ctx, s.wdb.DB) // while the writer's connection is free
-	}
-	// The log's head this transaction wrote is kept once it has committed, before the next
-	// writer's turn, so the next append finds it (a rolled-back one leaves the last kept).
-	kept := func() {
-		if edge != nil {
-			s.logEdge.keep(edge)
-		}
-	}
-	err = s.runWriteTx(ctx, release, kept, &report, func(ctx context.Context, btx bun.Tx) error {
+	s.commitLog.beginWrite(ctx, s) // while the writer's connection is free
+	// What the log owes once the transaction has committed, before the next writer's turn.
+	committed := func() { logOf(parts).committed(s) }
+	err = s.runWriteTx(ctx, release, committed, &report, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: ledger.Begin(btx, s.wdb, s.now()), s: s, parts: parts}
-		defer func() {
-			parts, ended, edge, unreceipted, numbered = tx.parts, tx.ended, tx.edge, tx.unreceipted, tx.numbered
-		}()
+		defer func() { parts, ended = tx.parts, tx.ended }()
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -467,11 +446,8 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	if committing {
 		err = commitFault(ctx, err)
 	}
-	if err == nil && len(numbered) > 0 {
-		s.kickLog(len(numbered)) // build the tree from what it numbered (integrateLog)
-	}
-	if err == nil && len(unreceipted) > 0 {
-		err = s.completeReceipts(patient(context.WithoutCancel(ctx)), unreceipted, report, numbered)
+	if err == nil {
+		err = logOf(parts).ended(patient(context.WithoutCancel(ctx)), s, report)
 	}
 	if err == nil && ended != nil {
 		ended()
