@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"marketd/store/internal/nftindex"
+	"marketd/store/internal/pagecache"
 	"marketd/store/ledger"
 )
 
@@ -347,7 +348,7 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 	}
 	k := nftPageKey{collection: c.ID, sort: sort, filter: f.key(), req: r}
 	now := s.now()
-	return s.nftPages.get(ctx, k, c.ID, now, func(seq uint64) (Page[NFTView], time.Time, int, error) {
+	return s.nftPages.Get(ctx, k, c.ID, now, func(seq uint64) (Page[NFTView], time.Time, int, error) {
 		until, err := nextListingExpiry(ctx, s, s.nftPages, c.ID, seq, now)
 		if err != nil {
 			return Page[NFTView]{}, until, 0, err
@@ -369,8 +370,8 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 // collection, for "") expires after now, or zero when none will: until then, what is listed
 // changes only by writes. It is kept in cache c, with the pages of that scope, read since
 // seq.
-func nextListingExpiry[K comparable, P any](ctx context.Context, s *Store, c *pageCache[K, P], collectionID string, seq uint64, now time.Time) (time.Time, error) {
-	if c.ttl < 0 {
+func nextListingExpiry[K comparable, P any](ctx context.Context, s *Store, c *pagecache.Cache[K, P], collectionID string, seq uint64, now time.Time) (time.Time, error) {
+	if c.Off() {
 		return time.Time{}, nil // the cache is off: nothing is kept until then
 	}
 	if collectionID != "" && s.nftIndex.ready.Load() {
@@ -379,13 +380,13 @@ func nextListingExpiry[K comparable, P any](ctx context.Context, s *Store, c *pa
 		}
 		return time.Time{}, nil
 	}
-	if until, ok := c.horizon(collectionID, now); ok {
+	if until, ok := c.Horizon(collectionID, now); ok {
 		return until, nil
 	}
 	read := time.Now()
 	until, err := s.readNextListingExpiry(ctx, collectionID, now)
 	if err == nil {
-		c.keepHorizon(collectionID, seq, read, until)
+		c.KeepHorizon(collectionID, seq, read, until)
 	}
 	return until, err
 }

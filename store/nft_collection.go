@@ -383,7 +383,7 @@ func (s *Store) CollectionBySlug(ctx context.Context, slug string) (*Collection,
 
 func (s *Store) cachedCollection(ctx context.Context, one, where, v string) (*Collection, error) {
 	now := s.now()
-	page, err := s.collectionPages.get(ctx, collectionPageKey{one: one}, "", now, func(seq uint64) (Page[Collection], time.Time, int, error) {
+	page, err := s.collectionPages.Get(ctx, collectionPageKey{one: one}, "", now, func(seq uint64) (Page[Collection], time.Time, int, error) {
 		until, err := nextListingExpiry(ctx, s, s.collectionPages, "", seq, now)
 		if err != nil {
 			return Page[Collection]{}, until, 0, err
@@ -506,7 +506,7 @@ type collectionKey struct {
 func (s *Store) Collections(ctx context.Context, sort CollectionSort, r PageRequest) (Page[Collection], error) {
 	k := collectionPageKey{sort: sort, req: r}
 	now := s.now()
-	return s.collectionPages.get(ctx, k, "", now, func(seq uint64) (Page[Collection], time.Time, int, error) {
+	return s.collectionPages.Get(ctx, k, "", now, func(seq uint64) (Page[Collection], time.Time, int, error) {
 		// A listing that expires changes a floor without a write: a page is kept until then.
 		until, err := nextListingExpiry(ctx, s, s.collectionPages, "", seq, now)
 		if err != nil {

@@ -401,7 +401,7 @@ func (x *nftIndex) putMinted(minted []mintedItems, nftIDs []string) []string {
 			taken[m.items[i].NFTID] = true
 		}
 		c.PutFresh(ns)
-		x.s.nftPages.invalidate(c.ID())
+		x.s.nftPages.Invalidate(c.ID())
 	}
 	if len(taken) == 0 {
 		return nftIDs
@@ -452,7 +452,7 @@ func (x *nftIndex) reread(ctx context.Context, nftIDs []string) error {
 		}
 	}
 	for id := range touched {
-		x.s.nftPages.invalidate(id)
+		x.s.nftPages.Invalidate(id)
 	}
 	return nil
 }
