@@ -1,4 +1,4 @@
-package store
+package keyset
 
 import (
 	"bytes"
@@ -11,11 +11,11 @@ import (
 	"testing"
 )
 
-// TestKeyedMAC_TagsAsHMAC holds the reused hashes' tags equal to a fresh HMAC-SHA-256's first
+// TestMAC_TagsAsHMAC holds the reused hashes' tags equal to a fresh HMAC-SHA-256's first
 // 16 bytes, over bodies of every length a cursor has and, interleaved, from many goroutines.
-func TestKeyedMAC_TagsAsHMAC(t *testing.T) {
+func TestMAC_TagsAsHMAC(t *testing.T) {
 	key := []byte("a cursor key of the service's own")
-	m := newKeyedMAC(key)
+	m := NewMAC(key)
 	rnd := rand.New(rand.NewPCG(3, 4))
 	for n := range 300 {
 		body := make([]byte, n)
@@ -23,10 +23,10 @@ func TestKeyedMAC_TagsAsHMAC(t *testing.T) {
 			body[i] = byte(rnd.UintN(256))
 		}
 		fresh := hmacSHA256(key, body)[:16]
-		if got := m.tag(nil, body); !bytes.Equal(got, fresh) {
+		if got := m.Tag(nil, body); !bytes.Equal(got, fresh) {
 			t.Fatalf("tag of %d bytes = %x, HMAC = %x", n, got, fresh)
 		}
-		if got := m.tag([]byte("x"), body); !bytes.Equal(got[1:], fresh) || got[0] != 'x' {
+		if got := m.Tag([]byte("x"), body); !bytes.Equal(got[1:], fresh) || got[0] != 'x' {
 			t.Fatalf("tag appended to a prefix = %x", got)
 		}
 	}
@@ -36,9 +36,7 @@ func TestKeyedMAC_TagsAsHMAC(t *testing.T) {
 // encoding/json writes it (the list's name escaped as it escapes it), then its tag, and it
 // reads back as the item's position.
 func TestFinish_CursorsAreTheBodiesJSONWrites(t *testing.T) {
-	s := &Store{}
-	keys := &serviceKeys{cursorMAC: newKeyedMAC([]byte("k"))}
-	s.keys.cur.Store(keys)
+	mac := func() (*MAC, error) { return NewMAC([]byte("k")), nil }
 	type key struct {
 		Price string `json:"p"`
 		Name  string `json:"n"`
@@ -46,8 +44,8 @@ func TestFinish_CursorsAreTheBodiesJSONWrites(t *testing.T) {
 	}
 	rows := []key{{"1.5", "<a & b>", 1}, {"2", "\"q\"\u2028", 2}, {"3", "é😀", 3}}
 	for _, list := range []string{"nfts c1 price", "a <list> & \"more\""} {
-		q := &pageQuery[key]{limit: 2, list: list, itemCursors: true}
-		page, err := finish(t.Context(), s, q, rows, func(k key) key { return k })
+		q := &Query[key]{Limit: 2, List: list, ItemCursors: true}
+		page, err := Finish(q, rows, func(k key) key { return k }, mac)
 		if err != nil {
 			t.Fatal(err)
 		}
