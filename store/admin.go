@@ -269,8 +269,8 @@ func (s *Store) AuditPage(ctx context.Context, actor string, r PageRequest) (Pag
 	if actor != "" {
 		sel = sel.Where("actor = ?", actor)
 	}
-	sel = q.seek(sel, true, []string{"id"}, q.at(func(id int64) []any { return []any{id} }))
-	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+	sel = q.Seek(sel, true, []string{"id"}, q.At(func(id int64) []any { return []any{id} }))
+	if err := sel.Limit(q.Fetch()).Scan(ctx); err != nil {
 		return Page[AuditEntry]{}, err
 	}
 	return finish(ctx, s, q, es, func(e AuditEntry) int64 { return e.ID })
@@ -355,8 +355,8 @@ func (s *Store) UpdatesPage(ctx context.Context, party string, r PageRequest) (P
 	if party != "" {
 		sel = sel.Where("act_as = ?", party)
 	}
-	sel = q.seek(sel, true, []string{"ledger_offset"}, q.at(func(offset int64) []any { return []any{offset} }))
-	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+	sel = q.Seek(sel, true, []string{"ledger_offset"}, q.At(func(offset int64) []any { return []any{offset} }))
+	if err := sel.Limit(q.Fetch()).Scan(ctx); err != nil {
 		return Page[Update]{}, err
 	}
 	return finish(ctx, s, q, us, func(u Update) int64 { return u.Offset })

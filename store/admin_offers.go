@@ -71,8 +71,8 @@ func (s *Store) AdminOffers(ctx context.Context, f OfferFilter, r PageRequest) (
 	case "closed":
 		sel = sel.Where("(offer.consumed_update IS NOT NULL OR offer.expires_at <= ?)", now)
 	}
-	sel = q.seek(sel, true, []string{"offer.posted_at", "offer.offer_id"}, q.at(func(k offerListKey) []any { return []any{k.At, k.ID} }))
-	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+	sel = q.Seek(sel, true, []string{"offer.posted_at", "offer.offer_id"}, q.At(func(k offerListKey) []any { return []any{k.At, k.ID} }))
+	if err := sel.Limit(q.Fetch()).Scan(ctx); err != nil {
 		return Page[AdminOffer]{}, err
 	}
 	return finish(ctx, s, q, rows, func(o AdminOffer) offerListKey { return offerListKey{o.PostedAt.UnixMicro(), o.OfferID} })
@@ -86,7 +86,7 @@ func (s *Store) OfferAccepts(ctx context.Context, party string, r PageRequest) (
 	if err != nil {
 		return Page[CollectionEvent]{}, err
 	}
-	at := q.at(func(id int64) []any { return []any{id} })
+	at := q.At(func(id int64) []any { return []any{id} })
 	var acts []nftActivity
 	for _, side := range []string{"from_party", "to_party"} {
 		var rows []nftActivity
@@ -94,14 +94,14 @@ func (s *Store) OfferAccepts(ctx context.Context, party string, r PageRequest) (
 		sel := withLogIndex(s.db.NewSelect().Model(&rows).ColumnExpr("nft_activity.*"), "update_id").
 			Where("nft_activity.kind = ?", EventOfferAccepted).
 			Where("? = ?", bun.Ident("nft_activity."+side), party)
-		if err := q.seek(sel, true, []string{"nft_activity.id"}, at).Limit(q.fetch()).Scan(ctx); err != nil {
+		if err := q.Seek(sel, true, []string{"nft_activity.id"}, at).Limit(q.Fetch()).Scan(ctx); err != nil {
 			return Page[CollectionEvent]{}, err
 		}
 		acts = append(acts, rows...)
 	}
 	// in the read's direction (oldest first when reading back), each event once
 	slices.SortFunc(acts, func(a, b nftActivity) int {
-		if q.backward {
+		if q.Backward {
 			return cmp.Compare(a.ID, b.ID)
 		}
 		return cmp.Compare(b.ID, a.ID)

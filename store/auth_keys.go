@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/internal/keyset"
 )
 
 const (
@@ -43,7 +45,7 @@ type serviceKeys struct {
 	signing    ed25519.PrivateKey
 	verifying  map[string]ed25519.PublicKey
 	retiresAt  map[string]time.Time // a replaced signing key's end in the JWKS (jwtOverlap)
-	cursorMAC  *keyedMAC
+	cursorMAC  *keyset.MAC
 	nonceMAC   []byte
 	log        *logKey
 	loadedAt   time.Time
@@ -171,7 +173,7 @@ func (s *Store) loadKeys(ctx context.Context) (*serviceKeys, error) {
 			jwts = append(jwts, jwtKey{kid: r.KID, priv: ed25519.NewKeyFromSeed(secret), created: r.CreatedAt.Time})
 		case purposeCursor:
 			if k.cursorMAC == nil {
-				k.cursorMAC = newKeyedMAC(secret)
+				k.cursorMAC = keyset.NewMAC(secret)
 			}
 		case purposeNonce:
 			if k.nonceMAC == nil {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/internal/keyset"
 )
 
 // Session is a sign-in session: one browser instance (or client) of one party, with its
@@ -424,9 +426,9 @@ func (s *Store) Sessions(ctx context.Context, partyID string, r PageRequest) (Pa
 }
 
 // sessionsPage reads the page q asks for of the sessions sel selects into rows, newest first.
-func (s *Store) sessionsPage(ctx context.Context, q *pageQuery[sessionKey], sel *bun.SelectQuery, rows *[]Session) (Page[Session], error) {
-	sel = q.seek(sel, true, []string{"created_at", "sid"}, q.at(func(k sessionKey) []any { return []any{k.CreatedAt, k.SID} }))
-	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+func (s *Store) sessionsPage(ctx context.Context, q *keyset.Query[sessionKey], sel *bun.SelectQuery, rows *[]Session) (Page[Session], error) {
+	sel = q.Seek(sel, true, []string{"created_at", "sid"}, q.At(func(k sessionKey) []any { return []any{k.CreatedAt, k.SID} }))
+	if err := sel.Limit(q.Fetch()).Scan(ctx); err != nil {
 		return Page[Session]{}, err
 	}
 	return finish(ctx, s, q, *rows, func(x Session) sessionKey { return sessionKey{x.CreatedAt.UnixMicro(), x.SID} })

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/internal/keyset"
 )
 
 // queryLog keeps the SQL a store ran, for the plan tests to explain.
@@ -40,7 +42,7 @@ func (l *queryLog) last() string {
 // mintCursor issues the cursor of list that names key, as a page ending at an item with that key would.
 func mintCursor[K any](t *testing.T, s *Store, list string, key K) string {
 	t.Helper()
-	p, err := finish(context.Background(), s, &pageQuery[K]{list: list, limit: 1, itemCursors: true}, []K{key}, func(k K) K { return k })
+	p, err := finish(context.Background(), s, &keyset.Query[K]{List: list, Limit: 1, ItemCursors: true}, []K{key}, func(k K) K { return k })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,8 +115,8 @@ func (s *Store) RewardHistory(ctx context.Context, partyID string, r PageRequest
 	}
 	var rows []Update
 	sel := s.db.NewSelect().Model(&rows).Where("act_as = ?", partyID).Where("reward IS NOT NULL")
-	sel = q.seek(sel, true, []string{"ledger_offset"}, q.at(func(o int64) []any { return []any{o} }))
-	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+	sel = q.Seek(sel, true, []string{"ledger_offset"}, q.At(func(o int64) []any { return []any{o} }))
+	if err := sel.Limit(q.Fetch()).Scan(ctx); err != nil {
 		return Page[RewardEntry]{}, err
 	}
 	entries := make([]RewardEntry, len(rows))

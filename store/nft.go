@@ -10,7 +10,9 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"marketd/store/internal/keyset"
 	"marketd/store/internal/nftindex"
+	"marketd/store/internal/pagecache"
 	"marketd/store/ledger"
 )
 
@@ -347,7 +349,7 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 	}
 	k := nftPageKey{collection: c.ID, sort: sort, filter: f.key(), req: r}
 	now := s.now()
-	return s.nftPages.get(ctx, k, c.ID, now, func(seq uint64) (Page[NFTView], time.Time, int, error) {
+	return s.nftPages.Get(ctx, k, c.ID, now, func(seq uint64) (Page[NFTView], time.Time, int, error) {
 		until, err := nextListingExpiry(ctx, s, s.nftPages, c.ID, seq, now)
 		if err != nil {
 			return Page[NFTView]{}, until, 0, err
@@ -360,7 +362,7 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 		if !offerUntil.IsZero() && (until.IsZero() || offerUntil.Before(until)) {
 			until = offerUntil // the page shows an offer until it expires
 		}
-		page.shared()
+		keyset.Share(&page)
 		return page, until, len(page.Items), err
 	})
 }
@@ -369,8 +371,8 @@ func (s *Store) NFTs(ctx context.Context, collectionID string, f NFTFilter, sort
 // collection, for "") expires after now, or zero when none will: until then, what is listed
 // changes only by writes. It is kept in cache c, with the pages of that scope, read since
 // seq.
-func nextListingExpiry[K comparable, P any](ctx context.Context, s *Store, c *pageCache[K, P], collectionID string, seq uint64, now time.Time) (time.Time, error) {
-	if c.ttl < 0 {
+func nextListingExpiry[K comparable, P any](ctx context.Context, s *Store, c *pagecache.Cache[K, P], collectionID string, seq uint64, now time.Time) (time.Time, error) {
+	if c.Off() {
 		return time.Time{}, nil // the cache is off: nothing is kept until then
 	}
 	if collectionID != "" && s.nftIndex.ready.Load() {
@@ -379,13 +381,13 @@ func nextListingExpiry[K comparable, P any](ctx context.Context, s *Store, c *pa
 		}
 		return time.Time{}, nil
 	}
-	if until, ok := c.horizon(collectionID, now); ok {
+	if until, ok := c.Horizon(collectionID, now); ok {
 		return until, nil
 	}
 	read := time.Now()
 	until, err := s.readNextListingExpiry(ctx, collectionID, now)
 	if err == nil {
-		c.keepHorizon(collectionID, seq, read, until)
+		c.KeepHorizon(collectionID, seq, read, until)
 	}
 	return until, err
 }
@@ -450,7 +452,7 @@ type nftQuery struct {
 }
 
 // startNFTPage checks a request for a page of a collection's NFTs and decodes its cursor.
-func (s *Store) startNFTPage(ctx context.Context, c collectionIdentity, f NFTFilter, sort NFTSort, r PageRequest) (*nftQuery, *pageQuery[nftKey], error) {
+func (s *Store) startNFTPage(ctx context.Context, c collectionIdentity, f NFTFilter, sort NFTSort, r PageRequest) (*nftQuery, *keyset.Query[nftKey], error) {
 	nq := &nftQuery{filter: f, sort: sort}
 	for _, p := range []struct {
 		name, v string
@@ -486,7 +488,7 @@ func (s *Store) startNFTPage(ctx context.Context, c collectionIdentity, f NFTFil
 
 // queryNFTs reads one page of NFTs by SQL, as they are at now: the reference the NFT index
 // answers exactly as.
-func (s *Store) queryNFTs(ctx context.Context, collectionID string, nq *nftQuery, q *pageQuery[nftKey], at time.Time) (Page[NFTView], error) {
+func (s *Store) queryNFTs(ctx context.Context, collectionID string, nq *nftQuery, q *keyset.Query[nftKey], at time.Time) (Page[NFTView], error) {
 	f, sort, minPrice, maxPrice, onlyListed := nq.filter, nq.sort, nq.minPrice, nq.maxPrice, nq.onlyListed
 	now := At(at)
 	// filtered is the query of the collection's NFTs that match f, in no order yet.
@@ -522,8 +524,8 @@ func (s *Store) queryNFTs(ctx context.Context, collectionID string, nq *nftQuery
 		if maxPrice != nil {
 			sel = sel.Where("price_asc_key <= ?", ascKey(*maxPrice))
 		}
-		sel = q.seek(sel, false, []string{"serial"}, q.at(func(k nftKey) []any { return []any{k.S} }))
-		if err := sel.Limit(q.fetch()).Scan(ctx, &rows); err != nil {
+		sel = q.Seek(sel, false, []string{"serial"}, q.At(func(k nftKey) []any { return []any{k.S} }))
+		if err := sel.Limit(q.Fetch()).Scan(ctx, &rows); err != nil {
 			return Page[NFTView]{}, err
 		}
 		key = func(it nftItem) nftKey { return nftKey{S: it.Serial} }
@@ -536,16 +538,16 @@ func (s *Store) queryNFTs(ctx context.Context, collectionID string, nq *nftQuery
 		if !onlyListed {
 			runs = append(runs, true)
 		}
-		if q.backward {
+		if q.Backward {
 			slices.Reverse(runs)
 		}
-		started := q.from == nil
+		started := q.From == nil
 		for _, rest := range runs {
-			if int64(len(rows)) >= q.fetch() {
+			if int64(len(rows)) >= q.Fetch() {
 				break
 			}
 			// The run the cursor is in starts the read; runs before it in the read's direction are skipped.
-			inRun := q.from != nil && (q.from.K == noKey) == rest
+			inRun := q.From != nil && (q.From.K == noKey) == rest
 			if !started && !inRun {
 				continue
 			}
@@ -555,9 +557,9 @@ func (s *Store) queryNFTs(ctx context.Context, collectionID string, nq *nftQuery
 			if rest {
 				sel = unlisted(filtered())
 				if inRun {
-					at = []any{q.from.S}
+					at = []any{q.From.S}
 				}
-				sel = q.seek(sel, false, []string{"serial"}, at)
+				sel = q.Seek(sel, false, []string{"serial"}, at)
 			} else {
 				sel = listed(filtered())
 				if minPrice != nil {
@@ -567,12 +569,12 @@ func (s *Store) queryNFTs(ctx context.Context, collectionID string, nq *nftQuery
 					sel = sel.Where("price_asc_key <= ?", ascKey(*maxPrice))
 				}
 				if inRun {
-					at = []any{q.from.K, q.from.S}
+					at = []any{q.From.K, q.From.S}
 				}
-				sel = q.seek(sel, false, []string{col, "serial"}, at)
+				sel = q.Seek(sel, false, []string{col, "serial"}, at)
 			}
 			var run []nftItem
-			if err := sel.Limit(q.fetch()-int64(len(rows))).Scan(ctx, &run); err != nil {
+			if err := sel.Limit(q.Fetch()-int64(len(rows))).Scan(ctx, &run); err != nil {
 				return Page[NFTView]{}, err
 			}
 			rows = append(rows, run...)

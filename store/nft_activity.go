@@ -71,7 +71,7 @@ func (s *Store) CollectionActivity(ctx context.Context, collectionRef string, ki
 		walks = []string{""} // every kind, in one walk of nft_activity_feed
 	}
 	var rows []nftActivity
-	order, past := q.keyset(true, []string{"nft_activity.ledger_offset", "nft_activity.id"}, q.from != nil)
+	order, past := q.Keyset(true, []string{"nft_activity.ledger_offset", "nft_activity.id"}, q.From != nil)
 	for _, kind := range walks {
 		var acts []nftActivity
 		query, args := activityWalk, []any{c.ID}
@@ -79,9 +79,9 @@ func (s *Store) CollectionActivity(ctx context.Context, collectionRef string, ki
 			query, args = query+" AND nft_activity.kind = ?", append(args, kind)
 		}
 		if past != "" {
-			query, args = query+" AND "+past, append(args, q.from.O, q.from.ID)
+			query, args = query+" AND "+past, append(args, q.From.O, q.From.ID)
 		}
-		query += " ORDER BY " + order + " LIMIT " + strconv.FormatInt(q.fetch(), 10)
+		query += " ORDER BY " + order + " LIMIT " + strconv.FormatInt(q.Fetch(), 10)
 		if err := s.selectPlanned(ctx, &acts, query, args...); err != nil {
 			return Page[ActivityEvent]{}, err
 		}
@@ -90,13 +90,13 @@ func (s *Store) CollectionActivity(ctx context.Context, collectionRef string, ki
 	// The walks' rows in the read's order: newest first, or oldest first backward.
 	key := func(a nftActivity) activityKey { return activityKey{O: a.LedgerOffset, ID: a.ID} }
 	slices.SortFunc(rows, func(a, b nftActivity) int {
-		if q.backward {
+		if q.Backward {
 			return compareActivity(key(a), key(b))
 		}
 		return compareActivity(key(b), key(a))
 	})
-	if int64(len(rows)) > q.fetch() {
-		rows = rows[:q.fetch()]
+	if int64(len(rows)) > q.Fetch() {
+		rows = rows[:q.Fetch()]
 	}
 	page, err := finish(ctx, s, q, rows, key)
 	if err != nil {

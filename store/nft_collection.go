@@ -383,7 +383,7 @@ func (s *Store) CollectionBySlug(ctx context.Context, slug string) (*Collection,
 
 func (s *Store) cachedCollection(ctx context.Context, one, where, v string) (*Collection, error) {
 	now := s.now()
-	page, err := s.collectionPages.get(ctx, collectionPageKey{one: one}, "", now, func(seq uint64) (Page[Collection], time.Time, int, error) {
+	page, err := s.collectionPages.Get(ctx, collectionPageKey{one: one}, "", now, func(seq uint64) (Page[Collection], time.Time, int, error) {
 		until, err := nextListingExpiry(ctx, s, s.collectionPages, "", seq, now)
 		if err != nil {
 			return Page[Collection]{}, until, 0, err
@@ -506,7 +506,7 @@ type collectionKey struct {
 func (s *Store) Collections(ctx context.Context, sort CollectionSort, r PageRequest) (Page[Collection], error) {
 	k := collectionPageKey{sort: sort, req: r}
 	now := s.now()
-	return s.collectionPages.get(ctx, k, "", now, func(seq uint64) (Page[Collection], time.Time, int, error) {
+	return s.collectionPages.Get(ctx, k, "", now, func(seq uint64) (Page[Collection], time.Time, int, error) {
 		// A listing that expires changes a floor without a write: a page is kept until then.
 		until, err := nextListingExpiry(ctx, s, s.collectionPages, "", seq, now)
 		if err != nil {
@@ -527,7 +527,7 @@ func (s *Store) readCollections(ctx context.Context, sort CollectionSort, r Page
 	var key func(c Collection) collectionKey
 	switch sort {
 	case SortVolume:
-		sel = q.seek(sel, false, []string{"volume_desc_key", "collection_id"}, q.at(func(k collectionKey) []any { return []any{k.K, k.ID} }))
+		sel = q.Seek(sel, false, []string{"volume_desc_key", "collection_id"}, q.At(func(k collectionKey) []any { return []any{k.K, k.ID} }))
 		key = func(c Collection) collectionKey { return collectionKey{c.VolumeDescKey, c.ID} }
 	case SortFloor:
 		// A collection with a listing past its expiry has a stored floor that may count it: such
@@ -545,21 +545,21 @@ func (s *Store) readCollections(ctx context.Context, sort CollectionSort, r Page
 			}
 			sel = sel.Where("collection_id NOT IN (?)", bun.In(dueIDs))
 		}
-		sel = q.seek(sel, false, []string{"floor_key", "collection_id"}, q.at(func(k collectionKey) []any { return []any{k.K, k.ID} }))
+		sel = q.Seek(sel, false, []string{"floor_key", "collection_id"}, q.At(func(k collectionKey) []any { return []any{k.K, k.ID} }))
 		key = func(c Collection) collectionKey { return collectionKey{c.FloorKey, c.ID} }
 	default:
 		var at []any
-		if q.from != nil {
-			created, err := parseInt64(q.from.K)
+		if q.From != nil {
+			created, err := parseInt64(q.From.K)
 			if err != nil {
 				return Page[Collection]{}, Errorf(CodeInvalidCursor, "the cursor was not issued by this list; start from the first page")
 			}
-			at = []any{created, q.from.ID}
+			at = []any{created, q.From.ID}
 		}
-		sel = q.seek(sel, true, []string{"created_at", "collection_id"}, at)
+		sel = q.Seek(sel, true, []string{"created_at", "collection_id"}, at)
 		key = func(c Collection) collectionKey { return collectionKey{itoa64(c.CreatedAt.UnixMicro()), c.ID} }
 	}
-	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+	if err := sel.Limit(q.Fetch()).Scan(ctx); err != nil {
 		return Page[Collection]{}, err
 	}
 	if len(due) > 0 {
@@ -570,18 +570,18 @@ func (s *Store) readCollections(ctx context.Context, sort CollectionSort, r Page
 			return strings.Compare(a.ID, b.ID)
 		}
 		for _, c := range due {
-			if q.past(compare, key(c)) {
+			if q.Past(compare, key(c)) {
 				rows = append(rows, c)
 			}
 		}
 		// In the read's direction, as the query returned the others.
 		slices.SortFunc(rows, func(a, b Collection) int {
-			if q.backward {
+			if q.Backward {
 				return compare(key(b), key(a))
 			}
 			return compare(key(a), key(b))
 		})
-		rows = rows[:min(len(rows), int(q.fetch()))]
+		rows = rows[:min(len(rows), int(q.Fetch()))]
 	}
 	page, err := finish(ctx, s, q, rows, key)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/internal/keyset"
 )
 
 // NFTRef names an NFT across its contracts: its collection and serial.
@@ -28,8 +30,8 @@ func (s *Store) NFTHistory(ctx context.Context, ref NFTRef, r PageRequest) (Page
 	}
 	var acts []nftActivity
 	sel := withLogIndex(s.db.NewSelect().Model(&acts).ColumnExpr("?TableAlias.*"), "update_id").Where("nft_id = ?", ref.nftID())
-	sel = q.seek(sel, true, []string{"id"}, q.at(func(id int64) []any { return []any{id} }))
-	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+	sel = q.Seek(sel, true, []string{"id"}, q.At(func(id int64) []any { return []any{id} }))
+	if err := sel.Limit(q.Fetch()).Scan(ctx); err != nil {
 		return Page[NFTEvent]{}, err
 	}
 	page, err := finish(ctx, s, q, acts, func(a nftActivity) int64 { return a.ID })
@@ -49,7 +51,7 @@ func (s *Store) NFTHistories(ctx context.Context, refs []NFTRef, r PageRequest) 
 	if len(refs) == 0 {
 		return out, nil
 	}
-	n, err := r.size()
+	n, err := pageSize(r)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +94,7 @@ func (s *Store) NFTHistories(ctx context.Context, refs []NFTRef, r PageRequest) 
 		grouped[a.NFTID] = append(grouped[a.NFTID], a)
 	}
 	for _, id := range ids {
-		q := &pageQuery[int64]{list: "nft-history:" + id, limit: n, backward: r.Backward, itemCursors: r.ItemCursors}
+		q := &keyset.Query[int64]{List: "nft-history:" + id, Limit: n, Backward: r.Backward, ItemCursors: r.ItemCursors}
 		page, err := finish(ctx, s, q, grouped[id], func(a nftActivity) int64 { return a.ID })
 		if err != nil {
 			return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"marketd/store/internal/keyset"
 	"marketd/store/internal/nftindex"
 )
 
@@ -401,7 +402,7 @@ func (x *nftIndex) putMinted(minted []mintedItems, nftIDs []string) []string {
 			taken[m.items[i].NFTID] = true
 		}
 		c.PutFresh(ns)
-		x.s.nftPages.invalidate(c.ID())
+		x.s.nftPages.Invalidate(c.ID())
 	}
 	if len(taken) == 0 {
 		return nftIDs
@@ -452,7 +453,7 @@ func (x *nftIndex) reread(ctx context.Context, nftIDs []string) error {
 		}
 	}
 	for id := range touched {
-		x.s.nftPages.invalidate(id)
+		x.s.nftPages.Invalidate(id)
 	}
 	return nil
 }
@@ -500,9 +501,9 @@ func indexView(n *nftindex.Entry, collectionID string, now time.Time) NFTView {
 }
 
 // indexQuery is the page request nq and q make, as the NFT index takes it.
-func (nq *nftQuery) indexQuery(q *pageQuery[nftKey], sortUnder int) *nftindex.Query {
+func (nq *nftQuery) indexQuery(q *keyset.Query[nftKey], sortUnder int) *nftindex.Query {
 	iq := &nftindex.Query{Traits: nq.filter.Traits, Owner: nq.filter.Owner, Listed: nq.onlyListed,
-		MinKey: nq.minKey, MaxKey: nq.maxKey, Backward: q.backward, Limit: int(q.fetch()), SortUnder: sortUnder}
+		MinKey: nq.minKey, MaxKey: nq.maxKey, Backward: q.Backward, Limit: int(q.Fetch()), SortUnder: sortUnder}
 	switch nq.sort {
 	case SortSerial:
 		iq.Sort = nftindex.BySerial
@@ -517,8 +518,8 @@ func (nq *nftQuery) indexQuery(q *pageQuery[nftKey], sortUnder int) *nftindex.Qu
 	default:
 		iq.Sort = nftindex.ByPriceAsc
 	}
-	if q.from != nil {
-		iq.From = &nftindex.Cursor{Key: q.from.K, Serial: uint32(q.from.S), Unlisted: q.from.K == noKey}
+	if q.From != nil {
+		iq.From = &nftindex.Cursor{Key: q.From.K, Serial: uint32(q.From.S), Unlisted: q.From.K == noKey}
 	}
 	return iq
 }

@@ -94,8 +94,8 @@ func (s *Store) Listings(ctx context.Context, f ListingFilter, r PageRequest) (P
 	default:
 		return Page[Listing]{}, Errorf(CodeInvalidRequest, "state must be active or consumed")
 	}
-	sel = q.seek(sel, true, []string{"created_at", "cid"}, q.at(func(k listingKey) []any { return []any{k.At, k.CID} }))
-	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+	sel = q.Seek(sel, true, []string{"created_at", "cid"}, q.At(func(k listingKey) []any { return []any{k.At, k.CID} }))
+	if err := sel.Limit(q.Fetch()).Scan(ctx); err != nil {
 		return Page[Listing]{}, err
 	}
 	return finish(ctx, s, q, rows, func(l Listing) listingKey { return listingKey{l.CreatedAt.UnixMicro(), l.CID} })

@@ -628,7 +628,7 @@ func (x *nftIndex) rereadOffers(ctx context.Context, cids []string) error {
 			return err
 		}
 		for id := range x.s.offerBook.apply(rows) {
-			x.s.nftPages.invalidate(id)
+			x.s.nftPages.Invalidate(id)
 		}
 	}
 	return nil

@@ -82,17 +82,17 @@ func (s *Store) offerPage(ctx context.Context, list string, r PageRequest, where
 		return Page[Offer]{}, err
 	}
 	now := s.now()
-	at := q.at(func(k offerKey) []any { return []any{k.K, k.ID} })
+	at := q.At(func(k offerKey) []any { return []any{k.K, k.ID} })
 	var kept []Offer
 	var read *Offer // the last offer a run read, when the runs ran out before the list did
 	for runs := 1; ; runs++ {
 		run := int64(offerScan)
 		if keep == nil {
-			run = q.fetch()
+			run = q.Fetch()
 		}
 		var rows []Offer
 		sel := where(s.db.NewSelect().Model(&rows).Where("consumed_update IS NULL").Where("expires_at > ?", At(now)))
-		if err := q.seek(sel, false, []string{"price_key", "offer_id"}, at).Limit(run).Scan(ctx); err != nil {
+		if err := q.Seek(sel, false, []string{"price_key", "offer_id"}, at).Limit(run).Scan(ctx); err != nil {
 			return Page[Offer]{}, err
 		}
 		for i := range rows {
@@ -106,7 +106,7 @@ func (s *Store) offerPage(ctx context.Context, list string, r PageRequest, where
 				kept = append(kept, rows[i])
 			}
 		}
-		if int64(len(kept)) >= q.fetch() || int64(len(rows)) < run {
+		if int64(len(kept)) >= q.Fetch() || int64(len(rows)) < run {
 			break
 		}
 		last := rows[len(rows)-1]
@@ -116,8 +116,8 @@ func (s *Store) offerPage(ctx context.Context, list string, r PageRequest, where
 		}
 		at = []any{last.PriceKey, last.OfferID}
 	}
-	if int64(len(kept)) > q.fetch() {
-		kept = kept[:q.fetch()]
+	if int64(len(kept)) > q.Fetch() {
+		kept = kept[:q.Fetch()]
 	}
 	key := func(o Offer) offerKey { return offerKey{K: o.PriceKey, ID: o.OfferID} }
 	page, err := finish(ctx, s, q, kept, key)

@@ -39,8 +39,8 @@ func (n *nftTx) afterEnd(ctx context.Context, s *Store, outcome txOutcome) {
 		minted = nil
 	}
 	s.nftIndex.sync(ctx, n.nfts, minted, n.offers)
-	s.collectionPages.invalidate("")
+	s.collectionPages.Invalidate("")
 	for _, id := range n.touched {
-		s.nftPages.invalidate(id)
+		s.nftPages.Invalidate(id)
 	}
 }

@@ -1,73 +1,61 @@
 package store
 
 import (
-	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
-	"math/rand/v2"
-	"strings"
+	"errors"
 	"testing"
+
+	"marketd/store/internal/keyset"
 )
 
-// TestKeyedMAC_TagsAsHMAC holds the reused hashes' tags equal to a fresh HMAC-SHA-256's first
-// 16 bytes, over bodies of every length a cursor has and, interleaved, from many goroutines.
-func TestKeyedMAC_TagsAsHMAC(t *testing.T) {
-	key := []byte("a cursor key of the service's own")
-	m := newKeyedMAC(key)
-	rnd := rand.New(rand.NewPCG(3, 4))
-	for n := range 300 {
-		body := make([]byte, n)
-		for i := range body {
-			body[i] = byte(rnd.UintN(256))
-		}
-		fresh := hmacSHA256(key, body)[:16]
-		if got := m.tag(nil, body); !bytes.Equal(got, fresh) {
-			t.Fatalf("tag of %d bytes = %x, HMAC = %x", n, got, fresh)
-		}
-		if got := m.tag([]byte("x"), body); !bytes.Equal(got[1:], fresh) || got[0] != 'x' {
-			t.Fatalf("tag appended to a prefix = %x", got)
+// TestStartPage_ReadsTheStoresCursorsAndRefusesWithCodes: a cursor finish issues under the
+// service's cursor key reads back through startPage as the item's position, for its own list
+// only; a cursor of another list or key, a changed one and a limit out of range are refused
+// with the codes and texts the wire rules give them.
+func TestStartPage_ReadsTheStoresCursorsAndRefusesWithCodes(t *testing.T) {
+	withKey := func(key string) *Store {
+		s := &Store{}
+		s.keys.cur.Store(&serviceKeys{cursorMAC: keyset.NewMAC([]byte(key))})
+		return s
+	}
+	s, other := withKey("k"), withKey("another key")
+	page, err := finish(t.Context(), s, &keyset.Query[int64]{List: "l", Limit: 1}, []int64{7, 8}, func(id int64) int64 { return id })
+	if err != nil || page.Cursor == "" {
+		t.Fatalf("finish: %+v %v", page, err)
+	}
+	q, err := startPage[int64](t.Context(), s, "l", PageRequest{Cursor: page.Cursor, Limit: 5})
+	if err != nil || q.From == nil || *q.From != 7 || q.Limit != 5 {
+		t.Fatalf("startPage read the cursor back as %+v, %v", q, err)
+	}
+	if q, err := startPage[int64](t.Context(), s, "l", PageRequest{}); err != nil || q.From != nil || q.Limit != DefaultPageSize {
+		t.Fatalf("a first page: %+v, %v", q, err)
+	}
+	changed := []byte(page.Cursor)
+	changed[len(changed)-1] ^= 1
+	refused := []struct {
+		name string
+		s    *Store
+		list string
+		r    PageRequest
+		code Code
+		text string
+	}{
+		{"another list", s, "m", PageRequest{Cursor: page.Cursor}, CodeInvalidCursor, "the cursor was not issued by this list; start from the first page"},
+		{"another key", other, "l", PageRequest{Cursor: page.Cursor}, CodeInvalidCursor, "the cursor was not issued by this list; start from the first page"},
+		{"a changed cursor", s, "l", PageRequest{Cursor: string(changed)}, CodeInvalidCursor, "the cursor was not issued by this list; start from the first page"},
+		{"limit over", s, "l", PageRequest{Limit: MaxPageSize + 1}, CodeInvalidRequest, "limit must be 1 to 100"},
+		{"limit under", s, "l", PageRequest{Limit: -1}, CodeInvalidRequest, "limit must be 1 to 100"},
+	}
+	for _, c := range refused {
+		_, err := startPage[int64](t.Context(), c.s, c.list, c.r)
+		var e *Error
+		if !errors.As(err, &e) || e.Code != c.code || e.Message != c.text || e.Err != nil {
+			t.Errorf("%s: %v; want %s %q", c.name, err, c.code, c.text)
 		}
 	}
-}
-
-// TestFinish_CursorsAreTheBodiesJSONWrites: each item's cursor is the JSON of cursorBody as
-// encoding/json writes it (the list's name escaped as it escapes it), then its tag, and it
-// reads back as the item's position.
-func TestFinish_CursorsAreTheBodiesJSONWrites(t *testing.T) {
-	s := &Store{}
-	keys := &serviceKeys{cursorMAC: newKeyedMAC([]byte("k"))}
-	s.keys.cur.Store(keys)
-	type key struct {
-		Price string `json:"p"`
-		Name  string `json:"n"`
-		ID    int    `json:"i"`
+	if _, err := pageSize(PageRequest{Limit: 0}); err != nil {
+		t.Error(err)
 	}
-	rows := []key{{"1.5", "<a & b>", 1}, {"2", "\"q\"\u2028", 2}, {"3", "é😀", 3}}
-	for _, list := range []string{"nfts c1 price", "a <list> & \"more\""} {
-		q := &pageQuery[key]{limit: 2, list: list, itemCursors: true}
-		page, err := finish(t.Context(), s, q, rows, func(k key) key { return k })
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, c := range append(page.ItemCursors, page.Cursor) {
-			item := rows[min(i, 1)]
-			k, _ := json.Marshal(item)
-			body, _ := json.Marshal(cursorBody{List: list, Key: k})
-			want := base64.RawURLEncoding.EncodeToString(body) + "." + base64.RawURLEncoding.EncodeToString(hmacSHA256([]byte("k"), body)[:16])
-			if c != want {
-				t.Fatalf("cursor %d of list %q = %s, want %s", i, list, c, want)
-			}
-			if !strings.Contains(c, ".") {
-				t.Fatalf("cursor %q has no tag", c)
-			}
-		}
+	if _, err := pageSize(PageRequest{Limit: MaxPageSize + 1}); ErrorCode(err) != CodeInvalidRequest {
+		t.Errorf("pageSize of a limit over: %v", err)
 	}
-}
-
-func hmacSHA256(key, body []byte) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(body)
-	return m.Sum(nil)
 }

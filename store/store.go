@@ -62,6 +62,7 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	_ "modernc.org/sqlite" // the embedded store's driver, pure Go
 
+	"marketd/store/internal/pagecache"
 	"marketd/store/ledger"
 )
 
@@ -159,8 +160,8 @@ type Store struct {
 	sessions *sessionCache
 	tokens   *tokenCache
 
-	collectionPages *pageCache[collectionPageKey, Page[Collection]]
-	nftPages        *pageCache[nftPageKey, Page[NFTView]]
+	collectionPages *pagecache.Cache[collectionPageKey, Page[Collection]]
+	nftPages        *pagecache.Cache[nftPageKey, Page[NFTView]]
 	collectionIDs   sync.Map // id or slug -> collectionIdentity
 	reads           sync.Map // *preparedRead -> *readStatement (store_select.go)
 	readsMu         sync.Mutex
@@ -226,8 +227,8 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	s.keys.loading = make(chan struct{}, 1)
 	s.sessions = newSessionCache()
 	s.tokens = newTokenCache()
-	s.collectionPages = newPageCache[collectionPageKey, Page[Collection]](maxCachedCollections, cfg.PageCacheTTL)
-	s.nftPages = newPageCache[nftPageKey, Page[NFTView]](maxCachedNFTs, cfg.PageCacheTTL)
+	s.collectionPages = pagecache.New[collectionPageKey, Page[Collection]](maxCachedCollections, cfg.PageCacheTTL)
+	s.nftPages = pagecache.New[nftPageKey, Page[NFTView]](maxCachedNFTs, cfg.PageCacheTTL)
 	s.ledger = ledger.Embedded{}
 	s.nftIndex = newNFTIndex(s)
 	s.offerBook = newOfferBook()

@@ -92,8 +92,8 @@ func (s *Store) listenOnce(ctx context.Context, cfg *pgx.ConnConfig, ready chan<
 		case sessionChannel:
 			s.sessions.forget(id)
 		case collectionChannel:
-			s.collectionPages.invalidate("")
-			s.nftPages.invalidate(id)
+			s.collectionPages.Invalidate("")
+			s.nftPages.Invalidate(id)
 			s.nftIndex.kick() // it ends the collection's pages again once it has the change
 		}
 	}
@@ -127,6 +127,6 @@ func newOrigin() string {
 // forgetCached drops every cached session and page.
 func (s *Store) forgetCached() {
 	s.sessions.forget("")
-	s.collectionPages.invalidateAll()
-	s.nftPages.invalidateAll()
+	s.collectionPages.InvalidateAll()
+	s.nftPages.InvalidateAll()
 }

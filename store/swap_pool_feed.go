@@ -12,8 +12,8 @@ func (s *Store) PoolsPage(ctx context.Context, r PageRequest) (Page[Pool], error
 	}
 	var ps []Pool
 	sel := s.db.NewSelect().Model(&ps).Where("consumed_update IS NULL")
-	sel = q.seek(sel, false, []string{"pool_id"}, q.at(func(id string) []any { return []any{id} }))
-	if err := sel.Limit(q.fetch()).Scan(ctx); err != nil {
+	sel = q.Seek(sel, false, []string{"pool_id"}, q.At(func(id string) []any { return []any{id} }))
+	if err := sel.Limit(q.Fetch()).Scan(ctx); err != nil {
 		return Page[Pool]{}, err
 	}
 	return finish(ctx, s, q, ps, func(p Pool) string { return p.PoolID })

@@ -140,8 +140,8 @@ func (s *Store) openLPQuotes(ctx context.Context, list, column, value string, r 
 	}
 	var rows []LPQuote
 	q := s.db.NewSelect().Model(&rows).Where("? = ?", bun.Ident(column), value).Where("consumed_update IS NULL")
-	q = pq.seek(q, true, []string{"posted_at", "quote_id"}, pq.at(func(k quoteKey) []any { return []any{k.At, k.ID} }))
-	if err := q.Limit(pq.fetch()).Scan(ctx); err != nil {
+	q = pq.Seek(q, true, []string{"posted_at", "quote_id"}, pq.At(func(k quoteKey) []any { return []any{k.At, k.ID} }))
+	if err := q.Limit(pq.Fetch()).Scan(ctx); err != nil {
 		return Page[LPQuote]{}, err
 	}
 	return finish(ctx, s, pq, rows, func(q LPQuote) quoteKey { return quoteKey{q.PostedAt.UnixMicro(), q.QuoteID} })
@@ -173,8 +173,8 @@ func (s *Store) ActiveIntents(ctx context.Context, taker string, r PageRequest) 
 	}
 	var rows []IntentView
 	q := s.db.NewSelect().Model(&rows).Where("taker = ?", taker).Where("status = ?", IntentPending)
-	q = pq.seek(q, true, []string{"created_at", "intent_cid"}, pq.at(func(k intentKey) []any { return []any{k.At, k.CID} }))
-	if err := q.Limit(pq.fetch()).Scan(ctx); err != nil {
+	q = pq.Seek(q, true, []string{"created_at", "intent_cid"}, pq.At(func(k intentKey) []any { return []any{k.At, k.CID} }))
+	if err := q.Limit(pq.Fetch()).Scan(ctx); err != nil {
 		return Page[IntentView]{}, err
 	}
 	return finish(ctx, s, pq, rows, func(v IntentView) intentKey { return intentKey{v.CreatedAt.UnixMicro(), v.IntentCID} })
@@ -208,8 +208,8 @@ func (s *Store) SwapHistory(ctx context.Context, f SwapHistoryFilter, r PageRequ
 	if f.PoolID != "" {
 		q = q.Where("pool_id = ?", f.PoolID)
 	}
-	q = pq.seek(q, true, []string{"closed_at", "intent_cid"}, pq.at(func(k intentKey) []any { return []any{k.At, k.CID} }))
-	if err := q.Limit(pq.fetch()).Scan(ctx); err != nil {
+	q = pq.Seek(q, true, []string{"closed_at", "intent_cid"}, pq.At(func(k intentKey) []any { return []any{k.At, k.CID} }))
+	if err := q.Limit(pq.Fetch()).Scan(ctx); err != nil {
 		return Page[IntentView]{}, err
 	}
 	if f.Taker == "" {

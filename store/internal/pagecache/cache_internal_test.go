@@ -1,4 +1,4 @@
-package store
+package pagecache
 
 import (
 	"context"
@@ -9,16 +9,16 @@ import (
 	"time"
 )
 
-// cacheProbe reads pages through a pageCache and counts the reads that reached the "store".
+// cacheProbe reads pages through a Cache and counts the reads that reached the "store".
 type cacheProbe struct {
-	c     *pageCache[string, string]
+	c     *Cache[string, string]
 	reads atomic.Int64
 }
 
 // get asks for page k of scope at now; a read answers "read k" (until, items as given).
 func (p *cacheProbe) get(t *testing.T, k, scope string, now, until time.Time, items int) string {
 	t.Helper()
-	page, err := p.c.get(context.Background(), k, scope, now, func(uint64) (string, time.Time, int, error) {
+	page, err := p.c.Get(context.Background(), k, scope, now, func(uint64) (string, time.Time, int, error) {
 		p.reads.Add(1)
 		return "read " + k, until, items, nil
 	})
@@ -38,13 +38,13 @@ func (p *cacheProbe) hit(t *testing.T, k, scope string, now time.Time) bool {
 
 func TestPageCache_KeepsPagesUntilAWriteToTheirScopeOrAnExpiry(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	p := &cacheProbe{c: newPageCache[string, string](10, time.Hour)}
+	p := &cacheProbe{c: New[string, string](10, time.Hour)}
 	p.get(t, "a1", "a", now, time.Time{}, 1)
 	p.get(t, "b1", "b", now, time.Time{}, 1)
 	if !p.hit(t, "a1", "a", now) || !p.hit(t, "b1", "b", now) {
 		t.Fatal("a page read once is read again")
 	}
-	p.c.invalidate("a")
+	p.c.Invalidate("a")
 	if p.hit(t, "a1", "a", now) {
 		t.Error("a page of a scope written since is still served")
 	}
@@ -66,17 +66,17 @@ func TestPageCache_KeepsPagesUntilAWriteToTheirScopeOrAnExpiry(t *testing.T) {
 	if p.hit(t, "b1", "b", now) {
 		t.Error("a page survived the cache starting over")
 	}
-	p.c.invalidateAll()
+	p.c.InvalidateAll()
 	if p.hit(t, "big", "b", now) {
-		t.Error("a page survived invalidateAll")
+		t.Error("a page survived InvalidateAll")
 	}
 }
 
 func TestPageCache_AReadThatAWriteOverlapsIsNotKept(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	c := newPageCache[string, string](10, time.Hour)
-	_, err := c.get(context.Background(), "a1", "a", now, func(uint64) (string, time.Time, int, error) {
-		c.invalidate("a") // a write commits while the page is read
+	c := New[string, string](10, time.Hour)
+	_, err := c.Get(context.Background(), "a1", "a", now, func(uint64) (string, time.Time, int, error) {
+		c.Invalidate("a") // a write commits while the page is read
 		return "stale", time.Time{}, 1, nil
 	})
 	if err != nil {
@@ -90,7 +90,7 @@ func TestPageCache_AReadThatAWriteOverlapsIsNotKept(t *testing.T) {
 
 func TestPageCache_ConcurrentCallersShareOneReadUnlessAWriteCameBetween(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	c := newPageCache[string, string](10, time.Hour)
+	c := New[string, string](10, time.Hour)
 	var reads atomic.Int64
 	release := make(chan struct{})
 	started := make(chan struct{}, 100)
@@ -107,7 +107,7 @@ func TestPageCache_ConcurrentCallersShareOneReadUnlessAWriteCameBetween(t *testi
 	got := make([]string, 20)
 	get := func(i int) {
 		defer wg.Done()
-		page, err := c.get(context.Background(), "k", "a", now, read)
+		page, err := c.Get(context.Background(), "k", "a", now, read)
 		if err != nil {
 			t.Error(err)
 		}
@@ -121,7 +121,7 @@ func TestPageCache_ConcurrentCallersShareOneReadUnlessAWriteCameBetween(t *testi
 		go get(i)
 	}
 	waitForWaiters(t, c, "k", 9)
-	c.invalidate("a") // a write commits: later callers must not share the read begun before it
+	c.Invalidate("a") // a write commits: later callers must not share the read begun before it
 	for i := 10; i < 20; i++ {
 		wg.Add(1)
 		go get(i)
@@ -146,14 +146,14 @@ func TestPageCache_ConcurrentCallersShareOneReadUnlessAWriteCameBetween(t *testi
 
 func TestPageCache_AFailedSharedReadIsReadAgainByEachCaller(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	c := newPageCache[string, string](10, time.Hour)
+	c := New[string, string](10, time.Hour)
 	release, started := make(chan struct{}), make(chan struct{})
 	var reads atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_, err := c.get(context.Background(), "k", "a", now, func(uint64) (string, time.Time, int, error) {
+		_, err := c.Get(context.Background(), "k", "a", now, func(uint64) (string, time.Time, int, error) {
 			reads.Add(1)
 			close(started)
 			<-release
@@ -167,7 +167,7 @@ func TestPageCache_AFailedSharedReadIsReadAgainByEachCaller(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		page, err := c.get(context.Background(), "k", "a", now, func(uint64) (string, time.Time, int, error) {
+		page, err := c.Get(context.Background(), "k", "a", now, func(uint64) (string, time.Time, int, error) {
 			reads.Add(1)
 			return "own read", time.Time{}, 1, nil
 		})
@@ -185,25 +185,25 @@ func TestPageCache_AFailedSharedReadIsReadAgainByEachCaller(t *testing.T) {
 
 func TestPageCache_EndsAtItsTTLAndIsOffBelowZero(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	c := newPageCache[string, string](10, time.Hour)
+	c := New[string, string](10, time.Hour)
 	c.keep("k", "", 0, time.Now().Add(-2*time.Hour), time.Time{}, 1, "old")
 	p := &cacheProbe{c: c}
 	if p.hit(t, "k", "", now) {
 		t.Error("a page older than the TTL is served")
 	}
-	off := &cacheProbe{c: newPageCache[string, string](10, -1)}
+	off := &cacheProbe{c: New[string, string](10, -1)}
 	off.get(t, "k", "", now, time.Time{}, 1)
-	off.c.keepHorizon("", 0, time.Now(), time.Time{})
+	off.c.KeepHorizon("", 0, time.Now(), time.Time{})
 	if off.hit(t, "k", "", now) {
 		t.Error("a cache with a negative TTL serves pages")
 	}
-	if _, ok := off.c.horizon("", now); ok {
+	if _, ok := off.c.Horizon("", now); ok {
 		t.Error("a cache with a negative TTL serves horizons")
 	}
 }
 
 // waitForWaiters waits until n callers share the read of page k under way.
-func waitForWaiters(t *testing.T, c *pageCache[string, string], k string, n int) {
+func waitForWaiters(t *testing.T, c *Cache[string, string], k string, n int) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
 		c.mu.Lock()
@@ -224,7 +224,7 @@ func waitForWaiters(t *testing.T, c *pageCache[string, string], k string, n int)
 
 func TestPageCache_AReadThatPanicsLeavesNoCallerWaiting(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	c := newPageCache[string, string](10, time.Hour)
+	c := New[string, string](10, time.Hour)
 	release, started := make(chan struct{}), make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -235,7 +235,7 @@ func TestPageCache_AReadThatPanicsLeavesNoCallerWaiting(t *testing.T) {
 				t.Error("the panic did not reach the caller whose read it was")
 			}
 		}()
-		c.get(context.Background(), "k", "a", now, func(uint64) (string, time.Time, int, error) {
+		c.Get(context.Background(), "k", "a", now, func(uint64) (string, time.Time, int, error) {
 			close(started)
 			<-release
 			panic("a bug in the read")
@@ -244,7 +244,7 @@ func TestPageCache_AReadThatPanicsLeavesNoCallerWaiting(t *testing.T) {
 	<-started
 	done := make(chan string)
 	go func() {
-		page, _ := c.get(context.Background(), "k", "a", now, func(uint64) (string, time.Time, int, error) {
+		page, _ := c.Get(context.Background(), "k", "a", now, func(uint64) (string, time.Time, int, error) {
 			return "own read", time.Time{}, 1, nil
 		})
 		done <- page
@@ -262,26 +262,12 @@ func TestPageCache_AReadThatPanicsLeavesNoCallerWaiting(t *testing.T) {
 	wg.Wait()
 }
 
-func TestNFTFilterKey_TellsApartFiltersTheFingerprintRunsTogether(t *testing.T) {
-	pairs := [][2]NFTFilter{
-		{{Traits: map[string][]string{"Hat": {"a|b"}}}, {Traits: map[string][]string{"Hat": {"a", "b"}}}},
-		{{Traits: map[string][]string{"A": {"x;B=y"}}}, {Traits: map[string][]string{"A": {"x"}, "B": {"y"}}}},
-		{{MinPrice: "1;max=2"}, {MinPrice: "1", MaxPrice: "2"}},
-		{{}, {Listed: true}},
-	}
-	for _, p := range pairs {
-		if p[0].key() == p[1].key() {
-			t.Errorf("%+v and %+v share the page cache key %q", p[0], p[1], p[0].key())
-		}
-	}
-}
-
 // Reads tracked through the cache: a page served from memory is a dependency that ends with
 // its scope's next write; a page read, or shared from another caller's read under way (which
 // runs no statement of this caller's), spoils them.
 func TestPageCache_TrackedReadsKeepOnlyWhatMemoryServed(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
-	c := newPageCache[string, string](10, time.Hour)
+	c := New[string, string](10, time.Hour)
 	release, started := make(chan struct{}), make(chan struct{}, 1)
 	read := func(uint64) (string, time.Time, int, error) {
 		started <- struct{}{}
@@ -291,14 +277,14 @@ func TestPageCache_TrackedReadsKeepOnlyWhatMemoryServed(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.get(context.Background(), "k", "a", now, read)
+		c.Get(context.Background(), "k", "a", now, read)
 	}()
 	<-started
 	ctx, shared := TrackReads(context.Background())
 	joined := make(chan struct{})
 	go func() {
 		defer close(joined)
-		c.get(ctx, "k", "a", now, read)
+		c.Get(ctx, "k", "a", now, read)
 	}()
 	waitForWaiters(t, c, "k", 1)
 	close(release)
@@ -309,17 +295,17 @@ func TestPageCache_TrackedReadsKeepOnlyWhatMemoryServed(t *testing.T) {
 	}
 
 	ctx, hit := TrackReads(context.Background())
-	if page, err := c.get(ctx, "k", "a", now, read); err != nil || page != "page" {
+	if page, err := c.Get(ctx, "k", "a", now, read); err != nil || page != "page" {
 		t.Fatalf("hit: %q %v", page, err)
 	}
 	if !hit.Keepable() || len(hit.deps) != 1 || !hit.deps[0].cache.stillCurrent("a", hit.deps[0].seq, hit.deps[0].at, hit.deps[0].until, now) {
 		t.Fatalf("a page served from memory: keepable %v, deps %+v", hit.Keepable(), hit.deps)
 	}
-	c.invalidate("b")
+	c.Invalidate("b")
 	if !hit.deps[0].cache.stillCurrent("a", hit.deps[0].seq, hit.deps[0].at, hit.deps[0].until, now) {
 		t.Fatal("a write to another scope ended the dependency")
 	}
-	c.invalidate("a")
+	c.Invalidate("a")
 	if hit.deps[0].cache.stillCurrent("a", hit.deps[0].seq, hit.deps[0].at, hit.deps[0].until, now) {
 		t.Fatal("the dependency outlives a write to its scope")
 	}
