@@ -104,7 +104,7 @@ func NewHandler(s *store.Store, cfg Options) http.Handler {
 	gql.Use(reuseGuard{schema: es.Schema()})
 	// Innermost: the extensions above see its answers as the executor's.
 	if !cfg.NoFastPath {
-		gql.Use(newFastPath(es.(*executableSchema), resolvers, cfg.fastAnswers))
+		gql.Use(newFastPath(es, resolvers, cfg.fastAnswers))
 	}
 	gql.SetErrorPresenter(presentError(cfg.Logger))
 	gql.SetRecoverFunc(func(ctx context.Context, v any) error {

@@ -29,9 +29,20 @@ import (
 //
 // It walks the operation as the executor does: the fields of each selection set as gqlgen's
 // CollectFields merges them (fragments, inline fragments, aliases, @skip and @include with
-// their variables), each field's arguments through the generated executor's own coercion, the
-// resolvers and model fields the executor reads, every value through the scalar and enum
-// marshalers the executor uses, written in the order the executor writes them. A field outside
+// their variables), each field's arguments through the unmarshalers the executor coerces them
+// with, the resolvers and model fields the executor reads, every value written as the scalar
+// and enum marshalers the executor uses write it, in the order the executor writes them.
+//
+// This file holds the machinery: the extension, the walk's checks, and fastAnswer's writers of
+// objects, lists and each scalar. The per-type part, a method per type that writes an object
+// of it field by field (writeNFTFields, writeCollection, ...) and the Query root's fields
+// (writeQuery), is nftpage_fast_gen.go, which graph/internal/fastpathgen writes from the schema
+// and gqlgen's bindings in the same run as the executor (`go generate ./graph`): a field added
+// to one of these types is written with no edit here, and one of a scalar with no writer here
+// fails the generation. The generator's tables hold the exceptions (NFT.history left to the
+// executor; Collection.nfts read through collectionNFTs, without the histories Nfts primes).
+//
+// A field outside
 // these types or a deferred fragment leaves the query to the executor before anything is read
 // ([fastPath.writes]); any error (an argument refused, a resolver's error, a null where the
 // schema says non-null) leaves it midway, and the executor then answers and reports it its
@@ -42,25 +53,14 @@ import (
 // It intercepts the response innermost, so the extensions around it (metrics, the kept-answer
 // verdict, the limits) see its answers as any other.
 type fastPath struct {
-	es      *executableSchema
+	es      graphql.ExecutableSchema
 	r       *Resolver
 	answers *atomic.Int64   // when set, counts the queries it answered
 	fields  map[string]bool // Type.field of every field it writes
 }
 
-// fastTypes are the types the fast path writes every field of, NFT.history aside.
-var fastTypes = []string{"Collection", "CollectionConnection", "CollectionEdge", "MintPhase",
-	"NFTConnection", "NFTEdge", "NFT", "Trait", "Listing", "BestOffer", "PageInfo"}
-
-func newFastPath(es *executableSchema, r *Resolver, answers *atomic.Int64) *fastPath {
-	fields := map[string]bool{"Query.collection": true, "Query.collections": true, "Query.nft": true, "Node.id": true}
-	for _, typ := range fastTypes {
-		for _, f := range es.Schema().Types[typ].Fields {
-			fields[typ+"."+f.Name] = true
-		}
-	}
-	delete(fields, "NFT.history")
-	return &fastPath{es: es, r: r, answers: answers, fields: fields}
+func newFastPath(es graphql.ExecutableSchema, r *Resolver, answers *atomic.Int64) *fastPath {
+	return &fastPath{es: es, r: r, answers: answers, fields: fastFields}
 }
 
 // writes tells whether every field set selects, at any depth and through its fragments, is
@@ -126,8 +126,8 @@ func (p *fastPath) InterceptResponse(ctx context.Context, next graphql.ResponseH
 	w.Reset()
 	// What the fast path reads, the executor finds again if it must answer instead.
 	ctx = withReadMemo(ctx)
-	a := &fastAnswer{ctx: ctx, oc: oc, ec: newExecutionContext(oc, p.es, nil), r: p.r, w: w}
-	if !a.query(oc.Operation.SelectionSet) {
+	a := &fastAnswer{ctx: ctx, oc: oc, es: p.es, r: p.r, w: w}
+	if !a.writeQuery(oc.Operation.SelectionSet) {
 		// An error: the executor answers and reports it its way, from the reads made so far.
 		return next(ctx)
 	}
@@ -154,7 +154,8 @@ var fastBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 type fastAnswer struct {
 	ctx context.Context
 	oc  *graphql.OperationContext
-	ec  *executionContext
+	es  graphql.ExecutableSchema
+	ec  fastExec // made when an argument is first coerced
 	r   *Resolver
 	w   *bytes.Buffer
 
@@ -217,12 +218,6 @@ func (a *fastAnswer) object(fields []graphql.CollectedField, value func(f *graph
 	}
 	a.w.WriteByte('}')
 	return true
-}
-
-// args coerces a field's arguments as the executor does.
-func (a *fastAnswer) args(f *graphql.CollectedField, coerce func(*executionContext, context.Context, map[string]any) (map[string]any, error)) (map[string]any, bool) {
-	args, err := coerce(a.ec, a.ctx, f.ArgumentMap(a.oc.Variables))
-	return args, err == nil
 }
 
 // str writes s quoted as gqlgen's String and ID marshalers quote it (the same escapes, byte
@@ -293,9 +288,6 @@ func (a *fastAnswer) amount(v store.Amount) {
 func (a *fastAnswer) time(t store.Timestamp) {
 	a.w.Write(strconv.AppendInt(a.scratch[:0], t.Unix(), 10))
 }
-func (a *fastAnswer) instrument(v store.Instrument) {
-	a.str(marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument[v])
-}
 
 // list writes n items, each by item; false as soon as one is.
 func (a *fastAnswer) list(n int, item func(i int) bool) bool {
@@ -310,453 +302,4 @@ func (a *fastAnswer) list(n int, item func(i int) bool) bool {
 	}
 	a.w.WriteByte(']')
 	return true
-}
-
-func (a *fastAnswer) optInt(n *int) {
-	if n == nil {
-		a.null()
-	} else {
-		a.integer(*n)
-	}
-}
-
-func (a *fastAnswer) optString(s *string) {
-	if s == nil {
-		a.null()
-	} else {
-		a.str(*s)
-	}
-}
-
-func (a *fastAnswer) query(sel ast.SelectionSet) bool {
-	fields, ok := a.fields(sel, queryImplementors)
-	if !ok {
-		return false
-	}
-	return a.object(fields, func(f *graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
-			a.str("Query")
-		case "collection":
-			args, ok := a.args(f, (*executionContext).field_Query_collection_args)
-			if !ok {
-				return false
-			}
-			id, _ := args["id"].(*string)
-			slug, _ := args["slug"].(*string)
-			c, err := a.r.Query().Collection(a.ctx, id, slug)
-			if err != nil {
-				return false
-			}
-			if c == nil {
-				a.null()
-			} else if !a.collection(f.Selections, c) {
-				return false
-			}
-		case "collections":
-			args, ok := a.args(f, (*executionContext).field_Query_collections_args)
-			if !ok {
-				return false
-			}
-			sort, _ := args["sort"].(*CollectionSort)
-			first, _ := args["first"].(*int)
-			after, _ := args["after"].(*string)
-			last, _ := args["last"].(*int)
-			before, _ := args["before"].(*string)
-			conn, err := a.r.Query().Collections(a.ctx, sort, first, after, last, before)
-			if err != nil || conn == nil || !a.collectionConnection(f.Selections, conn) {
-				return false
-			}
-		case "nft":
-			args, ok := a.args(f, (*executionContext).field_Query_nft_args)
-			if !ok {
-				return false
-			}
-			contractID, _ := args["contractId"].(string)
-			n, err := a.r.Query().Nft(a.ctx, contractID)
-			if err != nil {
-				return false
-			}
-			if n == nil {
-				a.null()
-			} else if !a.nft(f.Selections, n) {
-				return false
-			}
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (a *fastAnswer) collectionConnection(sel ast.SelectionSet, conn *CollectionConnection) bool {
-	fields, ok := a.fields(sel, collectionConnectionImplementors)
-	if !ok {
-		return false
-	}
-	return a.object(fields, func(f *graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
-			a.str("CollectionConnection")
-		case "edges":
-			edges, ok := a.fields(f.Selections, collectionEdgeImplementors)
-			if !ok {
-				return false
-			}
-			if !a.list(len(conn.Edges), func(j int) bool { return conn.Edges[j] != nil && a.collectionEdge(edges, conn.Edges[j]) }) {
-				return false
-			}
-		case "pageInfo":
-			if !a.pageInfo(f.Selections, conn.PageInfo) {
-				return false
-			}
-		case "totalCount":
-			n, err := a.r.CollectionConnection().TotalCount(a.ctx, conn)
-			if err != nil {
-				return false
-			}
-			a.integer(n)
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (a *fastAnswer) collectionEdge(fields []graphql.CollectedField, e *CollectionEdge) bool {
-	return a.object(fields, func(f *graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
-			a.str("CollectionEdge")
-		case "cursor":
-			a.str(e.Cursor)
-		case "node":
-			if e.Node == nil || !a.collection(f.Selections, e.Node) {
-				return false
-			}
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (a *fastAnswer) collection(sel ast.SelectionSet, c *store.Collection) bool {
-	fields, ok := a.fields(sel, collectionImplementors)
-	if !ok {
-		return false
-	}
-	return a.object(fields, func(f *graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
-			a.str("Collection")
-		case "id":
-			id, err := a.r.Collection().ID(a.ctx, c)
-			if err != nil {
-				return false
-			}
-			a.id(id)
-		case "collectionId":
-			a.id(c.ID)
-		case "slug":
-			a.str(c.Slug)
-		case "name":
-			a.str(c.Name)
-		case "description":
-			a.str(c.Description)
-		case "image":
-			a.str(c.Image)
-		case "creator":
-			a.id(c.Creator)
-		case "currency":
-			a.instrument(c.Currency)
-		case "royaltyBps":
-			a.integer(c.RoyaltyBps)
-		case "supply":
-			a.integer(c.Supply)
-		case "minted":
-			a.integer(c.Minted)
-		case "burned":
-			a.integer(c.Burned)
-		case "floorPrice":
-			if c.FloorPrice == nil {
-				a.null()
-			} else {
-				a.amount(*c.FloorPrice)
-			}
-		case "listedCount":
-			a.integer(c.ListedCount)
-		case "owners":
-			a.integer(c.Owners)
-		case "volume":
-			a.amount(c.Volume)
-		case "topOffer":
-			if c.TopOffer == nil {
-				a.null()
-			} else {
-				a.amount(*c.TopOffer)
-			}
-		case "createdAt":
-			a.time(c.CreatedAt)
-		case "phases":
-			phases, err := a.r.Collection().Phases(a.ctx, c)
-			if err != nil {
-				return false
-			}
-			fields, ok := a.fields(f.Selections, mintPhaseImplementors)
-			if !ok {
-				return false
-			}
-			if !a.list(len(phases), func(j int) bool { return phases[j] != nil && a.mintPhase(fields, phases[j]) }) {
-				return false
-			}
-		case "nfts":
-			args, ok := a.args(f, (*executionContext).field_Collection_nfts_args)
-			if !ok {
-				return false
-			}
-			filter, _ := args["filter"].(*NFTFilter)
-			sort, _ := args["sort"].(*NFTSort)
-			first, _ := args["first"].(*int)
-			after, _ := args["after"].(*string)
-			last, _ := args["last"].(*int)
-			before, _ := args["before"].(*string)
-			conn, _, err := a.r.collectionNFTs(a.ctx, c, filter, sort, first, after, last, before)
-			if err != nil || !a.nftConnection(f.Selections, conn) {
-				return false
-			}
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (a *fastAnswer) mintPhase(fields []graphql.CollectedField, ph *store.MintPhase) bool {
-	return a.object(fields, func(f *graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
-			a.str("MintPhase")
-		case "name":
-			a.str(ph.Name)
-		case "price":
-			a.amount(ph.Price)
-		case "start":
-			a.time(ph.Start)
-		case "end":
-			a.time(ph.End)
-		case "perPartyLimit":
-			a.integer(ph.PerPartyLimit)
-		case "supply":
-			a.optInt(ph.Supply)
-		case "minted":
-			a.integer(ph.Minted)
-		case "allowList":
-			a.boolean(ph.AllowList)
-		case "active":
-			active, err := a.r.MintPhase().Active(a.ctx, ph)
-			if err != nil {
-				return false
-			}
-			a.boolean(active)
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (a *fastAnswer) nftConnection(sel ast.SelectionSet, conn *NFTConnection) bool {
-	fields, ok := a.fields(sel, nFTConnectionImplementors)
-	if !ok {
-		return false
-	}
-	return a.object(fields, func(f *graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
-			a.str("NFTConnection")
-		case "totalCount":
-			a.optInt(conn.TotalCount)
-		case "edges":
-			edges, ok := a.fields(f.Selections, nFTEdgeImplementors)
-			if !ok {
-				return false
-			}
-			if !a.list(len(conn.Edges), func(j int) bool { return conn.Edges[j] != nil && a.nftEdge(edges, conn.Edges[j]) }) {
-				return false
-			}
-		case "pageInfo":
-			if !a.pageInfo(f.Selections, conn.PageInfo) {
-				return false
-			}
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (a *fastAnswer) nftEdge(fields []graphql.CollectedField, e *NFTEdge) bool {
-	return a.object(fields, func(f *graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
-			a.str("NFTEdge")
-		case "cursor":
-			a.str(e.Cursor)
-		case "node":
-			if e.Node == nil || !a.nft(f.Selections, e.Node) {
-				return false
-			}
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (a *fastAnswer) nft(sel ast.SelectionSet, n *store.NFTView) bool {
-	fields, ok := a.fields(sel, nFTImplementors)
-	if !ok {
-		return false
-	}
-	return a.object(fields, func(f *graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
-			a.str("NFT")
-		case "id":
-			a.nftID(n.Ref())
-		case "contractId":
-			a.id(n.ContractID)
-		case "collectionId":
-			a.id(n.CollectionID)
-		case "collection":
-			c, err := a.r.NFT().Collection(a.ctx, n)
-			if err != nil || c == nil || !a.collection(f.Selections, c) {
-				return false
-			}
-		case "serial":
-			a.integer(n.Serial)
-		case "name":
-			a.str(n.Name)
-		case "image":
-			a.str(n.Image)
-		case "owner":
-			a.id(n.Owner)
-		case "traits":
-			fields, ok := a.fields(f.Selections, traitImplementors)
-			if !ok {
-				return false
-			}
-			if !a.list(len(n.Traits), func(j int) bool { return a.trait(fields, &n.Traits[j]) }) {
-				return false
-			}
-		case "listing":
-			if n.Listing == nil {
-				a.null()
-			} else if !a.listing(f.Selections, n.Listing) {
-				return false
-			}
-		case "bestOffer":
-			if n.BestOffer == nil {
-				a.null()
-			} else if !a.bestOffer(f.Selections, n.BestOffer) {
-				return false
-			}
-		default: // history
-			return false
-		}
-		return true
-	})
-}
-
-func (a *fastAnswer) trait(fields []graphql.CollectedField, t *store.Trait) bool {
-	return a.object(fields, func(f *graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
-			a.str("Trait")
-		case "type":
-			a.str(t.Type)
-		case "value":
-			a.str(t.Value)
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (a *fastAnswer) bestOffer(sel ast.SelectionSet, o *store.BestOffer) bool {
-	fields, ok := a.fields(sel, bestOfferImplementors)
-	if !ok {
-		return false
-	}
-	return a.object(fields, func(f *graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
-			a.str("BestOffer")
-		case "cid":
-			a.id(o.CID)
-		case "price":
-			a.amount(o.Price)
-		case "kind":
-			a.str(marshalNOfferKind2string[o.Kind])
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (a *fastAnswer) listing(sel ast.SelectionSet, l *store.ListingView) bool {
-	fields, ok := a.fields(sel, listingImplementors)
-	if !ok {
-		return false
-	}
-	return a.object(fields, func(f *graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
-			a.str("Listing")
-		case "cid":
-			a.id(l.CID)
-		case "seller":
-			a.id(l.Seller)
-		case "price":
-			a.amount(l.Price)
-		case "currency":
-			a.instrument(l.Currency)
-		case "expiresAt":
-			if l.ExpiresAt == nil {
-				a.null()
-			} else {
-				a.time(*l.ExpiresAt)
-			}
-		default:
-			return false
-		}
-		return true
-	})
-}
-
-func (a *fastAnswer) pageInfo(sel ast.SelectionSet, pi *PageInfo) bool {
-	fields, ok := a.fields(sel, pageInfoImplementors)
-	if !ok || pi == nil {
-		return false
-	}
-	return a.object(fields, func(f *graphql.CollectedField) bool {
-		switch f.Name {
-		case "__typename":
-			a.str("PageInfo")
-		case "hasNextPage":
-			a.boolean(pi.HasNextPage)
-		case "hasPreviousPage":
-			a.boolean(pi.HasPreviousPage)
-		case "startCursor":
-			a.optString(pi.StartCursor)
-		case "endCursor":
-			a.optString(pi.EndCursor)
-		default:
-			return false
-		}
-		return true
-	})
 }
