@@ -9,8 +9,9 @@ import (
 )
 
 // SchemaSDL is the schema as GET /graphql/schema.graphql serves it (see schemaSDL); it is what a
-// release publishes as its GraphQL contract (graph/internal/printschema).
-func SchemaSDL() []byte { return schemaSDL(parsedSchema) }
+// release publishes as its GraphQL contract (graph/internal/printschema). It reads the schema
+// through the executable schema's own Schema method, not gqlgen's generated variables.
+func SchemaSDL() []byte { return schemaSDL(NewExecutableSchema(Config{}).Schema()) }
 
 // schemaSDL is the whole schema as one SDL document, descriptions included, for code
 // generators: every type of the *.graphqls files with their extensions merged, in name order,
