@@ -6,7 +6,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 // Party is an identity on the ledger: an Ed25519 key and the id derived from it.
@@ -22,7 +22,7 @@ type Party struct {
 
 // checkPartyID returns invalid_request for a malformed id.
 func checkPartyID(field, id string) error {
-	if !signing.ValidPartyID(id) {
+	if !wallet.ValidPartyID(id) {
 		return Errorf(CodeInvalidRequest, "%s %q is not a party id (HINT::1220<64 hex>)", field, truncate(id, 100))
 	}
 	return nil
@@ -77,10 +77,10 @@ func (s *Store) PrepareOnboarding(ctx context.Context, pub []byte, hint string) 
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, Errorf(CodeInvalidRequest, "publicKey must be %d bytes of Ed25519 public key, got %d", ed25519.PublicKeySize, len(pub))
 	}
-	if !signing.ValidHint(hint) {
+	if !wallet.ValidHint(hint) {
 		return nil, Errorf(CodeInvalidRequest, "hint must be 1 to 64 of [A-Za-z0-9_-]")
 	}
-	e := onboardEffects{PartyID: signing.PartyIDFor(hint, pub), Hint: hint, PublicKey: pub}
+	e := onboardEffects{PartyID: wallet.PartyIDFor(hint, pub), Hint: hint, PublicKey: pub}
 	if p, err := s.partyByKey(ctx, s.db, pub); err != nil {
 		return nil, err
 	} else if p != nil {

@@ -10,7 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"marketd/store/signing"
+	"marketd/store/wallet"
 	"slices"
 	"sync"
 	"time"
@@ -176,7 +176,7 @@ func (s *Store) prepare(ctx context.Context, kind, actAs string, signerKey []byt
 	preparedAt := s.now().Truncate(time.Second)
 	expiresAt := preparedAt.Add(s.cfg.PreparedTTL)
 	body, err := json.Marshal(envelope{
-		Scheme:     signing.HashingScheme,
+		Scheme:     wallet.HashingScheme,
 		Network:    s.cfg.Network,
 		Kind:       kind,
 		ActAs:      actAs,
@@ -188,7 +188,7 @@ func (s *Store) prepare(ctx context.Context, kind, actAs string, signerKey []byt
 	if err != nil {
 		return nil, err
 	}
-	hash := signing.PreparedHash(body)
+	hash := wallet.PreparedHash(body)
 	p := &PreparedTx{
 		Hash: hash, Kind: kind, ActAs: actAs, SignerKey: signerKey, Body: body,
 		PreparedAt: At(preparedAt), ExpiresAt: At(expiresAt),

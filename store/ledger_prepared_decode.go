@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 // The effects of each prepared kind, under the names a wallet reads them by. They are the very
@@ -70,8 +70,8 @@ func DecodePrepared(b []byte) (*DecodedPrepared, error) {
 	if err := json.Unmarshal(b, &env); err != nil {
 		return nil, fmt.Errorf("prepared transaction: %v", err)
 	}
-	if env.Scheme != signing.HashingScheme {
-		return nil, fmt.Errorf("prepared transaction: scheme %q, not %q", truncate(env.Scheme, 40), signing.HashingScheme)
+	if env.Scheme != wallet.HashingScheme {
+		return nil, fmt.Errorf("prepared transaction: scheme %q, not %q", truncate(env.Scheme, 40), wallet.HashingScheme)
 	}
 	newEffects, ok := effectsOf[env.Kind]
 	if !ok {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 const (
@@ -61,7 +61,7 @@ func encodeAsPrepare(t testing.TB, kind string, effects any) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(envelope{Scheme: signing.HashingScheme, Network: "test<&>", Kind: kind, ActAs: testAlice,
+	b, err := json.Marshal(envelope{Scheme: wallet.HashingScheme, Network: "test<&>", Kind: kind, ActAs: testAlice,
 		Nonce: "00112233445566778899aabbccddeeff", PreparedAt: 1_800_000_000, ExpiresAt: 1_800_000_300, Effects: raw})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestDecodePrepared_ReadsBackWhatPrepareWrites(t *testing.T) {
 			t.Errorf("%s: %v", kind, err)
 			continue
 		}
-		want := DecodedPrepared{Scheme: signing.HashingScheme, Network: "test<&>", Kind: kind, ActAs: testAlice,
+		want := DecodedPrepared{Scheme: wallet.HashingScheme, Network: "test<&>", Kind: kind, ActAs: testAlice,
 			Nonce: "00112233445566778899aabbccddeeff", PreparedAt: 1_800_000_000, ExpiresAt: 1_800_000_300}
 		got := *d
 		got.Effects = nil
@@ -130,7 +130,7 @@ func TestDecodePrepared_RefusesAnythingButTheCanonicalEncoding(t *testing.T) {
 		{"escaped differently", strings.Replace(send, `\u003c`, `<`, 1), "canonical"},
 		{"keys reordered", strings.Replace(send, `"scheme":"sha256-v1","network":"test\u003c\u0026\u003e"`, `"network":"test\u003c\u0026\u003e","scheme":"sha256-v1"`, 1), "canonical"},
 		{"unknown kind", strings.Replace(send, KindCCTransfer, "wallet.steal", 1), "unknown kind"},
-		{"another scheme", strings.Replace(send, signing.HashingScheme, "sha1", 1), "scheme"},
+		{"another scheme", strings.Replace(send, wallet.HashingScheme, "sha1", 1), "scheme"},
 		{"effects null", send[:strings.Index(send, `"effects":`)] + `"effects":null}`, "canonical"},
 		{"effects of another kind", strings.Replace(send, KindCCTransfer, KindTap, 1), "canonical"},
 	} {

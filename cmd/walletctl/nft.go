@@ -13,7 +13,7 @@ import (
 )
 
 // nftShortcut runs one of the NFT shortcuts as the exec it stands for.
-func (w *wallet) nftShortcut(cmd string, args []string) error {
+func (w *cli) nftShortcut(cmd string, args []string) error {
 	usage := func(u string) error { return errors.New("usage: walletctl " + u) }
 	body := func(v any) string {
 		b, _ := json.Marshal(v)
@@ -131,7 +131,7 @@ func underBatchLimit(cmd string, n int) error {
 
 // collectionID returns ref when it is a collection id, else the id of the collection whose
 // slug it is: the mint endpoints name a collection by id only.
-func (w *wallet) collectionID(ref string) (string, error) {
+func (w *cli) collectionID(ref string) (string, error) {
 	if strings.HasPrefix(ref, "col_") {
 		return ref, nil
 	}
@@ -145,7 +145,7 @@ func (w *wallet) collectionID(ref string) (string, error) {
 }
 
 // askedMaxPrice reads --max-price, nil when not given.
-func (w *wallet) askedMaxPrice() (*store.Amount, error) {
+func (w *cli) askedMaxPrice() (*store.Amount, error) {
 	if w.maxPrice == "" {
 		return nil, nil
 	}

@@ -24,7 +24,7 @@ type offerOptions struct {
 }
 
 // offerFlags are offer's flags: what the offer bids for, how many, until when.
-func offerFlags(w *wallet, fs *flag.FlagSet) {
+func offerFlags(w *cli, fs *flag.FlagSet) {
 	o := &w.offer
 	fs.IntVar(&o.quantity, "quantity", 1, fmt.Sprintf("how many NFTs the offer buys, 1 to %d (an item offer buys 1)", store.MaxOfferQuantity))
 	fs.Func("serial", "an item offer: the NFT of this serial", func(v string) error {
@@ -47,7 +47,7 @@ func offerFlags(w *wallet, fs *flag.FlagSet) {
 }
 
 // offerShortcut runs offer, offer cancel, offers and accept.
-func (w *wallet) offerShortcut(name string, args []string) error {
+func (w *cli) offerShortcut(name string, args []string) error {
 	usage := func(u string) error { return errors.New("usage: walletctl " + u) }
 	body := func(v any) string {
 		b, _ := json.Marshal(v)
@@ -116,7 +116,7 @@ type offerAsked struct {
 
 // makeOffer checks offer's arguments, resolves the collection (and --contract's NFT) and
 // execs the offer it asked for.
-func (w *wallet) makeOffer(ref, priceArg string) error {
+func (w *cli) makeOffer(ref, priceArg string) error {
 	o := w.offer
 	price, err := askedAmount("PRICE", priceArg)
 	if err != nil {
@@ -243,7 +243,7 @@ type collectionInfo struct {
 
 // collectionInfo reads the collection ref names: by slug, or by id from the collections list
 // (the API reads a collection by slug only).
-func (w *wallet) collectionInfo(ref string) (*collectionInfo, error) {
+func (w *cli) collectionInfo(ref string) (*collectionInfo, error) {
 	if !strings.HasPrefix(ref, "col_") {
 		var c collectionInfo
 		if err := w.do("GET", "/api/nft/slug/"+url.PathEscape(ref), nil, "", &c); err != nil {
@@ -281,7 +281,7 @@ const maxPages = 100
 
 // listOffers prints the party's own open offers, or the offers it can accept (--received);
 // --collection keeps one collection's, read from every page.
-func (w *wallet) listOffers() error {
+func (w *cli) listOffers() error {
 	path := "/api/nft/offers?maker={me}"
 	if w.received {
 		path = "/api/nft/offers/received?owner={me}"
@@ -341,7 +341,7 @@ type offerSeen struct {
 
 // receivedOffer finds offer cid among the offers the party's NFTs can be accepted into: who
 // made it, at what price, in which collection. accept signs an accept of that offer only.
-func (w *wallet) receivedOffer(cid string) (*offerSeen, error) {
+func (w *cli) receivedOffer(cid string) (*offerSeen, error) {
 	tok, err := w.token()
 	if err != nil {
 		return nil, err

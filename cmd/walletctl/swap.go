@@ -11,7 +11,7 @@ import (
 )
 
 // swapShortcut runs one of the swap shortcuts as the call or exec it stands for.
-func (w *wallet) swapShortcut(cmd string, args []string) error {
+func (w *cli) swapShortcut(cmd string, args []string) error {
 	usage := func(u string) error { return errors.New("usage: walletctl " + u) }
 	body := func(m map[string]any) string {
 		b, _ := json.Marshal(m)
