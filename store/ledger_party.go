@@ -64,12 +64,7 @@ func (s *Store) partyByKey(ctx context.Context, db bun.IDB, pub []byte) (*Party,
 	return p, err
 }
 
-// onboardEffects is what an onboarding commits: a party for a key.
-type onboardEffects struct {
-	PartyID   string `json:"partyId"`
-	Hint      string `json:"hint"`
-	PublicKey []byte `json:"publicKey"`
-}
+type onboardEffects = wallet.OnboardEffects
 
 // PrepareOnboarding prepares the onboarding of a key as a party. The execute must be signed
 // with that key, which proves possession. A key already onboarded yields its existing party.

@@ -71,11 +71,11 @@ func encodeAsPrepare(t testing.TB, kind string, effects any) []byte {
 
 func TestDecodePrepared_EveryPreparedKindHasADecoder(t *testing.T) {
 	for kind := range actions {
-		if _, ok := effectsOf[kind]; !ok {
+		if _, ok := wallet.NewEffects(kind); !ok {
 			t.Errorf("prepared kind %s has no decoder", kind)
 		}
 	}
-	for kind := range effectsOf {
+	for _, kind := range wallet.PreparedKinds() {
 		if _, ok := actions[kind]; !ok {
 			t.Errorf("decoder for %s, which is not a prepared kind", kind)
 		}
@@ -83,6 +83,26 @@ func TestDecodePrepared_EveryPreparedKindHasADecoder(t *testing.T) {
 	for kind := range actions {
 		if _, ok := preparedOfEachKind()[kind]; !ok {
 			t.Errorf("no test transaction of kind %s", kind)
+		}
+	}
+}
+
+// TestRegisterKind_RefusesWhatWalletDoesNotDecode: a kind is registered only with the effects
+// type wallet decodes it into, so a wallet never reads a transaction as other than execute.
+func TestRegisterKind_RefusesWhatWalletDoesNotDecode(t *testing.T) {
+	if err := walletDecodes[tapEffects](KindTap); err != nil {
+		t.Errorf("the tap's own effects: %v", err)
+	}
+	if err := walletDecodes[transferEffects](KindTap); err == nil {
+		t.Error("a tap registered with a transfer's effects")
+	}
+	if err := walletDecodes[tapEffects]("wallet.steal"); err == nil {
+		t.Error("a kind wallet does not know was registered")
+	}
+	for kind, effects := range preparedOfEachKind() {
+		e, _ := wallet.NewEffects(kind)
+		if reflect.TypeOf(e) != reflect.TypeOf(effects) {
+			t.Errorf("%s: wallet decodes %T, execute applies %T", kind, e, effects)
 		}
 	}
 }
@@ -159,7 +179,7 @@ func FuzzDecodePrepared(f *testing.F) {
 			}
 			return
 		}
-		if reflect.TypeOf(d.Effects) != reflect.TypeOf(effectsOf[d.Kind]()) {
+		if e, _ := wallet.NewEffects(d.Kind); reflect.TypeOf(d.Effects) != reflect.TypeOf(e) {
 			t.Fatalf("kind %s decoded into %T", d.Kind, d.Effects)
 		}
 		if again := encodeAsPrepareFrom(t, d); !bytes.Equal(again, b) {
