@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"marketd/cmd/internal/cmdline"
-	"marketd/store"
+	"marketd/store/wallet"
 )
 
 // command is one walletctl command: where walletctl -h lists it, whether it reads the key
@@ -61,22 +61,22 @@ var commands = []command{
 	{cmdline.Command{Name: "renew", Args: "nft|usdcx", Summary: "move that consent's expiry later"}, secShortcut, false, nil},
 	{cmdline.Command{Name: "rewards", Args: "[history]", Summary: "the party's activity rewards, or their history"}, secShortcut, false, nil},
 
-	{cmdline.Command{Name: "mint", Args: "[--max-price P] COLLECTION [QUANTITY]", Summary: fmt.Sprintf("mint from the open phase (QUANTITY 2 to %d: one batch); the collection signed for must be the one named, at no more than --max-price each", store.MaxBatch)}, secNFT, false, maxPriceFlag},
+	{cmdline.Command{Name: "mint", Args: "[--max-price P] COLLECTION [QUANTITY]", Summary: fmt.Sprintf("mint from the open phase (QUANTITY 2 to %d: one batch); the collection signed for must be the one named, at no more than --max-price each", wallet.MaxBatch)}, secNFT, false, maxPriceFlag},
 	{cmdline.Command{Name: "list", Args: "CONTRACT_ID PRICE [EXPIRY]", Summary: "list an NFT for sale; EXPIRY is Unix seconds or a duration (24h)"}, secNFT, false, nil},
-	{cmdline.Command{Name: "cancel", Args: "CID...", Summary: fmt.Sprintf("withdraw listings (2 to %d: one batch)", store.MaxBatch)}, secNFT, false, nil},
+	{cmdline.Command{Name: "cancel", Args: "CID...", Summary: fmt.Sprintf("withdraw listings (2 to %d: one batch)", wallet.MaxBatch)}, secNFT, false, nil},
 	{cmdline.Command{Name: "buy", Args: "CID", Summary: "buy a listing"}, secNFT, false, nil},
-	{cmdline.Command{Name: "sweep", Args: "[--max-price P] COLLECTION MAX_TOTAL COUNT|CID...", Summary: fmt.Sprintf("buy the COUNT cheapest listings, or the named ones (at most %d), for at most MAX_TOTAL in all and --max-price each", store.MaxBatch)}, secNFT, false, maxPriceFlag},
+	{cmdline.Command{Name: "sweep", Args: "[--max-price P] COLLECTION MAX_TOTAL COUNT|CID...", Summary: fmt.Sprintf("buy the COUNT cheapest listings, or the named ones (at most %d), for at most MAX_TOTAL in all and --max-price each", wallet.MaxBatch)}, secNFT, false, maxPriceFlag},
 	{cmdline.Command{Name: "transfer", Args: "CONTRACT_ID PARTY", Summary: "give an NFT to a party (it needs an NFT preapproval)"}, secNFT, false, nil},
 	{cmdline.Command{Name: "burn", Args: "CONTRACT_ID", Summary: "destroy an NFT for good"}, secNFT, false, nil},
 	{cmdline.Command{Name: "offer", Args: "COLLECTION PRICE [--quantity N] [--serial S|--contract CID|--trait T=V...] [--expires E]",
 		Summary: "bid PRICE each for N NFTs of the collection (an item offer for one NFT, a trait offer, else a collection offer), locking PRICE × N of your funds"}, secNFT, false, offerFlags},
-	{cmdline.Command{Name: "offer cancel", Args: "CID...", Summary: fmt.Sprintf("withdraw your offers (at most %d: one batch), what they lock back to you", store.MaxBatch)}, secNFT, false, nil},
+	{cmdline.Command{Name: "offer cancel", Args: "CID...", Summary: fmt.Sprintf("withdraw your offers (at most %d: one batch), what they lock back to you", wallet.MaxBatch)}, secNFT, false, nil},
 	{cmdline.Command{Name: "offers", Args: "[--received] [--collection C]", Summary: "your open offers, or (--received) the offers your NFTs can be accepted into"}, secNFT, false,
 		func(w *cli, fs *flag.FlagSet) {
 			fs.BoolVar(&w.received, "received", false, "list the offers of others your NFTs can be accepted into")
 			fs.StringVar(&w.collection, "collection", "", "only the offers of this collection (id or slug); reads every page")
 		}},
-	{cmdline.Command{Name: "accept", Args: "OFFER_CID NFT_CID... [--min-proceeds AMOUNT]", Summary: fmt.Sprintf("sell your NFTs (at most %d) into an offer: each goes to its maker, you get its price less fee and royalty", store.MaxBatch)}, secNFT, false,
+	{cmdline.Command{Name: "accept", Args: "OFFER_CID NFT_CID... [--min-proceeds AMOUNT]", Summary: fmt.Sprintf("sell your NFTs (at most %d) into an offer: each goes to its maker, you get its price less fee and royalty", wallet.MaxBatch)}, secNFT, false,
 		func(w *cli, fs *flag.FlagSet) {
 			fs.StringVar(&w.minProceeds, "min-proceeds", "", "refuse to sign unless you get at least this in all, after fee and royalty")
 		}},

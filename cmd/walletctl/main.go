@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"marketd/cmd/internal/cmdline"
-	"marketd/store"
 	"marketd/store/wallet"
 )
 
@@ -178,7 +177,7 @@ func (w *cli) shortcut(cmd string, args []string) error {
 		if err := want(2, "tap CC|USDCx AMOUNT"); err != nil {
 			return err
 		}
-		inst, err := store.ParseInstrument(args[0])
+		inst, err := wallet.ParseInstrument(args[0])
 		if err != nil {
 			return err
 		}
@@ -200,7 +199,7 @@ func (w *cli) shortcut(cmd string, args []string) error {
 		if err := want(1, "preapprove nft|usdcx"); err != nil {
 			return err
 		}
-		kind, err := store.ParsePreapprovalKind(args[0])
+		kind, err := wallet.ParsePreapprovalKind(args[0])
 		if err != nil {
 			return err
 		}
@@ -209,7 +208,7 @@ func (w *cli) shortcut(cmd string, args []string) error {
 		if err := want(1, "renew nft|usdcx"); err != nil {
 			return err
 		}
-		kind, err := store.ParsePreapprovalKind(args[0])
+		kind, err := wallet.ParsePreapprovalKind(args[0])
 		if err != nil {
 			return err
 		}
@@ -561,7 +560,7 @@ func (w *cli) prepareAndExecute(preparePath, executePath string, body []byte, pr
 	case p.ActAs != partyID:
 		return nil, fmt.Errorf("the transaction acts as %s, this key is %s; not signing", p.ActAs, partyID)
 	}
-	d, err := store.DecodePrepared(tx)
+	d, err := wallet.DecodePrepared(tx)
 	if err != nil {
 		return nil, fmt.Errorf("%v; not signing", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"time"
 
-	"marketd/store"
+	"marketd/store/wallet"
 )
 
 // swapShortcut runs one of the swap shortcuts as the call or exec it stands for.
@@ -91,7 +91,7 @@ func (w *cli) swapShortcut(cmd string, args []string) error {
 			if err != nil {
 				return err
 			}
-			sell, err := store.ParseInstrument(args[1])
+			sell, err := wallet.ParseInstrument(args[1])
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strings"
 
-	"marketd/store"
 	"marketd/store/translog"
 	"marketd/store/wallet"
 
@@ -266,7 +265,7 @@ func (w *cli) verifyReceipt(tree tlog.Tree, kept keptReceipt, partyID string, pu
 	if kept.Signed != "" && hash != kept.Signed {
 		return "", "", fmt.Errorf("entry %d (update %s) holds the transaction of hash %s; this key signed %s for it", n, r.UpdateID, hash, kept.Signed)
 	}
-	d, err := store.DecodePrepared(e.PreparedTransaction)
+	d, err := wallet.DecodePrepared(e.PreparedTransaction)
 	if err != nil {
 		return "", "", fmt.Errorf("entry %d (update %s): %v", n, r.UpdateID, err)
 	}
