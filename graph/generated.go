@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"marketd/store"
 	"marketd/store/ledger"
+	"marketd/store/wallet"
 	"math"
 	"strconv"
 	"sync/atomic"
@@ -442,7 +443,7 @@ type OfferResolver interface {
 type PoolResolver interface {
 	ID(ctx context.Context, obj *store.Pool) (string, error)
 
-	OraclePrice(ctx context.Context, obj *store.Pool) (*ledger.Amount, error)
+	OraclePrice(ctx context.Context, obj *store.Pool) (*wallet.Amount, error)
 	PriceAt(ctx context.Context, obj *store.Pool) (*ledger.Timestamp, error)
 	Aggregates(ctx context.Context, obj *store.Pool) (*PoolAggregates, error)
 	LpQuotes(ctx context.Context, obj *store.Pool, first *int, after *string, last *int, before *string) (*LPQuoteConnection, error)
@@ -3705,8 +3706,8 @@ func (ec *executionContext) _Balance_instrument(ctx context.Context, field graph
 			return obj.Instrument, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3728,8 +3729,8 @@ func (ec *executionContext) _Balance_amount(ctx context.Context, field graphql.C
 			return obj.Amount, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3751,8 +3752,8 @@ func (ec *executionContext) _Balance_locked(ctx context.Context, field graphql.C
 			return obj.Locked, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3820,8 +3821,8 @@ func (ec *executionContext) _BestOffer_price(ctx context.Context, field graphql.
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4027,8 +4028,8 @@ func (ec *executionContext) _Collection_currency(ctx context.Context, field grap
 			return obj.Currency, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4142,8 +4143,8 @@ func (ec *executionContext) _Collection_floorPrice(ctx context.Context, field gr
 			return obj.FloorPrice, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
-			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *wallet.Amount) graphql.Marshaler {
+			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		false,
@@ -4211,8 +4212,8 @@ func (ec *executionContext) _Collection_volume(ctx context.Context, field graphq
 			return obj.Volume, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4234,8 +4235,8 @@ func (ec *executionContext) _Collection_topOffer(ctx context.Context, field grap
 			return obj.TopOffer, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
-			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *wallet.Amount) graphql.Marshaler {
+			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		false,
@@ -4586,8 +4587,8 @@ func (ec *executionContext) _CollectionActivity_price(ctx context.Context, field
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
-			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *wallet.Amount) graphql.Marshaler {
+			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		false,
@@ -4609,8 +4610,8 @@ func (ec *executionContext) _CollectionActivity_currency(ctx context.Context, fi
 			return obj.Currency, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Instrument) graphql.Marshaler {
-			return ec.marshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *wallet.Instrument) graphql.Marshaler {
+			return ec.marshalOInstrument2ᚖmarketdᚋstoreᚋwalletᚐInstrument(ctx, selections, v)
 		},
 		true,
 		false,
@@ -4820,8 +4821,8 @@ func (ec *executionContext) _Fill_price(ctx context.Context, field graphql.Colle
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4843,8 +4844,8 @@ func (ec *executionContext) _Fill_amountIn(ctx context.Context, field graphql.Co
 			return obj.AmountIn, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4866,8 +4867,8 @@ func (ec *executionContext) _Fill_amountOut(ctx context.Context, field graphql.C
 			return obj.AmountOut, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4889,8 +4890,8 @@ func (ec *executionContext) _Fill_fee(ctx context.Context, field graphql.Collect
 			return obj.Fee, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4912,8 +4913,8 @@ func (ec *executionContext) _InstrumentAmount_instrument(ctx context.Context, fi
 			return obj.Instrument, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4935,8 +4936,8 @@ func (ec *executionContext) _InstrumentAmount_amount(ctx context.Context, field 
 			return obj.Amount, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5073,8 +5074,8 @@ func (ec *executionContext) _Intent_sell(ctx context.Context, field graphql.Coll
 			return obj.Sell, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5096,8 +5097,8 @@ func (ec *executionContext) _Intent_amount(ctx context.Context, field graphql.Co
 			return obj.Amount, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5119,8 +5120,8 @@ func (ec *executionContext) _Intent_minReceive(ctx context.Context, field graphq
 			return obj.MinReceive, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5165,8 +5166,8 @@ func (ec *executionContext) _Intent_received(ctx context.Context, field graphql.
 			return obj.Received, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
-			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *wallet.Amount) graphql.Marshaler {
+			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		false,
@@ -5454,8 +5455,8 @@ func (ec *executionContext) _LPQuote_price(ctx context.Context, field graphql.Co
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5477,8 +5478,8 @@ func (ec *executionContext) _LPQuote_size(ctx context.Context, field graphql.Col
 			return obj.Size, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5500,8 +5501,8 @@ func (ec *executionContext) _LPQuote_remaining(ctx context.Context, field graphq
 			return obj.Remaining, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5523,8 +5524,8 @@ func (ec *executionContext) _LPQuote_feesAccrued(ctx context.Context, field grap
 			return obj.FeesAccrued, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5734,8 +5735,8 @@ func (ec *executionContext) _Listing_price(ctx context.Context, field graphql.Co
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5757,8 +5758,8 @@ func (ec *executionContext) _Listing_currency(ctx context.Context, field graphql
 			return obj.Currency, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5826,8 +5827,8 @@ func (ec *executionContext) _MintPhase_price(ctx context.Context, field graphql.
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6623,8 +6624,8 @@ func (ec *executionContext) _NFTEvent_price(ctx context.Context, field graphql.C
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
-			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *wallet.Amount) graphql.Marshaler {
+			return ec.marshalODecimal2ᚖmarketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		false,
@@ -6646,8 +6647,8 @@ func (ec *executionContext) _NFTEvent_currency(ctx context.Context, field graphq
 			return obj.Currency, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Instrument) graphql.Marshaler {
-			return ec.marshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *wallet.Instrument) graphql.Marshaler {
+			return ec.marshalOInstrument2ᚖmarketdᚋstoreᚋwalletᚐInstrument(ctx, selections, v)
 		},
 		true,
 		false,
@@ -6927,7 +6928,7 @@ func (ec *executionContext) _Offer_traits(ctx context.Context, field graphql.Col
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []store.TraitMatch) graphql.Marshaler {
-			return ec.marshalNTraitMatch2ᚕmarketdᚋstoreᚐTraitMatchᚄ(ctx, selections, v)
+			return ec.marshalNTraitMatch2ᚕmarketdᚋstoreᚋwalletᚐTraitMatchᚄ(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6958,8 +6959,8 @@ func (ec *executionContext) _Offer_price(ctx context.Context, field graphql.Coll
 			return obj.Price, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -6981,8 +6982,8 @@ func (ec *executionContext) _Offer_currency(ctx context.Context, field graphql.C
 			return obj.Instrument, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7394,8 +7395,8 @@ func (ec *executionContext) _Outcome_fee(ctx context.Context, field graphql.Coll
 			return obj.Fee, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7697,8 +7698,8 @@ func (ec *executionContext) _Pool_base(ctx context.Context, field graphql.Collec
 			return obj.Base, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7720,8 +7721,8 @@ func (ec *executionContext) _Pool_quote(ctx context.Context, field graphql.Colle
 			return obj.Quote, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7766,8 +7767,8 @@ func (ec *executionContext) _Pool_oraclePrice(ctx context.Context, field graphql
 			return ec.Resolvers.Pool().OraclePrice(ctx, obj)
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2ᚖmarketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -7976,8 +7977,8 @@ func (ec *executionContext) _PoolAggregates_tvl(ctx context.Context, field graph
 			return obj.Tvl, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8054,8 +8055,8 @@ func (ec *executionContext) _PoolAggregates_depthWeightedSpreadBps(ctx context.C
 			return obj.DepthWeightedSpreadBps, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -8297,8 +8298,8 @@ func (ec *executionContext) _Preapproval_kind(ctx context.Context, field graphql
 			return obj.Kind, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.PreapprovalKind) graphql.Marshaler {
-			return ec.marshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.PreapprovalKind) graphql.Marshaler {
+			return ec.marshalNPreapprovalKind2marketdᚋstoreᚋwalletᚐPreapprovalKind(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9158,8 +9159,8 @@ func (ec *executionContext) _RewardEntry_amount(ctx context.Context, field graph
 			return obj.Amount, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9204,8 +9205,8 @@ func (ec *executionContext) _Rewards_balance(ctx context.Context, field graphql.
 			return obj.Balance, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
-			return ec.marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
+			return ec.marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9227,8 +9228,8 @@ func (ec *executionContext) _Rewards_instrument(ctx context.Context, field graph
 			return obj.Instrument, nil
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
-			return ec.marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v wallet.Instrument) graphql.Marshaler {
+			return ec.marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument(ctx, selections, v)
 		},
 		true,
 		true,
@@ -9460,7 +9461,7 @@ func (ec *executionContext) fieldContext_Trait_value(_ context.Context, field gr
 	return graphql.NewScalarFieldContext("Trait", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _TraitMatch_type(ctx context.Context, field graphql.CollectedField, obj *store.TraitMatch) (ret graphql.Marshaler) {
+func (ec *executionContext) _TraitMatch_type(ctx context.Context, field graphql.CollectedField, obj *wallet.TraitMatch) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -9483,7 +9484,7 @@ func (ec *executionContext) fieldContext_TraitMatch_type(_ context.Context, fiel
 	return graphql.NewScalarFieldContext("TraitMatch", field, false, false, errors.New("field of type String does not have child fields"))
 }
 
-func (ec *executionContext) _TraitMatch_values(ctx context.Context, field graphql.CollectedField, obj *store.TraitMatch) (ret graphql.Marshaler) {
+func (ec *executionContext) _TraitMatch_values(ctx context.Context, field graphql.CollectedField, obj *wallet.TraitMatch) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -10806,14 +10807,14 @@ func (ec *executionContext) unmarshalInputNFTFilter(ctx context.Context, obj any
 			it.Listed = data
 		case "minPrice":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("minPrice"))
-			data, err := ec.unmarshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, v)
+			data, err := ec.unmarshalODecimal2ᚖmarketdᚋstoreᚋwalletᚐAmount(ctx, v)
 			if err != nil {
 				return it, err
 			}
 			it.MinPrice = data
 		case "maxPrice":
 			ctx := graphql.WithPathContext(ctx, graphql.NewPathWithField("maxPrice"))
-			data, err := ec.unmarshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx, v)
+			data, err := ec.unmarshalODecimal2ᚖmarketdᚋstoreᚋwalletᚐAmount(ctx, v)
 			if err != nil {
 				return it, err
 			}
@@ -14311,7 +14312,7 @@ func (ec *executionContext) _Trait(ctx context.Context, sel ast.SelectionSet, ob
 
 var traitMatchImplementors = []string{"TraitMatch"}
 
-func (ec *executionContext) _TraitMatch(ctx context.Context, sel ast.SelectionSet, obj *store.TraitMatch) graphql.Marshaler {
+func (ec *executionContext) _TraitMatch(ctx context.Context, sel ast.SelectionSet, obj *wallet.TraitMatch) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, traitMatchImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -15070,12 +15071,12 @@ func (ec *executionContext) marshalNCollectionEdge2ᚖmarketdᚋgraphᚐCollecti
 	return ec._CollectionEdge(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx context.Context, v any) (ledger.Amount, error) {
+func (ec *executionContext) unmarshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx context.Context, v any) (wallet.Amount, error) {
 	res, err := UnmarshalDecimal(v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ctx context.Context, sel ast.SelectionSet, v ledger.Amount) graphql.Marshaler {
+func (ec *executionContext) marshalNDecimal2marketdᚋstoreᚋwalletᚐAmount(ctx context.Context, sel ast.SelectionSet, v wallet.Amount) graphql.Marshaler {
 	_ = sel
 	res := MarshalDecimal(v)
 	if res == graphql.Null {
@@ -15086,12 +15087,12 @@ func (ec *executionContext) marshalNDecimal2marketdᚋstoreᚋledgerᚐAmount(ct
 	return res
 }
 
-func (ec *executionContext) unmarshalNDecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx context.Context, v any) (*ledger.Amount, error) {
+func (ec *executionContext) unmarshalNDecimal2ᚖmarketdᚋstoreᚋwalletᚐAmount(ctx context.Context, v any) (*wallet.Amount, error) {
 	res, err := UnmarshalDecimal(v)
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNDecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx context.Context, sel ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
+func (ec *executionContext) marshalNDecimal2ᚖmarketdᚋstoreᚋwalletᚐAmount(ctx context.Context, sel ast.SelectionSet, v *wallet.Amount) graphql.Marshaler {
 	if v == nil {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -15195,15 +15196,15 @@ func (ec *executionContext) marshalNID2ᚕstringᚄ(ctx context.Context, sel ast
 	return ret
 }
 
-func (ec *executionContext) unmarshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx context.Context, v any) (ledger.Instrument, error) {
+func (ec *executionContext) unmarshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument(ctx context.Context, v any) (wallet.Instrument, error) {
 	tmp, err := graphql.UnmarshalString(v)
-	res := unmarshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument[tmp]
+	res := unmarshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument(ctx context.Context, sel ast.SelectionSet, v ledger.Instrument) graphql.Marshaler {
+func (ec *executionContext) marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument(ctx context.Context, sel ast.SelectionSet, v wallet.Instrument) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument[v])
+	res := graphql.MarshalString(marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument[v])
 	if res == graphql.Null {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -15213,11 +15214,11 @@ func (ec *executionContext) marshalNInstrument2marketdᚋstoreᚋledgerᚐInstru
 }
 
 var (
-	unmarshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument = map[string]ledger.Instrument{
+	unmarshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument = map[string]wallet.Instrument{
 		"CC":    store.CC,
 		"USDCx": store.USDCx,
 	}
-	marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument = map[ledger.Instrument]string{
+	marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument = map[wallet.Instrument]string{
 		store.CC:    "CC",
 		store.USDCx: "USDCx",
 	}
@@ -15815,15 +15816,15 @@ func (ec *executionContext) marshalNPreapproval2ᚖmarketdᚋstoreᚋledgerᚐPr
 	return ec._Preapproval(ctx, sel, v)
 }
 
-func (ec *executionContext) unmarshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind(ctx context.Context, v any) (ledger.PreapprovalKind, error) {
+func (ec *executionContext) unmarshalNPreapprovalKind2marketdᚋstoreᚋwalletᚐPreapprovalKind(ctx context.Context, v any) (wallet.PreapprovalKind, error) {
 	tmp, err := graphql.UnmarshalString(v)
-	res := unmarshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind[tmp]
+	res := unmarshalNPreapprovalKind2marketdᚋstoreᚋwalletᚐPreapprovalKind[tmp]
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind(ctx context.Context, sel ast.SelectionSet, v ledger.PreapprovalKind) graphql.Marshaler {
+func (ec *executionContext) marshalNPreapprovalKind2marketdᚋstoreᚋwalletᚐPreapprovalKind(ctx context.Context, sel ast.SelectionSet, v wallet.PreapprovalKind) graphql.Marshaler {
 	_ = sel
-	res := graphql.MarshalString(marshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind[v])
+	res := graphql.MarshalString(marshalNPreapprovalKind2marketdᚋstoreᚋwalletᚐPreapprovalKind[v])
 	if res == graphql.Null {
 		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
@@ -15833,11 +15834,11 @@ func (ec *executionContext) marshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐP
 }
 
 var (
-	unmarshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind = map[string]ledger.PreapprovalKind{
+	unmarshalNPreapprovalKind2marketdᚋstoreᚋwalletᚐPreapprovalKind = map[string]wallet.PreapprovalKind{
 		"NFT":   store.PreapprovalNFT,
 		"USDCX": store.PreapprovalUSDCx,
 	}
-	marshalNPreapprovalKind2marketdᚋstoreᚋledgerᚐPreapprovalKind = map[ledger.PreapprovalKind]string{
+	marshalNPreapprovalKind2marketdᚋstoreᚋwalletᚐPreapprovalKind = map[wallet.PreapprovalKind]string{
 		store.PreapprovalNFT:   "NFT",
 		store.PreapprovalUSDCx: "USDCX",
 	}
@@ -15995,15 +15996,15 @@ func (ec *executionContext) unmarshalNTraitFilter2ᚖmarketdᚋgraphᚐTraitFilt
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalNTraitMatch2marketdᚋstoreᚐTraitMatch(ctx context.Context, sel ast.SelectionSet, v store.TraitMatch) graphql.Marshaler {
+func (ec *executionContext) marshalNTraitMatch2marketdᚋstoreᚋwalletᚐTraitMatch(ctx context.Context, sel ast.SelectionSet, v store.TraitMatch) graphql.Marshaler {
 	return ec._TraitMatch(ctx, sel, &v)
 }
 
-func (ec *executionContext) marshalNTraitMatch2ᚕmarketdᚋstoreᚐTraitMatchᚄ(ctx context.Context, sel ast.SelectionSet, v []store.TraitMatch) graphql.Marshaler {
+func (ec *executionContext) marshalNTraitMatch2ᚕmarketdᚋstoreᚋwalletᚐTraitMatchᚄ(ctx context.Context, sel ast.SelectionSet, v []store.TraitMatch) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
-		return ec.marshalNTraitMatch2marketdᚋstoreᚐTraitMatch(ctx, sel, v[i])
+		return ec.marshalNTraitMatch2marketdᚋstoreᚋwalletᚐTraitMatch(ctx, sel, v[i])
 	})
 
 	for _, e := range ret {
@@ -16263,7 +16264,7 @@ func (ec *executionContext) marshalOCollectionSort2ᚖmarketdᚋgraphᚐCollecti
 	return v
 }
 
-func (ec *executionContext) unmarshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx context.Context, v any) (*ledger.Amount, error) {
+func (ec *executionContext) unmarshalODecimal2ᚖmarketdᚋstoreᚋwalletᚐAmount(ctx context.Context, v any) (*wallet.Amount, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -16271,7 +16272,7 @@ func (ec *executionContext) unmarshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmou
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalODecimal2ᚖmarketdᚋstoreᚋledgerᚐAmount(ctx context.Context, sel ast.SelectionSet, v *ledger.Amount) graphql.Marshaler {
+func (ec *executionContext) marshalODecimal2ᚖmarketdᚋstoreᚋwalletᚐAmount(ctx context.Context, sel ast.SelectionSet, v *wallet.Amount) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
@@ -16299,31 +16300,31 @@ func (ec *executionContext) marshalOID2ᚖstring(ctx context.Context, sel ast.Se
 	return res
 }
 
-func (ec *executionContext) unmarshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument(ctx context.Context, v any) (*ledger.Instrument, error) {
+func (ec *executionContext) unmarshalOInstrument2ᚖmarketdᚋstoreᚋwalletᚐInstrument(ctx context.Context, v any) (*wallet.Instrument, error) {
 	if v == nil {
 		return nil, nil
 	}
 	tmp, err := graphql.UnmarshalString(v)
-	res := unmarshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument[tmp]
+	res := unmarshalOInstrument2ᚖmarketdᚋstoreᚋwalletᚐInstrument[tmp]
 	return &res, graphql.ErrorOnPath(ctx, err)
 }
 
-func (ec *executionContext) marshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument(ctx context.Context, sel ast.SelectionSet, v *ledger.Instrument) graphql.Marshaler {
+func (ec *executionContext) marshalOInstrument2ᚖmarketdᚋstoreᚋwalletᚐInstrument(ctx context.Context, sel ast.SelectionSet, v *wallet.Instrument) graphql.Marshaler {
 	if v == nil {
 		return graphql.Null
 	}
 	_ = sel
 	_ = ctx
-	res := graphql.MarshalString(marshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument[*v])
+	res := graphql.MarshalString(marshalOInstrument2ᚖmarketdᚋstoreᚋwalletᚐInstrument[*v])
 	return res
 }
 
 var (
-	unmarshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument = map[string]ledger.Instrument{
+	unmarshalOInstrument2ᚖmarketdᚋstoreᚋwalletᚐInstrument = map[string]wallet.Instrument{
 		"CC":    store.CC,
 		"USDCx": store.USDCx,
 	}
-	marshalOInstrument2ᚖmarketdᚋstoreᚋledgerᚐInstrument = map[ledger.Instrument]string{
+	marshalOInstrument2ᚖmarketdᚋstoreᚋwalletᚐInstrument = map[wallet.Instrument]string{
 		store.CC:    "CC",
 		store.USDCx: "USDCx",
 	}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"marketd/store"
-	"marketd/store/ledger"
+	"marketd/store/wallet"
 	"strconv"
 )
 
@@ -103,9 +103,9 @@ type NFTFilter struct {
 	// Only NFTs with a live listing.
 	Listed *bool `json:"listed,omitempty"`
 	// The lowest listing price, in the collection's currency; implies listed.
-	MinPrice *ledger.Amount `json:"minPrice,omitempty"`
+	MinPrice *wallet.Amount `json:"minPrice,omitempty"`
 	// The highest listing price, in the collection's currency; implies listed.
-	MaxPrice *ledger.Amount `json:"maxPrice,omitempty"`
+	MaxPrice *wallet.Amount `json:"maxPrice,omitempty"`
 	// Only the NFTs this party owns.
 	Owner *string `json:"owner,omitempty"`
 }
@@ -160,7 +160,7 @@ type PageInfo struct {
 // A pool's depth and fees, over its open LP quotes.
 type PoolAggregates struct {
 	// Total value locked, in quote: Σ ask locked base × oracle price + Σ bid locked quote, rounded down to 6 decimals.
-	Tvl ledger.Amount `json:"tvl"`
+	Tvl wallet.Amount `json:"tvl"`
 	// How many distinct parties have an open LP quote in the pool.
 	LpCount int `json:"lpCount"`
 	// Fees retained for LPs and not yet claimed, one entry per instrument.
@@ -168,7 +168,7 @@ type PoolAggregates struct {
 	// The spread of the open quotes around the oracle price, weighted by depth, in basis points:
 	// 2 × Σ(remaining × |price − oracle|) ÷ (oracle × Σ remaining) × 10000, rounded down to 2
 	// decimals; 0 with no open quote.
-	DepthWeightedSpreadBps ledger.Amount `json:"depthWeightedSpreadBps"`
+	DepthWeightedSpreadBps wallet.Amount `json:"depthWeightedSpreadBps"`
 }
 
 // A page of pools.

@@ -210,7 +210,7 @@ func (a *fastAnswer) writeCollectionFields(fields []graphql.CollectedField, obj 
 		case "creator":
 			a.id(obj.Creator)
 		case "currency":
-			a.str(marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument[obj.Currency])
+			a.str(marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument[obj.Currency])
 		case "royaltyBps":
 			a.integer(obj.RoyaltyBps)
 		case "supply":
@@ -563,7 +563,7 @@ func (a *fastAnswer) writeListingFields(fields []graphql.CollectedField, obj *st
 		case "price":
 			a.amount(obj.Price)
 		case "currency":
-			a.str(marshalNInstrument2marketdᚋstoreᚋledgerᚐInstrument[obj.Currency])
+			a.str(marshalNInstrument2marketdᚋstoreᚋwalletᚐInstrument[obj.Currency])
 		case "expiresAt":
 			if obj.ExpiresAt == nil {
 				a.null()

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"marketd/store"
 	"marketd/store/ledger"
+	"marketd/store/wallet"
 	"time"
 )
 
@@ -34,7 +35,7 @@ func (r *poolResolver) ID(ctx context.Context, obj *store.Pool) (string, error) 
 }
 
 // OraclePrice is the field oraclePrice.
-func (r *poolResolver) OraclePrice(ctx context.Context, obj *store.Pool) (*ledger.Amount, error) {
+func (r *poolResolver) OraclePrice(ctx context.Context, obj *store.Pool) (*wallet.Amount, error) {
 	p, err := loadersOf(ctx).oracle.Load(ctx, [2]store.Instrument{obj.Base, obj.Quote})()
 	if err != nil {
 		return nil, err

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"marketd/store"
-	"marketd/store/signing"
 	"marketd/store/storetest"
+	"marketd/store/wallet"
 )
 
 // wantProblemShape fails unless r is problem+json whose members are exactly type, title,
@@ -138,7 +138,7 @@ func TestErrors_EveryErrorIsProblemJSONWithItsCode(t *testing.T) {
 			return f.a.do("POST", "/nothing-here", "{}")
 		}},
 		{"party not onboarded", nil, 404, store.CodePartyNotFound, nil, func(t *testing.T, f *errorFixture) *testResponse {
-			return f.a.do("POST", "/api/auth/nonce", map[string]string{"partyId": signing.PartyIDFor("ghost", newTestKey().Public())})
+			return f.a.do("POST", "/api/auth/nonce", map[string]string{"partyId": wallet.PartyIDFor("ghost", newTestKey().Public())})
 		}},
 		{"unknown prepared hash", nil, 404, store.CodePreparedNotFound, nil, func(t *testing.T, f *errorFixture) *testResponse {
 			return f.a.do("POST", "/api/parties/onboard/execute", execBody(unknownHash[:]))

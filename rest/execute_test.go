@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"marketd/store"
-	"marketd/store/signing"
 	"marketd/store/storetest"
+	"marketd/store/wallet"
 )
 
 func TestPrepare_ResponseCarriesTheSignableTransaction(t *testing.T) {
@@ -50,7 +50,7 @@ func TestPrepare_ResponseCarriesTheSignableTransaction(t *testing.T) {
 		if want := base64.StdEncoding.EncodeToString(sum[:]); p.PreparedTransactionHash != want {
 			t.Fatalf("preparedTransactionHash = %s, want base64(SHA-256(preparedTransaction)) = %s", p.PreparedTransactionHash, want)
 		}
-		wantID := signing.PartyIDFor("alice", k.Public())
+		wantID := wallet.PartyIDFor("alice", k.Public())
 		if p.HashingScheme != "sha256-v1" || p.ActAs != wantID || p.PartyID != wantID {
 			t.Fatalf("hashingScheme %q actAs %q partyId %q, want sha256-v1 and %s", p.HashingScheme, p.ActAs, p.PartyID, wantID)
 		}
@@ -231,7 +231,7 @@ func TestOnboard_SameKeyTwiceReturnsTheSameParty(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		a := newTestAPI(t, b)
 		k := newTestKey()
-		want := signing.PartyIDFor("alice", k.Public())
+		want := wallet.PartyIDFor("alice", k.Public())
 		for i, hint := range []string{"alice", "alice", "another-hint"} {
 			p := a.prepareOnboarding(k, hint)
 			if p.PartyID != want || p.ActAs != want {
@@ -243,7 +243,7 @@ func TestOnboard_SameKeyTwiceReturnsTheSameParty(t *testing.T) {
 			}
 		}
 		// Another hint never made another party.
-		a.do("POST", "/api/auth/nonce", map[string]string{"partyId": signing.PartyIDFor("another-hint", k.Public())}).
+		a.do("POST", "/api/auth/nonce", map[string]string{"partyId": wallet.PartyIDFor("another-hint", k.Public())}).
 			wantProblem(t, http.StatusNotFound, store.CodePartyNotFound)
 	})
 }

@@ -22,8 +22,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"marketd/store"
-	"marketd/store/signing"
 	"marketd/store/storetest"
+	"marketd/store/wallet"
 )
 
 // openAPIMethods are the operation keys of an OpenAPI path item.
@@ -606,7 +606,7 @@ func TestOpenAPI_RealResponsesMatchTheDocument(t *testing.T) {
 		nonce := a.do("POST", "/api/auth/nonce", map[string]string{"partyId": alice.ID})
 		c.check("POST", "/api/auth/nonce", nonce)
 		msg, n := nonce.str(t, "message"), nonce.str(t, "nonce")
-		if _, err := signing.ParseChallenge(msg); err != nil {
+		if _, err := wallet.ParseChallenge(msg); err != nil {
 			t.Errorf("the challenge does not have the documented layout: %v", err)
 		}
 		verify := a.do("POST", "/api/auth/verify", map[string]string{"partyId": alice.ID, "nonce": n, "signature": alice.SignBase64([]byte(msg))})

@@ -3,7 +3,7 @@ package rest
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"marketd/store/signing"
+	"marketd/store/wallet"
 	"net/http"
 
 	"marketd/store"
@@ -28,7 +28,7 @@ func writePrepared(w http.ResponseWriter, p *store.Prepared) {
 	writeJSON(w, http.StatusOK, preparedResponse{
 		PreparedTransaction:     base64.StdEncoding.EncodeToString(p.Transaction),
 		PreparedTransactionHash: base64.StdEncoding.EncodeToString(p.Hash),
-		HashingScheme:           signing.HashingScheme,
+		HashingScheme:           wallet.HashingScheme,
 		ActAs:                   p.ActAs,
 		ExpiresAt:               p.ExpiresAt.Unix(),
 		Summary:                 p.Summary,

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 func TestNonce_SealsItsPartyAndIssueTime(t *testing.T) {
@@ -17,7 +17,7 @@ func TestNonce_SealsItsPartyAndIssueTime(t *testing.T) {
 	seen := map[string]bool{}
 	for range 1000 {
 		n := sealNonce(key, alice, issued)
-		if !signing.ValidNonce(n) || seen[n] {
+		if !wallet.ValidNonce(n) || seen[n] {
 			t.Fatalf("nonce %q: want 32 fresh characters of [A-Za-z0-9]", n)
 		}
 		seen[n] = true

@@ -13,7 +13,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 // A nonce is sealed, not stored: its 32 characters of [A-Za-z0-9] (base 62) carry the second
@@ -80,7 +80,7 @@ func openNonce(key []byte, partyID, nonce string) (issued time.Time, forParty, o
 // or whose challenge has expired, is nonce_invalid: nothing needs writing, since it can never
 // sign in. Otherwise it returns when its challenge was issued and whether it was partyID's.
 func (s *Store) liveNonce(keys *serviceKeys, partyID, nonce string, now time.Time) (time.Time, bool, error) {
-	if !signing.ValidNonce(nonce) {
+	if !wallet.ValidNonce(nonce) {
 		// Not one this service issued; and a NUL or invalid UTF-8 must not reach the database.
 		return time.Time{}, false, errNonceInvalid
 	}
@@ -95,8 +95,8 @@ func (s *Store) liveNonce(keys *serviceKeys, partyID, nonce string, now time.Tim
 }
 
 // challenge is the text of the challenge with nonce, issued to partyID at issued.
-func (s *Store) challenge(partyID, nonce string, issued time.Time) *signing.Challenge {
-	return &signing.Challenge{
+func (s *Store) challenge(partyID, nonce string, issued time.Time) *wallet.Challenge {
+	return &wallet.Challenge{
 		Domain:    s.domain,
 		PartyID:   partyID,
 		Statement: s.cfg.Statement,
@@ -110,7 +110,7 @@ func (s *Store) challenge(partyID, nonce string, issued time.Time) *signing.Chal
 }
 
 // IssueChallenge creates a sign-in challenge for an onboarded party. It writes nothing.
-func (s *Store) IssueChallenge(ctx context.Context, partyID string) (*signing.Challenge, error) {
+func (s *Store) IssueChallenge(ctx context.Context, partyID string) (*wallet.Challenge, error) {
 	if _, err := s.Party(ctx, partyID); err != nil {
 		return nil, err
 	}
@@ -194,7 +194,7 @@ func (s *Store) SignIn(ctx context.Context, in SignIn) (*IssuedToken, error) {
 // checkSignIn returns why the answer to the live challenge issued at issued does not sign in,
 // or nil when it does.
 func (s *Store) checkSignIn(ctx context.Context, keys *serviceKeys, in SignIn, issued time.Time, forParty bool) (error, error) {
-	if !signing.ValidPartyID(in.PartyID) {
+	if !wallet.ValidPartyID(in.PartyID) {
 		return checkPartyID("partyId", in.PartyID), nil
 	}
 	if !forParty {

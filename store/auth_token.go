@@ -5,7 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"marketd/store/signing"
+	"marketd/store/wallet"
 	"slices"
 	"sync"
 	"time"
@@ -118,7 +118,7 @@ func (s *Store) parseToken(ctx context.Context, token string) (*tokenClaims, err
 		return nil, Errorf(CodeInvalidToken, "the token was not issued by this service")
 	case !slices.Contains(claims.Audience, s.audience):
 		return nil, Errorf(CodeInvalidToken, "the token is not meant for %s (its aud claim must name it); sign in again", s.audience)
-	case claims.ExpiresAt == nil || claims.IssuedAt == nil || claims.ID == "" || claims.SID == "" || !signing.ValidPartyID(claims.Subject):
+	case claims.ExpiresAt == nil || claims.IssuedAt == nil || claims.ID == "" || claims.SID == "" || !wallet.ValidPartyID(claims.Subject):
 		return nil, Errorf(CodeInvalidToken, "the token lacks a required claim")
 	}
 	s.tokens.put(token, claims, s.now())

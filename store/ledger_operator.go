@@ -6,7 +6,7 @@ import (
 	"crypto/rand"
 	"time"
 
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 const (
@@ -36,7 +36,7 @@ func (s *Store) OperatorParty(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	id := signing.PartyIDFor(operatorHint, ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey))
+	id := wallet.PartyIDFor(operatorHint, ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey))
 	s.operator.Store(&id)
 	return id, nil
 }
@@ -65,7 +65,7 @@ func (s *Store) ensureOperator(ctx context.Context) error {
 			return err
 		}
 		pub := ed25519.NewKeyFromSeed(kept).Public().(ed25519.PublicKey)
-		id := signing.PartyIDFor(operatorHint, pub)
+		id := wallet.PartyIDFor(operatorHint, pub)
 		if existing, err := s.partyByKey(ctx, tx, pub); err != nil || existing != nil {
 			return err
 		}

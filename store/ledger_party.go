@@ -6,7 +6,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 // Party is an identity on the ledger: an Ed25519 key and the id derived from it.
@@ -22,7 +22,7 @@ type Party struct {
 
 // checkPartyID returns invalid_request for a malformed id.
 func checkPartyID(field, id string) error {
-	if !signing.ValidPartyID(id) {
+	if !wallet.ValidPartyID(id) {
 		return Errorf(CodeInvalidRequest, "%s %q is not a party id (HINT::1220<64 hex>)", field, truncate(id, 100))
 	}
 	return nil
@@ -64,12 +64,7 @@ func (s *Store) partyByKey(ctx context.Context, db bun.IDB, pub []byte) (*Party,
 	return p, err
 }
 
-// onboardEffects is what an onboarding commits: a party for a key.
-type onboardEffects struct {
-	PartyID   string `json:"partyId"`
-	Hint      string `json:"hint"`
-	PublicKey []byte `json:"publicKey"`
-}
+type onboardEffects = wallet.OnboardEffects
 
 // PrepareOnboarding prepares the onboarding of a key as a party. The execute must be signed
 // with that key, which proves possession. A key already onboarded yields its existing party.
@@ -77,10 +72,10 @@ func (s *Store) PrepareOnboarding(ctx context.Context, pub []byte, hint string) 
 	if len(pub) != ed25519.PublicKeySize {
 		return nil, Errorf(CodeInvalidRequest, "publicKey must be %d bytes of Ed25519 public key, got %d", ed25519.PublicKeySize, len(pub))
 	}
-	if !signing.ValidHint(hint) {
+	if !wallet.ValidHint(hint) {
 		return nil, Errorf(CodeInvalidRequest, "hint must be 1 to 64 of [A-Za-z0-9_-]")
 	}
-	e := onboardEffects{PartyID: signing.PartyIDFor(hint, pub), Hint: hint, PublicKey: pub}
+	e := onboardEffects{PartyID: wallet.PartyIDFor(hint, pub), Hint: hint, PublicKey: pub}
 	if p, err := s.partyByKey(ctx, s.db, pub); err != nil {
 		return nil, err
 	} else if p != nil {

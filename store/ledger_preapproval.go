@@ -7,6 +7,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"marketd/store/ledger"
+	"marketd/store/wallet"
 )
 
 // currentPreapproval returns the party's unconsumed preapproval of kind, expired or not, or nil.
@@ -20,13 +21,7 @@ func checkPreapproval(ctx context.Context, db bun.IDB, partyID string, kind Prea
 	return ledger.CheckPreapproval(ctx, db, partyID, kind, now)
 }
 
-// preapprovalEffects creates a preapproval, archiving the one it replaces.
-type preapprovalEffects struct {
-	PartyID   string          `json:"partyId"`
-	Kind      PreapprovalKind `json:"kind"`
-	ExpiresAt int64           `json:"expiresAt"`
-	Replaces  string          `json:"replaces,omitempty"`
-}
+type preapprovalEffects = wallet.PreapprovalEffects
 
 // PreparePreapproval prepares the party's consent to receive kind for the preapproval
 // lifetime; it replaces the party's current preapproval of that kind.

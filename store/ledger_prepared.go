@@ -10,7 +10,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"marketd/store/signing"
+	"marketd/store/wallet"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -21,12 +22,12 @@ import (
 
 // Kinds of ledger update. Each prepared kind is an entry of actions (registerKind).
 const (
-	KindOnboard          = "party.onboard"
-	KindTap              = "wallet.tap"
-	KindCCTransfer       = "wallet.cc-transfer"
-	KindNFTPreapproval   = "wallet.nft-preapproval"
-	KindUSDCxPreapproval = "wallet.usdcx-preapproval"
-	KindPreapprovalRenew = "wallet.preapproval-renew" // prepared, or committed by the deprecated unsigned route
+	KindOnboard          = wallet.KindOnboard
+	KindTap              = wallet.KindTap
+	KindCCTransfer       = wallet.KindCCTransfer
+	KindNFTPreapproval   = wallet.KindNFTPreapproval
+	KindUSDCxPreapproval = wallet.KindUSDCxPreapproval
+	KindPreapprovalRenew = wallet.KindPreapprovalRenew // prepared, or committed by the deprecated unsigned route
 )
 
 // actions maps every prepared kind to how its execute applies it. Each kind of write is one
@@ -45,13 +46,39 @@ func init() {
 }
 
 // registerKind makes kind a prepared kind whose execute decodes its effects as E and applies
-// them with apply; DecodePrepared reads the kind's effects as E too (effectsOf).
+// them with apply. DecodePrepared reads the kind's effects as wallet lists them
+// (wallet.NewEffects): a kind wallet does not know, or whose effects there are not an E,
+// panics here, at init, so what a wallet reads and what execute applies cannot drift.
 func registerKind[E any](kind string, apply func(ctx context.Context, tx *Tx, u *Update, e *E) (any, error)) {
+	registerAction(kind, apply, nil)
+}
+
+// registerBatchedKind is registerKind for a kind whose executes are batched per row: key
+// names the row an execute of e locks, every other transaction on it waiting for it (a
+// collection, a pool), and the way its batch is applied (ledger_execute_batch.go).
+func registerBatchedKind[E any](kind string, apply func(ctx context.Context, tx *Tx, u *Update, e *E) (any, error), key func(e *E) batchKey) {
+	registerAction(kind, apply, key)
+}
+
+func registerAction[E any](kind string, apply func(ctx context.Context, tx *Tx, u *Update, e *E) (any, error), key func(e *E) batchKey) {
 	if _, ok := actions[kind]; ok {
 		panic("prepared kind " + kind + " registered twice")
 	}
-	actions[kind] = applyAs(apply)
-	effectsOf[kind] = func() any { return new(E) }
+	if err := walletDecodes[E](kind); err != nil {
+		panic(err)
+	}
+	actions[kind] = applyAs(apply, key)
+}
+
+// walletDecodes refuses a kind wallet does not decode, or decodes into another type than E.
+func walletDecodes[E any](kind string) error {
+	switch e, ok := wallet.NewEffects(kind); {
+	case !ok:
+		return fmt.Errorf("prepared kind %s is not one wallet decodes (wallet.NewEffects)", kind)
+	case reflect.TypeOf(e) != reflect.TypeFor[*E]():
+		return fmt.Errorf("prepared kind %s: execute applies %v, wallet decodes %T", kind, reflect.TypeFor[*E](), e)
+	}
+	return nil
 }
 
 // action is how an execute applies a prepared kind.
@@ -61,23 +88,17 @@ type action struct {
 	apply func(ctx context.Context, tx *Tx, u *Update, effects json.RawMessage) (any, error)
 	// key names the row the ledger serializes the transaction on, if any (ledger_execute_batch.go).
 	key func(effects json.RawMessage) (batchKey, error)
-	// batched says the kind's effects may name one (serialized).
+	// batched says the kind's effects may name one (registerBatchedKind).
 	batched bool
 }
 
-// serialized is effects that lock one row every other transaction on it waits for (a
-// collection, a pool): their executes are applied in batches per row.
-type serialized interface {
-	batchKey() batchKey
-}
-
-// applyAs turns a typed apply function into an action; the effects type says whether its
-// executes are batched (serialized).
-func applyAs[E any](apply func(ctx context.Context, tx *Tx, u *Update, e *E) (any, error)) action {
+// applyAs turns a typed apply function into an action; a kind with a key (one that locks one
+// row every other transaction on it waits for: a collection, a pool) has its executes applied
+// in batches per row.
+func applyAs[E any](apply func(ctx context.Context, tx *Tx, u *Update, e *E) (any, error), batchKeyOf func(e *E) batchKey) action {
 	decode := decodeEffects[E]
-	_, batched := any(new(E)).(serialized)
 	return action{
-		batched: batched,
+		batched: batchKeyOf != nil,
 		apply: func(ctx context.Context, tx *Tx, u *Update, raw json.RawMessage) (any, error) {
 			e, err := decode(raw)
 			if err != nil {
@@ -90,8 +111,8 @@ func applyAs[E any](apply func(ctx context.Context, tx *Tx, u *Update, e *E) (an
 			if err != nil {
 				return batchKey{}, err
 			}
-			if k, ok := any(e).(serialized); ok {
-				return k.batchKey(), nil
+			if batchKeyOf != nil {
+				return batchKeyOf(e), nil
 			}
 			return batchKey{}, nil
 		},
@@ -125,18 +146,9 @@ type PreparedTx struct {
 	Signature  []byte     `bun:"signature"` // the party's, once executed (the transparency log's entry is made of it)
 }
 
-// envelope is the canonical encoding of a prepared transaction: compact JSON with the fields
-// in this order. The nonce makes every prepare a distinct transaction.
-type envelope struct {
-	Scheme     string          `json:"scheme"`
-	Network    string          `json:"network"`
-	Kind       string          `json:"kind"`
-	ActAs      string          `json:"actAs"`
-	Nonce      string          `json:"nonce"`
-	PreparedAt int64           `json:"preparedAt"`
-	ExpiresAt  int64           `json:"expiresAt"`
-	Effects    json.RawMessage `json:"effects"`
-}
+// envelope is the canonical encoding of a prepared transaction (wallet.Envelope): compact
+// JSON with the fields in its order.
+type envelope = wallet.Envelope
 
 // Prepared is what a prepare answers: the bytes to sign, their hash, and a summary of the
 // same effects for the wallet prompt.
@@ -176,7 +188,7 @@ func (s *Store) prepare(ctx context.Context, kind, actAs string, signerKey []byt
 	preparedAt := s.now().Truncate(time.Second)
 	expiresAt := preparedAt.Add(s.cfg.PreparedTTL)
 	body, err := json.Marshal(envelope{
-		Scheme:     signing.HashingScheme,
+		Scheme:     wallet.HashingScheme,
 		Network:    s.cfg.Network,
 		Kind:       kind,
 		ActAs:      actAs,
@@ -188,7 +200,7 @@ func (s *Store) prepare(ctx context.Context, kind, actAs string, signerKey []byt
 	if err != nil {
 		return nil, err
 	}
-	hash := signing.PreparedHash(body)
+	hash := wallet.PreparedHash(body)
 	p := &PreparedTx{
 		Hash: hash, Kind: kind, ActAs: actAs, SignerKey: signerKey, Body: body,
 		PreparedAt: At(preparedAt), ExpiresAt: At(expiresAt),

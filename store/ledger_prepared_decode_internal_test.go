@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 const (
@@ -61,7 +61,7 @@ func encodeAsPrepare(t testing.TB, kind string, effects any) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(envelope{Scheme: signing.HashingScheme, Network: "test<&>", Kind: kind, ActAs: testAlice,
+	b, err := json.Marshal(envelope{Scheme: wallet.HashingScheme, Network: "test<&>", Kind: kind, ActAs: testAlice,
 		Nonce: "00112233445566778899aabbccddeeff", PreparedAt: 1_800_000_000, ExpiresAt: 1_800_000_300, Effects: raw})
 	if err != nil {
 		t.Fatal(err)
@@ -71,11 +71,11 @@ func encodeAsPrepare(t testing.TB, kind string, effects any) []byte {
 
 func TestDecodePrepared_EveryPreparedKindHasADecoder(t *testing.T) {
 	for kind := range actions {
-		if _, ok := effectsOf[kind]; !ok {
+		if _, ok := wallet.NewEffects(kind); !ok {
 			t.Errorf("prepared kind %s has no decoder", kind)
 		}
 	}
-	for kind := range effectsOf {
+	for _, kind := range wallet.PreparedKinds() {
 		if _, ok := actions[kind]; !ok {
 			t.Errorf("decoder for %s, which is not a prepared kind", kind)
 		}
@@ -87,6 +87,26 @@ func TestDecodePrepared_EveryPreparedKindHasADecoder(t *testing.T) {
 	}
 }
 
+// TestRegisterKind_RefusesWhatWalletDoesNotDecode: a kind is registered only with the effects
+// type wallet decodes it into, so a wallet never reads a transaction as other than execute.
+func TestRegisterKind_RefusesWhatWalletDoesNotDecode(t *testing.T) {
+	if err := walletDecodes[tapEffects](KindTap); err != nil {
+		t.Errorf("the tap's own effects: %v", err)
+	}
+	if err := walletDecodes[transferEffects](KindTap); err == nil {
+		t.Error("a tap registered with a transfer's effects")
+	}
+	if err := walletDecodes[tapEffects]("wallet.steal"); err == nil {
+		t.Error("a kind wallet does not know was registered")
+	}
+	for kind, effects := range preparedOfEachKind() {
+		e, _ := wallet.NewEffects(kind)
+		if reflect.TypeOf(e) != reflect.TypeOf(effects) {
+			t.Errorf("%s: wallet decodes %T, execute applies %T", kind, e, effects)
+		}
+	}
+}
+
 func TestDecodePrepared_ReadsBackWhatPrepareWrites(t *testing.T) {
 	for kind, effects := range preparedOfEachKind() {
 		d, err := DecodePrepared(encodeAsPrepare(t, kind, effects))
@@ -94,7 +114,7 @@ func TestDecodePrepared_ReadsBackWhatPrepareWrites(t *testing.T) {
 			t.Errorf("%s: %v", kind, err)
 			continue
 		}
-		want := DecodedPrepared{Scheme: signing.HashingScheme, Network: "test<&>", Kind: kind, ActAs: testAlice,
+		want := DecodedPrepared{Scheme: wallet.HashingScheme, Network: "test<&>", Kind: kind, ActAs: testAlice,
 			Nonce: "00112233445566778899aabbccddeeff", PreparedAt: 1_800_000_000, ExpiresAt: 1_800_000_300}
 		got := *d
 		got.Effects = nil
@@ -130,7 +150,7 @@ func TestDecodePrepared_RefusesAnythingButTheCanonicalEncoding(t *testing.T) {
 		{"escaped differently", strings.Replace(send, `\u003c`, `<`, 1), "canonical"},
 		{"keys reordered", strings.Replace(send, `"scheme":"sha256-v1","network":"test\u003c\u0026\u003e"`, `"network":"test\u003c\u0026\u003e","scheme":"sha256-v1"`, 1), "canonical"},
 		{"unknown kind", strings.Replace(send, KindCCTransfer, "wallet.steal", 1), "unknown kind"},
-		{"another scheme", strings.Replace(send, signing.HashingScheme, "sha1", 1), "scheme"},
+		{"another scheme", strings.Replace(send, wallet.HashingScheme, "sha1", 1), "scheme"},
 		{"effects null", send[:strings.Index(send, `"effects":`)] + `"effects":null}`, "canonical"},
 		{"effects of another kind", strings.Replace(send, KindCCTransfer, KindTap, 1), "canonical"},
 	} {
@@ -159,7 +179,7 @@ func FuzzDecodePrepared(f *testing.F) {
 			}
 			return
 		}
-		if reflect.TypeOf(d.Effects) != reflect.TypeOf(effectsOf[d.Kind]()) {
+		if e, _ := wallet.NewEffects(d.Kind); reflect.TypeOf(d.Effects) != reflect.TypeOf(e) {
 			t.Fatalf("kind %s decoded into %T", d.Kind, d.Effects)
 		}
 		if again := encodeAsPrepareFrom(t, d); !bytes.Equal(again, b) {

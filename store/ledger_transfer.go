@@ -3,17 +3,14 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"marketd/store/wallet"
 )
 
 // maxTap bounds one dev-mode tap, so sums stay far inside what the store holds exactly.
 var maxTap = MustAmount("1000000")
 
-// tapEffects credits a party out of thin air (dev mode only).
-type tapEffects struct {
-	Owner      string     `json:"owner"`
-	Instrument Instrument `json:"instrument"`
-	Amount     Amount     `json:"amount"`
-}
+type tapEffects = wallet.TapEffects
 
 // PrepareTap prepares a dev-mode credit of amount to the party, as one new holding.
 func (s *Store) PrepareTap(ctx context.Context, partyID string, inst Instrument, amount Amount) (*Prepared, error) {
@@ -38,27 +35,11 @@ func applyTap(ctx context.Context, tx *Tx, u *Update, e *tapEffects) (any, error
 	return HoldingsResult{CIDs: []string{h.CID}}, nil
 }
 
-// transferEffects is a transfer of one instrument: the holdings it spends, the holdings it
-// creates (the receiver's, then the sender's change) and the fee.
-type transferEffects struct {
-	Sender     string         `json:"sender"`
-	Receiver   string         `json:"receiver"`
-	Instrument Instrument     `json:"instrument"`
-	Amount     Amount         `json:"amount"`
-	Fee        Amount         `json:"fee"`
-	Inputs     []spentHolding `json:"inputs"`
-	Outputs    []newHolding   `json:"outputs"`
-}
+type transferEffects = wallet.TransferEffects
 
-type spentHolding struct {
-	CID    string `json:"cid"`
-	Amount Amount `json:"amount"`
-}
+type spentHolding = wallet.SpentHolding
 
-type newHolding struct {
-	Owner  string `json:"owner"`
-	Amount Amount `json:"amount"`
-}
+type newHolding = wallet.NewHolding
 
 // PrepareCCTransfer prepares a transfer of amount CC from sender to receiver. Coin selection
 // spends what the amount needs and consolidates small holdings; the change goes back to the

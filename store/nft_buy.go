@@ -7,23 +7,17 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"marketd/store/wallet"
 )
 
 // Share is what one party gets of a sale.
-type Share struct {
-	Party  *string `json:"party"`
-	Amount Amount  `json:"amount"`
-}
+type Share = wallet.Share
 
 // Settlement is how a price is split: the marketplace fee to the operator, the royalty to
 // the creator, the rest to the seller. Each share is rounded down to the currency's
 // precision, and the three add up to the price exactly.
-type Settlement struct {
-	Price   Amount `json:"price"`
-	Fee     Share  `json:"fee"`
-	Royalty Share  `json:"royalty"`
-	Seller  Share  `json:"seller"`
-}
+type Settlement = wallet.Settlement
 
 func bps(n int) decimal.Decimal { return decimal.New(int64(n), -4) }
 
@@ -59,25 +53,9 @@ func total(ss []Settlement) Settlement {
 	return out
 }
 
-type purchase struct {
-	Listing      string     `json:"listing"`
-	NFTCID       string     `json:"nftCid"`
-	NFTID        string     `json:"nftId"`
-	CollectionID string     `json:"collectionId"`
-	Seller       string     `json:"seller"`
-	Price        Amount     `json:"price"`
-	Settlement   Settlement `json:"settlement"`
-}
+type purchase = wallet.Purchase
 
-type buyEffects struct {
-	Buyer        string     `json:"buyer"`
-	CollectionID string     `json:"collectionId"`
-	Slug         string     `json:"slug"` // the collection's, checked at execute as a mint's is
-	Purchases    []purchase `json:"purchases"`
-	Settlement   Settlement `json:"settlement"`
-	MaxTotal     *Amount    `json:"maxTotal,omitempty"`
-	Payment      *payment   `json:"payment"`
-}
+type buyEffects = wallet.BuyEffects
 
 // SweepRequest names what a sweep buys: listings by cid, or the count cheapest of the
 // collection; never more than maxTotal in all.
@@ -256,7 +234,7 @@ func applyBuy(ctx context.Context, tx *Tx, u *Update, e *buyEffects) (any, error
 		nfts[i] = &NFT{NFTID: p.NFTID, CollectionID: p.CollectionID, Serial: it.Serial, Owner: e.Buyer}
 		t.Create = append(t.Create, nfts[i])
 	}
-	e.Payment.add(t)
+	addPayment(t, e.Payment)
 	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
 		return nil, err
 	}

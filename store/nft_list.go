@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/wallet"
 )
 
 // ListingTerms is one NFT a seller offers, at a price, until an optional expiry.
@@ -16,20 +18,9 @@ type ListingTerms struct {
 	ExpiresAt  *time.Time
 }
 
-type listingEffect struct {
-	NFTCID       string     `json:"nftCid"`
-	NFTID        string     `json:"nftId"`
-	CollectionID string     `json:"collectionId"`
-	Price        Amount     `json:"price"`
-	Currency     Instrument `json:"currency"`
-	ExpiresAt    *int64     `json:"expiresAt,omitempty"`
-	Withdraws    string     `json:"withdrawsListing,omitempty"` // the NFT's expired listing
-}
+type listingEffect = wallet.ListingEffect
 
-type listEffects struct {
-	Seller   string          `json:"seller"`
-	Listings []listingEffect `json:"listings"`
-}
+type listEffects = wallet.ListEffects
 
 // nftContractRead is an NFT contract by its cid.
 var nftContractRead = &preparedRead{model: (*NFT)(nil), n: 1, where: func(q *bun.SelectQuery, args []any) *bun.SelectQuery {
@@ -224,16 +215,9 @@ func applyList(ctx context.Context, tx *Tx, u *Update, e *listEffects) (any, err
 	return res, closeAll(ctx, cts)
 }
 
-type listingRef struct {
-	CID          string `json:"cid"`
-	NFTID        string `json:"nftId"`
-	CollectionID string `json:"collectionId"`
-}
+type listingRef = wallet.ListingRef
 
-type cancelEffects struct {
-	Seller   string       `json:"seller"`
-	Listings []listingRef `json:"listings"`
-}
+type cancelEffects = wallet.CancelEffects
 
 // activeListingFor returns the active listing cid, which must be party's own.
 func (s *Store) activeListingFor(ctx context.Context, cid, party string) (*Listing, error) {

@@ -7,22 +7,11 @@ import (
 	"time"
 
 	"github.com/shopspring/decimal"
+
+	"marketd/store/wallet"
 )
 
-type mintEffects struct {
-	Minter       string `json:"minter"`
-	CollectionID string `json:"collectionId"`
-	// Slug is the collection's, which a wallet compares with the one its user typed; the
-	// execute checks it under the collection's lock, so a prepare that named another
-	// collection cannot pass for this one.
-	Slug     string     `json:"slug"`
-	Phase    string     `json:"phase"`
-	Quantity int        `json:"quantity"`
-	Price    Amount     `json:"price"`
-	Currency Instrument `json:"currency"`
-	Creator  string     `json:"creator"`
-	Payment  *payment   `json:"payment"`
-}
+type mintEffects = wallet.MintEffects
 
 // mintCheck refuses a mint of quantity by party in phase ph of c that the phase's rules or
 // the supplies do not allow; minted is what the party has minted in the phase. Limits

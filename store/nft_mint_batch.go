@@ -26,13 +26,13 @@ import (
 // mintsInOnePass applies a batch of mints of one collection in one pass.
 var mintsInOnePass = &onePass{apply: (*Tx).applyMintBatch}
 
-// batchKey batches the mints of one collection, applied in one pass (applyMintBatch).
-func (e *mintEffects) batchKey() batchKey {
+// mintBatchKey batches the mints of one collection, applied in one pass (applyMintBatch).
+func mintBatchKey(e *mintEffects) batchKey {
 	return batchKey{row: "collection/" + e.CollectionID, way: mintsInOnePass}
 }
 
-// batchKey batches the buys and sweeps of one collection: they all lock it.
-func (e *buyEffects) batchKey() batchKey { return batchKey{row: "collection/" + e.CollectionID} }
+// buyBatchKey batches the buys and sweeps of one collection: they all lock it.
+func buyBatchKey(e *buyEffects) batchKey { return batchKey{row: "collection/" + e.CollectionID} }
 
 func applyMint(ctx context.Context, tx *Tx, u *Update, e *mintEffects) (any, error) {
 	results, errs, _, err := tx.applyMints(ctx, []*Update{u}, []*mintEffects{e})
@@ -142,7 +142,7 @@ func (tx *Tx) applyMints(ctx context.Context, us []*Update, es []*mintEffects) (
 			n := &NFT{NFTID: nftIDOf(c.ID, it.Serial), CollectionID: c.ID, Serial: it.Serial, Owner: e.Minter}
 			st.nfts, t.Create = append(st.nfts, n), append(t.Create, n)
 		}
-		e.Payment.add(t)
+		addPayment(t, e.Payment)
 		staged, ts, sus = append(staged, st), append(ts, t), append(sus, us[i])
 		c.Minted, ph.Minted, minted[k] = c.Minted+e.Quantity, ph.Minted+e.Quantity, minted[k]+e.Quantity
 		ct.owners[e.Minter] += e.Quantity

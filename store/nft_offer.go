@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"marketd/store/ledger"
+	"marketd/store/wallet"
 )
 
 // Offers are the buy side of the NFT market: a party's funded bid for NFTs of one
@@ -30,15 +31,15 @@ const templateOffer = "nft_offers"
 
 // Offer kinds.
 const (
-	OfferItem       = "item"
-	OfferCollection = "collection"
-	OfferTrait      = "trait"
+	OfferItem       = wallet.OfferItem
+	OfferCollection = wallet.OfferCollection
+	OfferTrait      = wallet.OfferTrait
 )
 
 // Offer limits.
 const (
-	MaxOfferQuantity = 1000                // units one collection or trait offer may ask for
-	MaxOfferLifetime = 30 * 24 * time.Hour // the furthest expiresAt accepted
+	MaxOfferQuantity = wallet.MaxOfferQuantity // units one collection or trait offer may ask for
+	MaxOfferLifetime = wallet.MaxOfferLifetime // the furthest expiresAt accepted
 	// maxOfferTraitValues bounds a trait offer's values over all its types, so its signed
 	// transaction, kept whole in the transparency log, stays far under an entry's 64 KiB.
 	maxOfferTraitValues = 32
@@ -87,10 +88,7 @@ func init() {
 }
 
 // TraitMatch is one trait type of a trait offer and the values it takes.
-type TraitMatch struct {
-	Type   string   `json:"type"`
-	Values []string `json:"values"`
-}
+type TraitMatch = wallet.TraitMatch
 
 // matchesTraits tells whether an NFT with traits meets every criterion.
 func matchesTraits(criteria []TraitMatch, traits []Trait) bool {
@@ -131,26 +129,13 @@ type OfferTerms struct {
 	ExpiresAt    int64
 }
 
-type offerEffects struct {
-	Maker        string `json:"maker"`
-	Kind         string `json:"kind"`
-	CollectionID string `json:"collectionId"`
-	// Slug is the collection's, which a wallet compares with the one its user typed; the
-	// execute checks it under the collection's lock, as a mint's.
-	Slug      string       `json:"slug,omitempty"`
-	Serial    *int         `json:"serial,omitempty"`
-	NFTID     string       `json:"nftId,omitempty"`
-	Traits    []TraitMatch `json:"traits,omitempty"`
-	Price     Amount       `json:"price"`
-	Quantity  int          `json:"quantity"`
-	ExpiresAt int64        `json:"expiresAt"`
-	Lock      lockFunds    `json:"lock"`
-}
+type offerEffects = wallet.OfferEffects
 
-func (e *offerEffects) batchKey() batchKey { return batchKey{row: "collection/" + e.CollectionID} }
+// offerBatchKey batches the offers of one collection: they all lock it.
+func offerBatchKey(e *offerEffects) batchKey { return batchKey{row: "collection/" + e.CollectionID} }
 
-// offer is the contract the effects create (its ids set by the ledger).
-func (e *offerEffects) offer(now time.Time) *Offer {
+// offerOf is the contract the effects e create (its ids set by the ledger).
+func offerOf(e *offerEffects, now time.Time) *Offer {
 	o := &Offer{
 		Maker: e.Maker, Kind: e.Kind, CollectionID: e.CollectionID, Serial: e.Serial, Price: e.Price, PriceKey: descKey(e.Price),
 		Quantity: e.Quantity, Remaining: e.Quantity, Instrument: e.Lock.Instrument, Amount: e.Lock.Amount,
@@ -172,7 +157,7 @@ func (s *Store) PrepareOffer(ctx context.Context, maker string, t OfferTerms) (*
 	if err != nil {
 		return nil, err
 	}
-	o := e.offer(s.now())
+	o := offerOf(e, s.now())
 	if err := crossedByListing(ctx, s.db, s.now(), o); err != nil {
 		return nil, err
 	}
@@ -362,7 +347,7 @@ func applyOffer(ctx context.Context, tx *Tx, u *Update, e *offerEffects) (any, e
 	if e.Slug != "" && e.Slug != ct.c.Slug {
 		return nil, Errorf(CodeStale, "the offer was prepared for collection %q, not %q", e.Slug, ct.c.Slug)
 	}
-	o := e.offer(tx.Now())
+	o := offerOf(e, tx.Now())
 	o.OfferID = contractID(u.UpdateID, 0) // the first contract the update creates: o's cid
 	if err := tx.Flush(ctx); err != nil { // the batch's earlier listings and sales first
 		return nil, err
@@ -371,7 +356,7 @@ func applyOffer(ctx context.Context, tx *Tx, u *Update, e *offerEffects) (any, e
 		return nil, err
 	}
 	t := &Transaction{Create: []Contract{o}}
-	e.Lock.add(t, e.Maker)
+	addLock(t, &e.Lock, e.Maker)
 	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
 		return nil, err
 	}
@@ -491,15 +476,9 @@ func (o *Offer) event(kind string) nftActivity {
 
 // ---- cancel and expiry
 
-type offerRef struct {
-	OfferID      string `json:"cid"`
-	CollectionID string `json:"collectionId"`
-}
+type offerRef = wallet.OfferRef
 
-type offerCancelEffects struct {
-	Maker  string     `json:"maker"`
-	Offers []offerRef `json:"offers"`
-}
+type offerCancelEffects = wallet.OfferCancelEffects
 
 // PrepareOfferCancel prepares withdrawing 1 to MaxBatch of the maker's open offers; execute
 // returns what each still locks then.

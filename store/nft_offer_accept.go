@@ -7,6 +7,8 @@ import (
 
 	"github.com/shopspring/decimal"
 	"github.com/uptrace/bun"
+
+	"marketd/store/wallet"
 )
 
 // times is price × n.
@@ -21,25 +23,9 @@ type OfferAcceptance struct {
 	MinProceeds string   // optional: the least the seller's shares may sum to
 }
 
-// offerSale is one NFT an accept sells into the offer.
-type offerSale struct {
-	NFTCID     string     `json:"nftCid"`
-	NFTID      string     `json:"nftId"`
-	Listing    string     `json:"closesListing,omitempty"` // the NFT's listing, closed by the sale
-	Settlement Settlement `json:"settlement"`
-}
+type offerSale = wallet.OfferSale
 
-type acceptEffects struct {
-	Seller       string      `json:"seller"`
-	OfferID      string      `json:"offer"`
-	Maker        string      `json:"maker"`
-	CollectionID string      `json:"collectionId"`
-	Price        Amount      `json:"price"`
-	Currency     Instrument  `json:"currency"`
-	Sales        []offerSale `json:"sales"`
-	Settlement   Settlement  `json:"settlement"`
-	MinProceeds  *Amount     `json:"minProceeds,omitempty"`
-}
+type acceptEffects = wallet.OfferAcceptEffects
 
 // A crowd accepting into one offer meets on one contract, as minters meet on a phase: the
 // accepts of a collection batch (ledger_execute_batch.go) and a batch applies in one pass
@@ -51,7 +37,8 @@ type acceptEffects struct {
 // back and the batch is applied again without it.
 var acceptsInOnePass = &onePass{apply: (*Tx).applyAcceptBatch}
 
-func (e *acceptEffects) batchKey() batchKey {
+// acceptBatchKey batches the accepts of one collection, applied in one pass (applyAcceptBatch).
+func acceptBatchKey(e *acceptEffects) batchKey {
 	return batchKey{row: "collection/" + e.CollectionID, way: acceptsInOnePass}
 }
 
@@ -118,7 +105,7 @@ func (s *Store) PrepareOfferAccept(ctx context.Context, seller string, a OfferAc
 		claims = append(claims, it.ContractID)
 	}
 	e.Settlement = total(settlements)
-	if err := e.checkProceeds(); err != nil {
+	if err := checkProceeds(&e); err != nil {
 		return nil, err
 	}
 	if c.Currency == USDCx {
@@ -138,7 +125,7 @@ func (s *Store) PrepareOfferAccept(ctx context.Context, seller string, a OfferAc
 }
 
 // checkProceeds refuses an accept whose seller's shares sum to less than minProceeds.
-func (e *acceptEffects) checkProceeds() error {
+func checkProceeds(e *acceptEffects) error {
 	if e.MinProceeds != nil && e.Settlement.Seller.Amount.Cmp(*e.MinProceeds) < 0 {
 		return Errorf(CodeConflict, "the seller would receive %s %s, less than minProceeds %s", e.Settlement.Seller.Amount, e.Currency, e.MinProceeds)
 	}

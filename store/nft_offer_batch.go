@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/wallet"
 )
 
 // A batch of offers is one signature over 1 to MaxBatch offers of one collection, as a batch
@@ -14,16 +16,10 @@ import (
 // lock together are taken from the maker's holdings once. A market maker quoting many NFTs,
 // or the demo seed, makes them so.
 
-// offersEffects are a batch of offers' effects: each offer's own lock is its amount alone, and
-// Lock takes their sum from the maker's holdings.
-type offersEffects struct {
-	Maker        string         `json:"maker"`
-	CollectionID string         `json:"collectionId"`
-	Offers       []offerEffects `json:"offers"`
-	Lock         lockFunds      `json:"lock"`
-}
+type offersEffects = wallet.OffersEffects
 
-func (e *offersEffects) batchKey() batchKey { return batchKey{row: "collection/" + e.CollectionID} }
+// offersBatchKey batches a batch of offers with the other offers of its collection.
+func offersBatchKey(e *offersEffects) batchKey { return batchKey{row: "collection/" + e.CollectionID} }
 
 // crossedByListings is crossedByListing for a batch of offers of one maker and collection,
 // the first that crosses refused: when no listing of another party asks the batch's highest
@@ -84,7 +80,7 @@ func (s *Store) PrepareOffers(ctx context.Context, maker string, terms []OfferTe
 	}
 	offers := make([]*Offer, len(e.Offers))
 	for i := range e.Offers {
-		offers[i] = e.Offers[i].offer(now)
+		offers[i] = offerOf(&e.Offers[i], now)
 	}
 	if err := crossedByListings(ctx, s.db, now, offers); err != nil {
 		return nil, err
@@ -126,7 +122,7 @@ func applyOffers(ctx context.Context, tx *Tx, u *Update, e *offersEffects) (any,
 	offers := make([]*Offer, len(e.Offers))
 	events := make([]nftActivity, len(e.Offers))
 	for i := range e.Offers {
-		o := e.Offers[i].offer(now)
+		o := offerOf(&e.Offers[i], now)
 		o.OfferID = contractID(u.UpdateID, i)
 		offers[i] = o
 		t.Create = append(t.Create, o)
@@ -134,7 +130,7 @@ func applyOffers(ctx context.Context, tx *Tx, u *Update, e *offersEffects) (any,
 	if err := crossedByListings(ctx, tx, now, offers); err != nil {
 		return nil, err
 	}
-	e.Lock.add(t, e.Maker)
+	addLock(t, &e.Lock, e.Maker)
 	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
 		return nil, err
 	}

@@ -2,16 +2,11 @@ package store
 
 import (
 	"context"
+
+	"marketd/store/wallet"
 )
 
-// payment is who pays what in one currency: the holdings it spends and the holdings it
-// creates (credits per party, then the payer's change).
-type payment struct {
-	Currency Instrument     `json:"currency"`
-	Total    Amount         `json:"total"`
-	Inputs   []spentHolding `json:"inputs"`
-	Outputs  []newHolding   `json:"outputs"`
-}
+type payment = wallet.Payment
 
 // preparePayment selects the payer's holdings for the credits (summed per party, zero
 // amounts dropped) and adds the change. It checks at prepare what the ledger checks again at
@@ -57,8 +52,8 @@ func (s *Store) preparePayment(ctx context.Context, payer string, cur Instrument
 	return p, claims, nil
 }
 
-// add puts the payment's spends and credits into t.
-func (p *payment) add(t *Transaction) {
+// addPayment puts the payment's spends and credits into t.
+func addPayment(t *Transaction, p *payment) {
 	if p == nil {
 		return
 	}

@@ -6,23 +6,25 @@ import (
 	"fmt"
 	"time"
 
+	"marketd/store/wallet"
+
 	"github.com/uptrace/bun"
 )
 
 // Kinds of NFT update. Each prepared kind is an entry of actions (registerKind).
 const (
-	KindNFTMint        = "nft.mint"
-	KindNFTList        = "nft.list"
-	KindNFTCancel      = "nft.cancel"
-	KindNFTBuy         = "nft.buy"
-	KindNFTSweep       = "nft.sweep"
-	KindNFTTransfer    = "nft.transfer"
-	KindNFTBurn        = "nft.burn"
+	KindNFTMint        = wallet.KindNFTMint
+	KindNFTList        = wallet.KindNFTList
+	KindNFTCancel      = wallet.KindNFTCancel
+	KindNFTBuy         = wallet.KindNFTBuy
+	KindNFTSweep       = wallet.KindNFTSweep
+	KindNFTTransfer    = wallet.KindNFTTransfer
+	KindNFTBurn        = wallet.KindNFTBurn
 	KindListingExpired = "nft.listing-expired" // committed by the operator, not prepared
-	KindNFTOffer       = "nft.offer"
-	KindNFTOffers      = "nft.offers" // a batch of offers of one collection
-	KindNFTOfferCancel = "nft.offer-cancel"
-	KindNFTOfferAccept = "nft.offer-accept"
+	KindNFTOffer       = wallet.KindNFTOffer
+	KindNFTOffers      = wallet.KindNFTOffers // a batch of offers of one collection
+	KindNFTOfferCancel = wallet.KindNFTOfferCancel
+	KindNFTOfferAccept = wallet.KindNFTOfferAccept
 	// KindOfferExpiry releases an expired offer's funds; committed by the operator, not
 	// prepared. Its name is the one the wire documents for the log.
 	KindOfferExpiry = "offer-expiry"
@@ -30,25 +32,25 @@ const (
 
 // The NFT market's prepared kinds.
 func init() {
-	registerKind(KindNFTMint, applyMint)
+	registerBatchedKind(KindNFTMint, applyMint, mintBatchKey)
 	registerKind(KindNFTList, applyList)
 	registerKind(KindNFTCancel, applyCancel)
-	registerKind(KindNFTBuy, applyBuy)
-	registerKind(KindNFTSweep, applyBuy)
+	registerBatchedKind(KindNFTBuy, applyBuy, buyBatchKey)
+	registerBatchedKind(KindNFTSweep, applyBuy, buyBatchKey)
 	registerKind(KindNFTTransfer, applyMove)
 	registerKind(KindNFTBurn, applyMove)
-	registerKind(KindNFTOffer, applyOffer)
-	registerKind(KindNFTOffers, applyOffers)
+	registerBatchedKind(KindNFTOffer, applyOffer, offerBatchKey)
+	registerBatchedKind(KindNFTOffers, applyOffers, offersBatchKey)
 	registerKind(KindNFTOfferCancel, applyOfferCancel)
-	registerKind(KindNFTOfferAccept, applyOfferAccept)
+	registerBatchedKind(KindNFTOfferAccept, applyOfferAccept, acceptBatchKey)
 }
 
 // MaxBatch is how many NFTs or listings one signature may cover, for every batch: a batch
-// mint's quantity, a batch list's items, a batch cancel's cids, a sweep's cids or count. One
-// limit for all of them, checked here at prepare, so REST, GraphQL and walletctl cannot drift
-// apart; over it is invalid_request (400). It bounds the rows one ledger transaction writes
-// while it holds the collection's lock.
-const MaxBatch = 50
+// mint's quantity, a batch list's items, a batch cancel's cids, a sweep's cids or count
+// (wallet.MaxBatch). One limit for all of them, checked here at prepare, so REST, GraphQL and
+// walletctl cannot drift apart; over it is invalid_request (400). It bounds the rows one
+// ledger transaction writes while it holds the collection's lock.
+const MaxBatch = wallet.MaxBatch
 
 // maxListPrice is the highest price a listing may ask.
 const maxListPrice = "1000000000000"

@@ -3,16 +3,11 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"marketd/store/wallet"
 )
 
-type moveEffects struct {
-	Owner        string `json:"owner"`
-	Receiver     string `json:"receiver,omitempty"` // empty for a burn
-	NFTCID       string `json:"nftCid"`
-	NFTID        string `json:"nftId"`
-	CollectionID string `json:"collectionId"`
-	Listing      string `json:"withdrawsListing,omitempty"`
-}
+type moveEffects = wallet.MoveEffects
 
 // PrepareTransfer prepares giving one of the owner's NFTs to receiver, withdrawing its
 // listing if it has one. The receiver needs an active NFT preapproval.

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"marketd/store"
-	"marketd/store/signing"
 	"marketd/store/storetest"
+	"marketd/store/wallet"
 )
 
 func TestMigrate_UpDownUp(t *testing.T) {
@@ -87,7 +87,7 @@ func TestOnboard_SameKeyTwiceIsSameParty(t *testing.T) {
 			t.Logf("receipt %s", r)
 			ids = append(ids, p.PartyID)
 		}
-		if ids[0] != ids[1] || ids[0] != signing.PartyIDFor("alice", k.Public()) {
+		if ids[0] != ids[1] || ids[0] != wallet.PartyIDFor("alice", k.Public()) {
 			t.Fatalf("party ids %v", ids)
 		}
 	})

@@ -7,15 +7,16 @@ import (
 	"github.com/uptrace/bun"
 
 	"marketd/store/ledger"
+	"marketd/store/wallet"
 )
 
 // Kinds of swap update. Each prepared kind is an entry of actions (registerKind).
 const (
-	KindLPQuote       = "swap.lp-quote"
-	KindLPQuoteCancel = "swap.lp-quote-cancel"
-	KindLPClaimFees   = "swap.lp-claim-fees"
-	KindSwapIntent    = "swap.intent"
-	KindIntentCancel  = "swap.intent-cancel"
+	KindLPQuote       = wallet.KindLPQuote
+	KindLPQuoteCancel = wallet.KindLPQuoteCancel
+	KindLPClaimFees   = wallet.KindLPClaimFees
+	KindSwapIntent    = wallet.KindSwapIntent
+	KindIntentCancel  = wallet.KindIntentCancel
 	KindSwapFill      = "swap.fill"   // a waiting intent filled; committed by the operator, not prepared
 	KindSwapExpired   = "swap.expire" // an LP quote or intent past its expiry; committed by the operator
 )
@@ -25,8 +26,8 @@ const (
 	templateLPFee   = "lp_fees"
 	templateIntent  = "swap_intents"
 
-	SideAsk = "ask" // sells base for quote: locks size base
-	SideBid = "bid" // buys base with quote: locks price*size quote
+	SideAsk = wallet.SideAsk // sells base for quote: locks size base
+	SideBid = wallet.SideBid // buys base with quote: locks price*size quote
 
 	IntentPending   = "pending"
 	IntentFilled    = "filled"
@@ -44,7 +45,7 @@ func init() {
 	registerKind(KindLPQuote, applyLPQuote)
 	registerKind(KindLPQuoteCancel, applyLPQuoteCancel)
 	registerKind(KindLPClaimFees, applyClaimFees)
-	registerKind(KindSwapIntent, applySwapIntent)
+	registerBatchedKind(KindSwapIntent, applySwapIntent, intentBatchKey)
 	registerKind(KindIntentCancel, applyIntentCancel)
 }
 

@@ -15,8 +15,8 @@ import (
 // intentsInOnePass applies a batch of swap intents to one pool in one pass.
 var intentsInOnePass = &onePass{apply: (*Tx).applyIntents}
 
-// batchKey batches the intents to one pool, matched in memory (applyIntents).
-func (e *intentEffects) batchKey() batchKey {
+// intentBatchKey batches the intents to one pool, matched in memory (applyIntents).
+func intentBatchKey(e *intentEffects) batchKey {
 	return batchKey{row: "pool/" + e.PoolID, way: intentsInOnePass}
 }
 

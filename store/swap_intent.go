@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"marketd/store/ledger"
+	"marketd/store/wallet"
 )
 
 // SwapTerms is what a taker asks for.
@@ -22,16 +23,7 @@ type SwapTerms struct {
 	Deadline   int64
 }
 
-type intentEffects struct {
-	Taker      string     `json:"taker"`
-	PoolID     string     `json:"poolId"`
-	Sell       Instrument `json:"sell"`
-	Receive    Instrument `json:"receive"`
-	Amount     Amount     `json:"amount"`
-	MinReceive Amount     `json:"minReceive"`
-	Deadline   int64      `json:"deadline"`
-	Lock       lockFunds  `json:"lock"`
-}
+type intentEffects = wallet.SwapIntentEffects
 
 // PrepareSwap prepares an intent: sell amount of one of the pool's instruments for at
 // least minReceive of the other, by deadline. It fills whole at submit or waits, locked.
@@ -135,13 +127,13 @@ func (tx *Tx) stageIntent(ctx context.Context, u *Update, e *intentEffects) (*st
 	if plan == nil {
 		in := &SwapIntent{Taker: e.Taker, PoolID: e.PoolID, Instrument: e.Sell, Amount: e.Amount, MinReceive: e.MinReceive, Deadline: deadline}
 		st.t.Create = append(st.t.Create, in)
-		e.Lock.add(st.t, e.Taker)
+		addLock(st.t, &e.Lock, e.Taker)
 		ledger.Identify(tx.Tx, u, st.t)
 		view.IntentCID = in.CID
 		st.result = IntentResult{IntentCID: in.CID, IntentStatus: IntentPending}
 		return st, nil
 	}
-	e.Lock.add(st.t, e.Taker)
+	addLock(st.t, &e.Lock, e.Taker)
 	if err := tx.addFills(ctx, st.t, plan, e.Taker, e.Sell); err != nil {
 		return nil, err
 	}
@@ -472,13 +464,7 @@ func (tx *Tx) recordIntents(ctx context.Context, views []*IntentView, fills []Fi
 	return tx.Later(ctx, tx.NewInsert().Model(&fills))
 }
 
-type intentCancelEffects struct {
-	Taker      string     `json:"taker"`
-	IntentCID  string     `json:"intentCid"`
-	PoolID     string     `json:"poolId"`
-	Instrument Instrument `json:"instrument"`
-	Amount     Amount     `json:"amount"`
-}
+type intentCancelEffects = wallet.IntentCancelEffects
 
 // intentFor returns the view of intentCid, which must be party's.
 func (s *Store) intentFor(ctx context.Context, intentCID, party string) (*IntentView, error) {

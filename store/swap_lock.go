@@ -3,15 +3,11 @@ package store
 import (
 	"context"
 	"time"
+
+	"marketd/store/wallet"
 )
 
-// lockFunds is what a party locks into an offer: the holdings spent and the change.
-type lockFunds struct {
-	Instrument Instrument     `json:"instrument"`
-	Amount     Amount         `json:"amount"`
-	Inputs     []spentHolding `json:"inputs"`
-	Change     Amount         `json:"change"`
-}
+type lockFunds = wallet.LockedFunds
 
 // prepareLock selects the party's holdings of inst that cover amount.
 func (s *Store) prepareLock(ctx context.Context, party string, inst Instrument, amount Amount) (*lockFunds, []string, error) {
@@ -35,8 +31,8 @@ func (s *Store) prepareLock(ctx context.Context, party string, inst Instrument, 
 	return l, claims, nil
 }
 
-// add consumes the locked holdings in t and returns the change to owner.
-func (l *lockFunds) add(t *Transaction, owner string) {
+// addLock consumes the locked holdings in t and returns the change to owner.
+func addLock(t *Transaction, l *lockFunds, owner string) {
 	for _, in := range l.Inputs {
 		t.Consume = append(t.Consume, ContractRef{Template: templateHolding, CID: in.CID})
 	}

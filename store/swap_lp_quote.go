@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/wallet"
 )
 
 // LPQuoteTerms is what an LP publishes.
@@ -18,15 +20,7 @@ type LPQuoteTerms struct {
 	ExpiresAt int64
 }
 
-type lpQuoteEffects struct {
-	LP        string    `json:"lp"`
-	PoolID    string    `json:"poolId"`
-	Side      string    `json:"side"`
-	Price     Amount    `json:"price"`
-	Size      Amount    `json:"size"`
-	ExpiresAt int64     `json:"expiresAt"`
-	Lock      lockFunds `json:"lock"`
-}
+type lpQuoteEffects = wallet.LPQuoteEffects
 
 // PrepareLPQuote prepares publishing an LP quote, which locks what backs it: an ask `size`
 // base, a bid `price*size` quote (rounded up to the quote's precision).
@@ -100,7 +94,7 @@ func applyLPQuote(ctx context.Context, tx *Tx, u *Update, e *lpQuoteEffects) (an
 		PostedAt: At(tx.Now()), ExpiresAt: expires,
 	}
 	t := &Transaction{Create: []Contract{q}}
-	e.Lock.add(t, e.LP)
+	addLock(t, &e.Lock, e.LP)
 	if err := tx.s.ledger.Commit(ctx, tx.Tx, u, t); err != nil {
 		return nil, err
 	}
@@ -123,11 +117,7 @@ func activeQuote(ctx context.Context, db bun.IDB, quoteID string) (*LPQuote, err
 	return &qs[0], nil
 }
 
-type lpCancelEffects struct {
-	LP      string `json:"lp"`
-	PoolID  string `json:"poolId"`
-	QuoteID string `json:"cid"`
-}
+type lpCancelEffects = wallet.LPQuoteCancelEffects
 
 // PrepareLPQuoteCancel prepares withdrawing the LP's quote cid; execute releases whatever
 // the quote still locks then.
@@ -182,11 +172,7 @@ func (tx *Tx) releaseQuote(ctx context.Context, u *Update, q *LPQuote) error {
 	})
 }
 
-type claimEffects struct {
-	LP     string                `json:"lp"`
-	PoolID string                `json:"poolId"`
-	Payout map[Instrument]Amount `json:"payout"`
-}
+type claimEffects = wallet.ClaimFeesEffects
 
 // PrepareClaimFees prepares paying out the fees the pool's fills retained for the LP, as they
 // stand now. Fills that come after it only add to them: execute pays what was prepared and

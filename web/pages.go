@@ -8,7 +8,7 @@ import (
 
 	"marketd/store"
 	"marketd/store/ratelimit"
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -88,7 +88,7 @@ func (c *Console) rateLimitsPage(w http.ResponseWriter, r *http.Request, u *view
 // bucketOf reads a limiter key ("read:ORIGIN", "prepare:PARTY" or "prepare:ORIGIN").
 func bucketOf(st ratelimit.KeyState) bucketModel {
 	kind, subject, _ := strings.Cut(st.Key, ":")
-	return bucketModel{KeyState: st, Kind: kind, Subject: subject, ByParty: signing.ValidPartyID(subject)}
+	return bucketModel{KeyState: st, Kind: kind, Subject: subject, ByParty: wallet.ValidPartyID(subject)}
 }
 
 // resetRateLimit forgets one bucket, so its next request opens a fresh window.

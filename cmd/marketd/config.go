@@ -14,8 +14,8 @@ import (
 	"marketd/rest"
 	"marketd/store"
 	"marketd/store/clientaddr"
-	"marketd/store/signing"
 	"marketd/store/translog"
+	"marketd/store/wallet"
 )
 
 // config is every setting of the service. Each is a flag and a MARKETD_ variable: the
@@ -114,7 +114,7 @@ func settings(c *config) []setting {
 			return nil
 		}},
 		{"statement", "MARKETD_STATEMENT", "", "the challenge's statement line", func(v string) error {
-			if v != "" && !signing.ValidStatement(v) {
+			if v != "" && !wallet.ValidStatement(v) {
 				return fmt.Errorf("want one line of text without leading or trailing space")
 			}
 			c.store.Statement = v

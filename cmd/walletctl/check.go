@@ -13,7 +13,7 @@ import (
 
 	"github.com/shopspring/decimal"
 
-	"marketd/store"
+	"marketd/store/wallet"
 )
 
 // What walletctl signs is the prepared transaction's bytes, never the server's summary of
@@ -23,7 +23,7 @@ import (
 
 // intent is what a shortcut was asked to do; it returns a *mismatch for a transaction that
 // does anything else. me is the key's party.
-type intent func(me string, d *store.DecodedPrepared) error
+type intent func(me string, d *wallet.DecodedPrepared) error
 
 // mismatch is a transaction that does not do what was asked.
 type mismatch struct {
@@ -41,7 +41,7 @@ func (m *mismatch) Error() string {
 // checker compares a decoded transaction with what was asked, keeping the first difference.
 type checker struct {
 	asked string
-	d     *store.DecodedPrepared
+	d     *wallet.DecodedPrepared
 	err   error
 }
 
@@ -69,11 +69,11 @@ func (c *checker) does(what string) {
 
 func equal(got, want any) bool {
 	switch g := got.(type) {
-	case store.Amount:
-		w, ok := want.(store.Amount)
+	case wallet.Amount:
+		w, ok := want.(wallet.Amount)
 		return ok && g.Equal(w)
-	case *store.Amount:
-		w, ok := want.(*store.Amount)
+	case *wallet.Amount:
+		w, ok := want.(*wallet.Amount)
 		return ok && (g == nil) == (w == nil) && (g == nil || g.Equal(*w))
 	case *int64:
 		w, ok := want.(*int64)
@@ -87,7 +87,7 @@ func equal(got, want any) bool {
 
 func show(v any) string {
 	switch x := v.(type) {
-	case *store.Amount:
+	case *wallet.Amount:
 		if x == nil {
 			return "none"
 		}
@@ -119,8 +119,8 @@ func effectsAs[E any](c *checker, kinds ...string) *E {
 var amountPattern = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
 
 // askedAmount reads an amount argument before anything is sent.
-func askedAmount(name, s string) (store.Amount, error) {
-	var a store.Amount
+func askedAmount(name, s string) (wallet.Amount, error) {
+	var a wallet.Amount
 	if len(s) > 64 || !amountPattern.MatchString(s) || a.UnmarshalText([]byte(s)) != nil {
 		return a, fmt.Errorf("%s %q: want a decimal amount like 12.5", name, s)
 	}
@@ -130,9 +130,9 @@ func askedAmount(name, s string) (store.Amount, error) {
 // ---- what each shortcut may sign
 
 func wantOnboard(k *keyFile) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: "onboard your key as " + k.PartyID, d: d}
-		if e := effectsAs[store.OnboardEffects](c, store.KindOnboard); e != nil {
+		if e := effectsAs[wallet.OnboardEffects](c, wallet.KindOnboard); e != nil {
 			c.same("public key", base64.StdEncoding.EncodeToString(e.PublicKey), k.PublicKey)
 			c.same("party", e.PartyID, k.PartyID)
 		}
@@ -140,10 +140,10 @@ func wantOnboard(k *keyFile) intent {
 	}
 }
 
-func wantTap(inst store.Instrument, amount store.Amount) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+func wantTap(inst wallet.Instrument, amount wallet.Amount) intent {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: fmt.Sprintf("tap %s %s", amount, inst), d: d}
-		if e := effectsAs[store.TapEffects](c, store.KindTap); e != nil {
+		if e := effectsAs[wallet.TapEffects](c, wallet.KindTap); e != nil {
 			c.same("owner", e.Owner, me)
 			c.same("instrument", e.Instrument, inst)
 			c.same("amount", e.Amount, amount)
@@ -154,15 +154,15 @@ func wantTap(inst store.Instrument, amount store.Amount) intent {
 
 // wantSend admits a transfer whose receiver's new holdings total exactly amount and whose
 // every other new holding is the sender's change: nothing to a third party.
-func wantSend(receiver string, amount store.Amount) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+func wantSend(receiver string, amount wallet.Amount) intent {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: fmt.Sprintf("send %s CC to %s", amount, receiver), d: d}
-		e := effectsAs[store.TransferEffects](c, store.KindCCTransfer)
+		e := effectsAs[wallet.TransferEffects](c, wallet.KindCCTransfer)
 		if e == nil {
 			return c.err
 		}
 		c.same("sender", e.Sender, me)
-		c.same("instrument", e.Instrument, store.CC)
+		c.same("instrument", e.Instrument, wallet.CC)
 		credits := creditsOf(c, e.Outputs)
 		for _, owner := range sortedOwners(credits) {
 			if owner != me && owner != receiver {
@@ -185,14 +185,14 @@ func wantSend(receiver string, amount store.Amount) intent {
 	}
 }
 
-func wantPreapproval(kind store.PreapprovalKind) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+func wantPreapproval(kind wallet.PreapprovalKind) intent {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: "consent to receive " + string(kind), d: d}
-		k := store.KindNFTPreapproval
-		if kind == store.PreapprovalUSDCx {
-			k = store.KindUSDCxPreapproval
+		k := wallet.KindNFTPreapproval
+		if kind == wallet.PreapprovalUSDCx {
+			k = wallet.KindUSDCxPreapproval
 		}
-		if e := effectsAs[store.PreapprovalEffects](c, k); e != nil {
+		if e := effectsAs[wallet.PreapprovalEffects](c, k); e != nil {
 			c.same("party", e.PartyID, me)
 			c.same("kind", e.Kind, kind)
 		}
@@ -203,10 +203,10 @@ func wantPreapproval(kind store.PreapprovalKind) intent {
 // wantRenewal admits the renewal of the party's own preapproval of kind: it archives the one it
 // replaces and creates its successor, expiring after the renewal was prepared, and moves
 // nothing else.
-func wantRenewal(kind store.PreapprovalKind) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+func wantRenewal(kind wallet.PreapprovalKind) intent {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: "renew your consent to receive " + string(kind), d: d}
-		if e := effectsAs[store.PreapprovalEffects](c, store.KindPreapprovalRenew); e != nil {
+		if e := effectsAs[wallet.PreapprovalEffects](c, wallet.KindPreapprovalRenew); e != nil {
 			c.same("party", e.PartyID, me)
 			c.same("kind", e.Kind, kind)
 			if e.Replaces == "" {
@@ -224,10 +224,10 @@ func wantRenewal(kind store.PreapprovalKind) intent {
 // id), whose id a read of the server gave, at no more than maxPrice each when set. The slug
 // is compared with the signed effects, not with that read's answer: a proxy that answers a
 // look-alike's id gets a transaction naming the look-alike's slug, which is refused here.
-func wantMint(ref, collectionID string, quantity int, maxPrice *store.Amount) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+func wantMint(ref, collectionID string, quantity int, maxPrice *wallet.Amount) intent {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: fmt.Sprintf("mint %d NFT(s) of %s", quantity, ref), d: d}
-		e := effectsAs[store.MintEffects](c, store.KindNFTMint)
+		e := effectsAs[wallet.MintEffects](c, wallet.KindNFTMint)
 		if e == nil {
 			return c.err
 		}
@@ -239,15 +239,15 @@ func wantMint(ref, collectionID string, quantity int, maxPrice *store.Amount) in
 		}
 		c.same("quantity", e.Quantity, quantity)
 		total := e.Price.MulFloor(decimal.NewFromInt(int64(quantity)), e.Currency.Decimals())
-		checkPayment(c, me, e.Payment, e.Currency, map[string]store.Amount{e.Creator: total})
+		checkPayment(c, me, e.Payment, e.Currency, map[string]wallet.Amount{e.Creator: total})
 		return c.err
 	}
 }
 
-func wantList(contractID string, price store.Amount, expiresAt *int64) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+func wantList(contractID string, price wallet.Amount, expiresAt *int64) intent {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: fmt.Sprintf("list NFT %s for %s", contractID, price), d: d}
-		e := effectsAs[store.ListEffects](c, store.KindNFTList)
+		e := effectsAs[wallet.ListEffects](c, wallet.KindNFTList)
 		if e == nil {
 			return c.err
 		}
@@ -265,9 +265,9 @@ func wantList(contractID string, price store.Amount, expiresAt *int64) intent {
 }
 
 func wantCancel(cids []string) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: "cancel listing(s) " + strings.Join(cids, ", "), d: d}
-		if e := effectsAs[store.CancelEffects](c, store.KindNFTCancel); e != nil {
+		if e := effectsAs[wallet.CancelEffects](c, wallet.KindNFTCancel); e != nil {
 			c.same("seller", e.Seller, me)
 			var got []string
 			for _, l := range e.Listings {
@@ -281,10 +281,10 @@ func wantCancel(cids []string) intent {
 
 // wantBuy admits buying exactly the listings asked (by cid, or a count of one collection's),
 // for at most maxTotal when one is set, paying each sale's shares and nothing else.
-func wantBuy(asked, kind, collectionID string, cids []string, count int, maxTotal *store.Amount) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+func wantBuy(asked, kind, collectionID string, cids []string, count int, maxTotal *wallet.Amount) intent {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: asked, d: d}
-		e := effectsAs[store.BuyEffects](c, kind)
+		e := effectsAs[wallet.BuyEffects](c, kind)
 		if e == nil {
 			return c.err
 		}
@@ -293,8 +293,8 @@ func wantBuy(asked, kind, collectionID string, cids []string, count int, maxTota
 			c.same("collection", e.CollectionID, collectionID)
 		}
 		var got []string
-		price := store.Zero
-		due := map[string]store.Amount{}
+		price := wallet.Zero
+		due := map[string]wallet.Amount{}
 		for _, p := range e.Purchases {
 			got = append(got, p.Listing)
 			price = price.Add(p.Price)
@@ -302,7 +302,7 @@ func wantBuy(asked, kind, collectionID string, cids []string, count int, maxTota
 			st := p.Settlement
 			c.same("settled price of listing "+p.Listing, st.Price, p.Price)
 			c.same("shares of listing "+p.Listing, st.Fee.Amount.Add(st.Royalty.Amount).Add(st.Seller.Amount), p.Price)
-			for _, sh := range []store.Share{st.Fee, st.Royalty, st.Seller} {
+			for _, sh := range []wallet.Share{st.Fee, st.Royalty, st.Seller} {
 				if sh.Party == nil {
 					c.fail("a share of listing " + p.Listing + " names no party")
 					return c.err
@@ -340,13 +340,13 @@ func sameCollection(c *checker, ref, collectionID, slug string) {
 
 // wantSweep adds to buy's checks that the sweep is of the collection the user named and that
 // no NFT costs more than maxPrice when set.
-func wantSweep(buy intent, ref string, maxPrice *store.Amount) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+func wantSweep(buy intent, ref string, maxPrice *wallet.Amount) intent {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		if err := buy(me, d); err != nil {
 			return err
 		}
 		c := &checker{asked: "buy listings of " + ref, d: d}
-		e := effectsAs[store.BuyEffects](c, store.KindNFTSweep)
+		e := effectsAs[wallet.BuyEffects](c, wallet.KindNFTSweep)
 		if e == nil {
 			return c.err
 		}
@@ -361,13 +361,13 @@ func wantSweep(buy intent, ref string, maxPrice *store.Amount) intent {
 }
 
 func wantMove(kind, contractID, receiver string) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		asked := fmt.Sprintf("transfer NFT %s to %s", contractID, receiver)
 		if receiver == "" {
 			asked = fmt.Sprintf("burn NFT %s", contractID)
 		}
 		c := &checker{asked: asked, d: d}
-		if e := effectsAs[store.MoveEffects](c, kind); e != nil {
+		if e := effectsAs[wallet.MoveEffects](c, kind); e != nil {
 			c.same("owner", e.Owner, me)
 			c.same("NFT", e.NFTCID, contractID)
 			c.same("receiver", e.Receiver, receiver)
@@ -376,10 +376,10 @@ func wantMove(kind, contractID, receiver string) intent {
 	}
 }
 
-func wantLPQuote(pool, side string, price, size store.Amount, expiresAt int64) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+func wantLPQuote(pool, side string, price, size wallet.Amount, expiresAt int64) intent {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: fmt.Sprintf("quote to %s %s at %s on %s", side, size, price, pool), d: d}
-		e := effectsAs[store.LPQuoteEffects](c, store.KindLPQuote)
+		e := effectsAs[wallet.LPQuoteEffects](c, wallet.KindLPQuote)
 		if e == nil {
 			return c.err
 		}
@@ -390,8 +390,8 @@ func wantLPQuote(pool, side string, price, size store.Amount, expiresAt int64) i
 		c.same("size", e.Size, size)
 		c.same("expiry", e.ExpiresAt, expiresAt)
 		lock := size // an ask locks what it sells, a bid what it pays, rounded up
-		if side == store.SideBid {
-			lock = store.MustAmount(price.Decimal().Mul(size.Decimal()).RoundCeil(e.Lock.Instrument.Decimals()).String())
+		if side == wallet.SideBid {
+			lock = wallet.MustAmount(price.Decimal().Mul(size.Decimal()).RoundCeil(e.Lock.Instrument.Decimals()).String())
 		}
 		checkLock(c, e.Lock, e.Lock.Instrument, lock)
 		return c.err
@@ -399,9 +399,9 @@ func wantLPQuote(pool, side string, price, size store.Amount, expiresAt int64) i
 }
 
 func wantLPCancel(cid string) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: "cancel LP quote " + cid, d: d}
-		if e := effectsAs[store.LPQuoteCancelEffects](c, store.KindLPQuoteCancel); e != nil {
+		if e := effectsAs[wallet.LPQuoteCancelEffects](c, wallet.KindLPQuoteCancel); e != nil {
 			c.same("LP", e.LP, me)
 			c.same("quote", e.QuoteID, cid)
 		}
@@ -410,9 +410,9 @@ func wantLPCancel(cid string) intent {
 }
 
 func wantClaimFees(pool string) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: "claim your fees in " + pool, d: d}
-		if e := effectsAs[store.ClaimFeesEffects](c, store.KindLPClaimFees); e != nil {
+		if e := effectsAs[wallet.ClaimFeesEffects](c, wallet.KindLPClaimFees); e != nil {
 			c.same("LP", e.LP, me)
 			c.same("pool", e.PoolID, pool)
 		}
@@ -420,10 +420,10 @@ func wantClaimFees(pool string) intent {
 	}
 }
 
-func wantSwap(pool string, sell store.Instrument, amount, minReceive store.Amount, deadline int64) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+func wantSwap(pool string, sell wallet.Instrument, amount, minReceive wallet.Amount, deadline int64) intent {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: fmt.Sprintf("swap %s %s for at least %s on %s", amount, sell, minReceive, pool), d: d}
-		e := effectsAs[store.SwapIntentEffects](c, store.KindSwapIntent)
+		e := effectsAs[wallet.SwapIntentEffects](c, wallet.KindSwapIntent)
 		if e == nil {
 			return c.err
 		}
@@ -439,9 +439,9 @@ func wantSwap(pool string, sell store.Instrument, amount, minReceive store.Amoun
 }
 
 func wantIntentCancel(intentCID string) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: "cancel intent " + intentCID, d: d}
-		if e := effectsAs[store.IntentCancelEffects](c, store.KindIntentCancel); e != nil {
+		if e := effectsAs[wallet.IntentCancelEffects](c, wallet.KindIntentCancel); e != nil {
 			c.same("taker", e.Taker, me)
 			c.same("intent", e.IntentCID, intentCID)
 		}
@@ -452,8 +452,8 @@ func wantIntentCancel(intentCID string) intent {
 // ---- holdings
 
 // creditsOf sums new holdings by owner; a holding of no positive amount is a mismatch.
-func creditsOf(c *checker, outs []store.NewHolding) map[string]store.Amount {
-	m := map[string]store.Amount{}
+func creditsOf(c *checker, outs []wallet.NewHolding) map[string]wallet.Amount {
+	m := map[string]wallet.Amount{}
 	for _, o := range outs {
 		if !o.Amount.IsPositive() {
 			c.fail(fmt.Sprintf("it creates a holding of %s for %s", o.Amount, o.Owner))
@@ -463,15 +463,15 @@ func creditsOf(c *checker, outs []store.NewHolding) map[string]store.Amount {
 	return m
 }
 
-func spent(ins []store.SpentHolding) store.Amount {
-	sum := store.Zero
+func spent(ins []wallet.SpentHolding) wallet.Amount {
+	sum := wallet.Zero
 	for _, in := range ins {
 		sum = sum.Add(in.Amount)
 	}
 	return sum
 }
 
-func sortedOwners(m map[string]store.Amount) []string {
+func sortedOwners(m map[string]wallet.Amount) []string {
 	return slices.Sorted(func(yield func(string) bool) {
 		for k := range m {
 			if !yield(k) {
@@ -483,14 +483,14 @@ func sortedOwners(m map[string]store.Amount) []string {
 
 // checkPayment admits a payment in cur that credits every other party exactly what is due to
 // it and returns all the rest of what it spends to me.
-func checkPayment(c *checker, me string, p *store.Payment, cur store.Instrument, due map[string]store.Amount) {
+func checkPayment(c *checker, me string, p *wallet.Payment, cur wallet.Instrument, due map[string]wallet.Amount) {
 	if p == nil {
 		c.fail("it names no payment")
 		return
 	}
 	c.same("currency", p.Currency, cur)
 	credits := creditsOf(c, p.Outputs)
-	owed := store.Zero
+	owed := wallet.Zero
 	for _, party := range sortedOwners(due) {
 		if party != me {
 			owed = owed.Add(due[party])
@@ -512,7 +512,7 @@ func checkPayment(c *checker, me string, p *store.Payment, cur store.Instrument,
 }
 
 // checkLock admits a lock of exactly amount of inst, the change of which comes back.
-func checkLock(c *checker, l store.LockedFunds, inst store.Instrument, amount store.Amount) {
+func checkLock(c *checker, l wallet.LockedFunds, inst wallet.Instrument, amount wallet.Amount) {
 	c.same("locked instrument", l.Instrument, inst)
 	c.same("locked amount", l.Amount, amount)
 	c.same("change", l.Change, spent(l.Inputs).Sub(l.Amount))
@@ -521,34 +521,34 @@ func checkLock(c *checker, l store.LockedFunds, inst store.Instrument, amount st
 // ---- what a transaction does, from its bytes
 
 // headline is what the transaction does, in one line.
-func headline(d *store.DecodedPrepared) string {
+func headline(d *wallet.DecodedPrepared) string {
 	return describe(d)[0]
 }
 
 // describe is what the transaction does, first in one line, then what it spends and creates.
-func describe(d *store.DecodedPrepared) []string {
+func describe(d *wallet.DecodedPrepared) []string {
 	until := func(at int64) string { return time.Unix(at, 0).UTC().Format(time.RFC3339) }
 	switch e := d.Effects.(type) {
-	case *store.OnboardEffects:
+	case *wallet.OnboardEffects:
 		return []string{fmt.Sprintf("onboard party %s for public key %s", e.PartyID, base64.StdEncoding.EncodeToString(e.PublicKey))}
-	case *store.TapEffects:
+	case *wallet.TapEffects:
 		return []string{fmt.Sprintf("credit %s %s to %s out of thin air (dev tap)", e.Amount, e.Instrument, e.Owner)}
-	case *store.TransferEffects:
+	case *wallet.TransferEffects:
 		out := []string{fmt.Sprintf("send %s %s from %s to %s (fee %s)", e.Amount, e.Instrument, e.Sender, e.Receiver, e.Fee)}
 		return append(out, holdings(e.Inputs, e.Outputs, e.Instrument)...)
-	case *store.PreapprovalEffects:
+	case *wallet.PreapprovalEffects:
 		s := fmt.Sprintf("consent, as %s, to receive %s until %s", e.PartyID, e.Kind, until(e.ExpiresAt))
-		if d.Kind == store.KindPreapprovalRenew {
+		if d.Kind == wallet.KindPreapprovalRenew {
 			s = "renew the " + s
 		}
 		if e.Replaces != "" {
 			s += ", replacing " + e.Replaces
 		}
 		return []string{s}
-	case *store.MintEffects:
+	case *wallet.MintEffects:
 		out := []string{fmt.Sprintf("mint %d NFT(s) of %s to %s in phase %q at %s %s each", e.Quantity, e.CollectionID, e.Minter, e.Phase, e.Price, e.Currency)}
 		return append(out, paying(e.Payment)...)
-	case *store.ListEffects:
+	case *wallet.ListEffects:
 		var out []string
 		for _, l := range e.Listings {
 			s := fmt.Sprintf("list NFT %s (%s) for %s %s", l.NFTCID, l.NFTID, l.Price, l.Currency)
@@ -558,15 +558,15 @@ func describe(d *store.DecodedPrepared) []string {
 			out = append(out, s)
 		}
 		return withHead(fmt.Sprintf("list %d NFT(s) of %s", len(e.Listings), e.Seller), out)
-	case *store.CancelEffects:
+	case *wallet.CancelEffects:
 		var cids []string
 		for _, l := range e.Listings {
 			cids = append(cids, l.CID)
 		}
 		return []string{fmt.Sprintf("cancel listing(s) %s of %s", strings.Join(cids, ", "), e.Seller)}
-	case *store.BuyEffects:
+	case *wallet.BuyEffects:
 		var out []string
-		price := store.Zero
+		price := wallet.Zero
 		for _, p := range e.Purchases {
 			price = price.Add(p.Price)
 			out = append(out, fmt.Sprintf("buy listing %s (NFT %s) from %s for %s", p.Listing, p.NFTID, p.Seller, p.Price))
@@ -576,7 +576,7 @@ func describe(d *store.DecodedPrepared) []string {
 			head += ", at most " + e.MaxTotal.String()
 		}
 		return append(withHead(head, out), paying(e.Payment)...)
-	case *store.MoveEffects:
+	case *wallet.MoveEffects:
 		s := fmt.Sprintf("transfer NFT %s (%s) from %s to %s", e.NFTCID, e.NFTID, e.Owner, e.Receiver)
 		if e.Receiver == "" {
 			s = fmt.Sprintf("burn NFT %s (%s) of %s for good", e.NFTCID, e.NFTID, e.Owner)
@@ -585,23 +585,23 @@ func describe(d *store.DecodedPrepared) []string {
 			s += ", withdrawing listing " + e.Listing
 		}
 		return []string{s}
-	case *store.LPQuoteEffects:
+	case *wallet.LPQuoteEffects:
 		out := []string{fmt.Sprintf("quote to %s %s at %s on %s until %s, as %s", e.Side, e.Size, e.Price, e.PoolID, until(e.ExpiresAt), e.LP)}
 		return append(out, locking(e.Lock))
-	case *store.LPQuoteCancelEffects:
+	case *wallet.LPQuoteCancelEffects:
 		return []string{fmt.Sprintf("cancel LP quote %s of %s on %s", e.QuoteID, e.LP, e.PoolID)}
-	case *store.ClaimFeesEffects:
+	case *wallet.ClaimFeesEffects:
 		var pays []string
-		for _, inst := range store.Instruments {
+		for _, inst := range wallet.Instruments {
 			if a, ok := e.Payout[inst]; ok {
 				pays = append(pays, a.String()+" "+string(inst))
 			}
 		}
 		return []string{fmt.Sprintf("pay %s the fees accrued in %s: %s", e.LP, e.PoolID, strings.Join(pays, ", "))}
-	case *store.SwapIntentEffects:
+	case *wallet.SwapIntentEffects:
 		out := []string{fmt.Sprintf("swap %s %s for at least %s %s on %s by %s, as %s", e.Amount, e.Sell, e.MinReceive, e.Receive, e.PoolID, until(e.Deadline), e.Taker)}
 		return append(out, locking(e.Lock))
-	case *store.IntentCancelEffects:
+	case *wallet.IntentCancelEffects:
 		return []string{fmt.Sprintf("cancel intent %s of %s on %s, releasing %s %s", e.IntentCID, e.Taker, e.PoolID, e.Amount, e.Instrument)}
 	}
 	if lines := describeOffer(d); lines != nil {
@@ -617,7 +617,7 @@ func withHead(head string, lines []string) []string {
 	return append([]string{head}, lines...)
 }
 
-func holdings(ins []store.SpentHolding, outs []store.NewHolding, inst store.Instrument) []string {
+func holdings(ins []wallet.SpentHolding, outs []wallet.NewHolding, inst wallet.Instrument) []string {
 	out := []string{fmt.Sprintf("spends %d holding(s) worth %s %s", len(ins), spent(ins), inst)}
 	for _, o := range outs {
 		out = append(out, fmt.Sprintf("creates %s %s for %s", o.Amount, inst, o.Owner))
@@ -625,20 +625,20 @@ func holdings(ins []store.SpentHolding, outs []store.NewHolding, inst store.Inst
 	return out
 }
 
-func paying(p *store.Payment) []string {
+func paying(p *wallet.Payment) []string {
 	if p == nil {
 		return nil
 	}
 	return holdings(p.Inputs, p.Outputs, p.Currency)
 }
 
-func locking(l store.LockedFunds) string {
+func locking(l wallet.LockedFunds) string {
 	return fmt.Sprintf("locks %s %s of %d holding(s) worth %s, %s back as change", l.Amount, l.Instrument, len(l.Inputs), spent(l.Inputs), l.Change)
 }
 
 // printTransaction shows what the transaction does, from its bytes; full adds every effect,
 // for a transaction walletctl cannot check against an intent.
-func printTransaction(log io.Writer, hash string, d *store.DecodedPrepared, full bool) {
+func printTransaction(log io.Writer, hash string, d *wallet.DecodedPrepared, full bool) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "signing %s: %s as %s on %s\n", hash, d.Kind, d.ActAs, d.Network)
 	for _, line := range describe(d) {

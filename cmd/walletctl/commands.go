@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 
 	"marketd/cmd/internal/cmdline"
-	"marketd/store"
+	"marketd/store/wallet"
 )
 
 // command is one walletctl command: where walletctl -h lists it, whether it reads the key
@@ -17,7 +17,7 @@ type command struct {
 	cmdline.Command
 	section string
 	offline bool
-	flags   func(w *wallet, fs *flag.FlagSet)
+	flags   func(w *cli, fs *flag.FlagSet)
 }
 
 const (
@@ -29,13 +29,13 @@ const (
 
 var commands = []command{
 	{cmdline.Command{Name: "keygen", Args: "[--hint NAME]", Summary: "create a key file (mode 0600); prints its party id and public key"}, secWallet, true,
-		func(w *wallet, fs *flag.FlagSet) {
+		func(w *cli, fs *flag.FlagSet) {
 			fs.StringVar(&w.hint, "hint", "wallet", "the party id's hint: 1 to 64 of [A-Za-z0-9_-]")
 		}},
 	{cmdline.Command{Name: "onboard", Args: "", Summary: "onboard the key's party on the ledger: prepare, check it onboards this key, sign, execute"}, secWallet, false, nil},
 	{cmdline.Command{Name: "login", Args: "[--network NAME] [--accept-domain HOST] [--accept-uri URI]",
 		Summary: "sign in: get a challenge, check each of its fields is what was asked, sign it, keep the token beside the key"}, secWallet, false,
-		func(w *wallet, fs *flag.FlagSet) {
+		func(w *cli, fs *flag.FlagSet) {
 			networkFlag(w, fs)
 			fs.StringVar(&w.acceptDomain, "accept-domain", "", "sign a challenge naming this domain instead of --server's host (a proxy that forwards for the service)")
 			fs.StringVar(&w.acceptURI, "accept-uri", "", "sign a challenge naming this URI instead of --server's")
@@ -45,7 +45,7 @@ var commands = []command{
 	{cmdline.Command{Name: "party", Args: "", Summary: "print the key's party id"}, secWallet, true, nil},
 	{cmdline.Command{Name: "token", Args: "", Summary: "print the kept session token (for curl)"}, secWallet, true, nil},
 	{cmdline.Command{Name: "sign", Args: "MESSAGE | - | --hash B64", Summary: "sign a message (- reads it from standard input), or a prepared transaction's hash"}, secWallet, true,
-		func(w *wallet, fs *flag.FlagSet) {
+		func(w *cli, fs *flag.FlagSet) {
 			fs.StringVar(&w.hash, "hash", "", "sign this preparedTransactionHash (standard base64 of 32 bytes) instead of a message")
 		}},
 	{cmdline.Command{Name: "call", Args: "METHOD PATH [JSON]", Summary: "call the API with the token attached; {me} in PATH is the key's party id"}, secWallet, false, nil},
@@ -61,23 +61,23 @@ var commands = []command{
 	{cmdline.Command{Name: "renew", Args: "nft|usdcx", Summary: "move that consent's expiry later"}, secShortcut, false, nil},
 	{cmdline.Command{Name: "rewards", Args: "[history]", Summary: "the party's activity rewards, or their history"}, secShortcut, false, nil},
 
-	{cmdline.Command{Name: "mint", Args: "[--max-price P] COLLECTION [QUANTITY]", Summary: fmt.Sprintf("mint from the open phase (QUANTITY 2 to %d: one batch); the collection signed for must be the one named, at no more than --max-price each", store.MaxBatch)}, secNFT, false, maxPriceFlag},
+	{cmdline.Command{Name: "mint", Args: "[--max-price P] COLLECTION [QUANTITY]", Summary: fmt.Sprintf("mint from the open phase (QUANTITY 2 to %d: one batch); the collection signed for must be the one named, at no more than --max-price each", wallet.MaxBatch)}, secNFT, false, maxPriceFlag},
 	{cmdline.Command{Name: "list", Args: "CONTRACT_ID PRICE [EXPIRY]", Summary: "list an NFT for sale; EXPIRY is Unix seconds or a duration (24h)"}, secNFT, false, nil},
-	{cmdline.Command{Name: "cancel", Args: "CID...", Summary: fmt.Sprintf("withdraw listings (2 to %d: one batch)", store.MaxBatch)}, secNFT, false, nil},
+	{cmdline.Command{Name: "cancel", Args: "CID...", Summary: fmt.Sprintf("withdraw listings (2 to %d: one batch)", wallet.MaxBatch)}, secNFT, false, nil},
 	{cmdline.Command{Name: "buy", Args: "CID", Summary: "buy a listing"}, secNFT, false, nil},
-	{cmdline.Command{Name: "sweep", Args: "[--max-price P] COLLECTION MAX_TOTAL COUNT|CID...", Summary: fmt.Sprintf("buy the COUNT cheapest listings, or the named ones (at most %d), for at most MAX_TOTAL in all and --max-price each", store.MaxBatch)}, secNFT, false, maxPriceFlag},
+	{cmdline.Command{Name: "sweep", Args: "[--max-price P] COLLECTION MAX_TOTAL COUNT|CID...", Summary: fmt.Sprintf("buy the COUNT cheapest listings, or the named ones (at most %d), for at most MAX_TOTAL in all and --max-price each", wallet.MaxBatch)}, secNFT, false, maxPriceFlag},
 	{cmdline.Command{Name: "transfer", Args: "CONTRACT_ID PARTY", Summary: "give an NFT to a party (it needs an NFT preapproval)"}, secNFT, false, nil},
 	{cmdline.Command{Name: "burn", Args: "CONTRACT_ID", Summary: "destroy an NFT for good"}, secNFT, false, nil},
 	{cmdline.Command{Name: "offer", Args: "COLLECTION PRICE [--quantity N] [--serial S|--contract CID|--trait T=V...] [--expires E]",
 		Summary: "bid PRICE each for N NFTs of the collection (an item offer for one NFT, a trait offer, else a collection offer), locking PRICE × N of your funds"}, secNFT, false, offerFlags},
-	{cmdline.Command{Name: "offer cancel", Args: "CID...", Summary: fmt.Sprintf("withdraw your offers (at most %d: one batch), what they lock back to you", store.MaxBatch)}, secNFT, false, nil},
+	{cmdline.Command{Name: "offer cancel", Args: "CID...", Summary: fmt.Sprintf("withdraw your offers (at most %d: one batch), what they lock back to you", wallet.MaxBatch)}, secNFT, false, nil},
 	{cmdline.Command{Name: "offers", Args: "[--received] [--collection C]", Summary: "your open offers, or (--received) the offers your NFTs can be accepted into"}, secNFT, false,
-		func(w *wallet, fs *flag.FlagSet) {
+		func(w *cli, fs *flag.FlagSet) {
 			fs.BoolVar(&w.received, "received", false, "list the offers of others your NFTs can be accepted into")
 			fs.StringVar(&w.collection, "collection", "", "only the offers of this collection (id or slug); reads every page")
 		}},
-	{cmdline.Command{Name: "accept", Args: "OFFER_CID NFT_CID... [--min-proceeds AMOUNT]", Summary: fmt.Sprintf("sell your NFTs (at most %d) into an offer: each goes to its maker, you get its price less fee and royalty", store.MaxBatch)}, secNFT, false,
-		func(w *wallet, fs *flag.FlagSet) {
+	{cmdline.Command{Name: "accept", Args: "OFFER_CID NFT_CID... [--min-proceeds AMOUNT]", Summary: fmt.Sprintf("sell your NFTs (at most %d) into an offer: each goes to its maker, you get its price less fee and royalty", wallet.MaxBatch)}, secNFT, false,
+		func(w *cli, fs *flag.FlagSet) {
 			fs.StringVar(&w.minProceeds, "min-proceeds", "", "refuse to sign unless you get at least this in all, after fee and royalty")
 		}},
 
@@ -95,12 +95,12 @@ var commands = []command{
 }
 
 // maxPriceFlag is --max-price: the most one NFT of a mint or a sweep may cost.
-func maxPriceFlag(w *wallet, fs *flag.FlagSet) {
+func maxPriceFlag(w *cli, fs *flag.FlagSet) {
 	fs.StringVar(&w.maxPrice, "max-price", "", "refuse to sign when one NFT costs more than this (a decimal of the collection's currency)")
 }
 
 // logFlags are verify's and audit's: --network, and the witness policy.
-func logFlags(w *wallet, fs *flag.FlagSet) {
+func logFlags(w *cli, fs *flag.FlagSet) {
 	networkFlag(w, fs)
 	fs.Func("witness", "a witness's cosignature verifier key (<name>+<hash>+<key>, as its /witness/key serves it); repeat for each witness of the policy (also WALLETCTL_WITNESSES, space-separated)", func(v string) error {
 		w.witnesses.keys = append(w.witnesses.keys, v)
@@ -110,7 +110,7 @@ func logFlags(w *wallet, fs *flag.FlagSet) {
 }
 
 // networkFlag is --network: the ledger network a challenge or a signed transaction must name.
-func networkFlag(w *wallet, fs *flag.FlagSet) {
+func networkFlag(w *cli, fs *flag.FlagSet) {
 	fs.StringVar(&w.network, "network", envOr(envNetwork, "devnet"), "the ledger network the challenge and the log's signed transactions must name")
 }
 
@@ -185,7 +185,7 @@ func printHelp(w io.Writer, c command, own *flag.FlagSet) {
 
 // parseOwn parses the command's own flags (most have none, so any flag is an error) and
 // returns its arguments. -h prints its help and returns flag.ErrHelp.
-func (w *wallet) parseOwn(c command, args []string) ([]string, error) {
+func (w *cli) parseOwn(c command, args []string) ([]string, error) {
 	fs := flag.NewFlagSet("walletctl "+c.Name, flag.ContinueOnError)
 	if c.flags != nil {
 		c.flags(w, fs)

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"marketd/store"
-	"marketd/store/signing"
 	"marketd/store/storetest"
+	"marketd/store/wallet"
 )
 
 // A relay that forwards to the real service gets a challenge naming the service: walletctl
@@ -49,24 +49,24 @@ func TestLogin_RefusesARelayedChallengeBeforeItSigns(t *testing.T) {
 func TestLogin_ChecksEachFieldOfTheChallenge(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	const party = "alice::1220aa"
-	good := signing.Challenge{Domain: "market.example", PartyID: party, URI: "https://market.example", Version: "1", Network: "devnet",
+	good := wallet.Challenge{Domain: "market.example", PartyID: party, URI: "https://market.example", Version: "1", Network: "devnet",
 		Nonce: "abcdefghijklmnopqrstuvwxyz012345", IssuedAt: now, ExpiresAt: now.Add(10 * time.Minute)}
-	w := &wallet{server: "https://market.example", network: "devnet"}
+	w := &cli{server: "https://market.example", network: "devnet"}
 	if err := w.checkChallenge(good, party, good.Nonce, now); err != nil {
 		t.Fatalf("the challenge asked for: %v", err)
 	}
 	for _, c := range []struct {
 		name   string
-		change func(*signing.Challenge)
+		change func(*wallet.Challenge)
 		says   string
 	}{
-		{"domain", func(c *signing.Challenge) { c.Domain = "evil.example" }, "domain evil.example"},
-		{"URI", func(c *signing.Challenge) { c.URI = "https://evil.example" }, "URI https://evil.example"},
-		{"network", func(c *signing.Challenge) { c.Network = "mainnet" }, "network mainnet"},
-		{"party", func(c *signing.Challenge) { c.PartyID = "mallory::1220bb" }, "party mallory::1220bb"},
-		{"nonce", func(c *signing.Challenge) { c.Nonce = "ZYXWVUTSRQPONMLKJIHGFEDCBA543210" }, "nonce ZYXW"},
-		{"expired", func(c *signing.Challenge) { c.ExpiresAt = now.Add(-time.Second) }, "not a challenge issued now"},
-		{"far expiry", func(c *signing.Challenge) { c.ExpiresAt = now.Add(24 * time.Hour) }, "not a challenge issued now"},
+		{"domain", func(c *wallet.Challenge) { c.Domain = "evil.example" }, "domain evil.example"},
+		{"URI", func(c *wallet.Challenge) { c.URI = "https://evil.example" }, "URI https://evil.example"},
+		{"network", func(c *wallet.Challenge) { c.Network = "mainnet" }, "network mainnet"},
+		{"party", func(c *wallet.Challenge) { c.PartyID = "mallory::1220bb" }, "party mallory::1220bb"},
+		{"nonce", func(c *wallet.Challenge) { c.Nonce = "ZYXWVUTSRQPONMLKJIHGFEDCBA543210" }, "nonce ZYXW"},
+		{"expired", func(c *wallet.Challenge) { c.ExpiresAt = now.Add(-time.Second) }, "not a challenge issued now"},
+		{"far expiry", func(c *wallet.Challenge) { c.ExpiresAt = now.Add(24 * time.Hour) }, "not a challenge issued now"},
 	} {
 		ch := good
 		c.change(&ch)
@@ -81,7 +81,7 @@ func TestLogin_ChecksEachFieldOfTheChallenge(t *testing.T) {
 		}
 	}
 	// The user's own proxy: the service's domain and URI named explicitly.
-	proxied := &wallet{server: "http://127.0.0.1:9999", network: "devnet", acceptDomain: "market.example", acceptURI: "https://market.example"}
+	proxied := &cli{server: "http://127.0.0.1:9999", network: "devnet", acceptDomain: "market.example", acceptURI: "https://market.example"}
 	if err := proxied.checkChallenge(good, party, good.Nonce, now); err != nil {
 		t.Errorf("with --accept-domain and --accept-uri: %v", err)
 	}

@@ -26,16 +26,15 @@ import (
 	"time"
 
 	"marketd/cmd/internal/cmdline"
-	"marketd/store"
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 func main() {
 	os.Exit(cmdline.Exit(os.Stderr, "walletctl", run(os.Args[1:], os.Stdout, os.Stderr)))
 }
 
-// wallet is one invocation's settings.
-type wallet struct {
+// cli is one invocation's settings.
+type cli struct {
 	server  string
 	keyPath string
 	hint    string // keygen --hint
@@ -55,7 +54,7 @@ type wallet struct {
 }
 
 func run(args []string, out, log io.Writer) error {
-	w := &wallet{out: out, log: log, http: &http.Client{Timeout: 30 * time.Second}}
+	w := &cli{out: out, log: log, http: &http.Client{Timeout: 30 * time.Second}}
 	fs := flag.NewFlagSet("walletctl", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
@@ -154,7 +153,7 @@ func run(args []string, out, log io.Writer) error {
 }
 
 // shortcut runs one of the wallet shortcuts as the call or exec it stands for.
-func (w *wallet) shortcut(cmd string, args []string) error {
+func (w *cli) shortcut(cmd string, args []string) error {
 	body := func(kv ...string) string {
 		m := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -178,7 +177,7 @@ func (w *wallet) shortcut(cmd string, args []string) error {
 		if err := want(2, "tap CC|USDCx AMOUNT"); err != nil {
 			return err
 		}
-		inst, err := store.ParseInstrument(args[0])
+		inst, err := wallet.ParseInstrument(args[0])
 		if err != nil {
 			return err
 		}
@@ -200,7 +199,7 @@ func (w *wallet) shortcut(cmd string, args []string) error {
 		if err := want(1, "preapprove nft|usdcx"); err != nil {
 			return err
 		}
-		kind, err := store.ParsePreapprovalKind(args[0])
+		kind, err := wallet.ParsePreapprovalKind(args[0])
 		if err != nil {
 			return err
 		}
@@ -209,7 +208,7 @@ func (w *wallet) shortcut(cmd string, args []string) error {
 		if err := want(1, "renew nft|usdcx"); err != nil {
 			return err
 		}
-		kind, err := store.ParsePreapprovalKind(args[0])
+		kind, err := wallet.ParsePreapprovalKind(args[0])
 		if err != nil {
 			return err
 		}
@@ -227,7 +226,7 @@ func (w *wallet) shortcut(cmd string, args []string) error {
 }
 
 // expandPath puts the key's party id where a path says {me}.
-func (w *wallet) expandPath(path string) (string, error) {
+func (w *cli) expandPath(path string) (string, error) {
 	if !strings.Contains(path, "{me}") {
 		return path, nil
 	}
@@ -271,9 +270,9 @@ type keyFile struct {
 	PrivateKey string `json:"privateKey"`
 }
 
-func (w *wallet) keygen() error {
+func (w *cli) keygen() error {
 	hint := &w.hint
-	if !signing.ValidHint(*hint) {
+	if !wallet.ValidHint(*hint) {
 		return fmt.Errorf("hint %q: want 1 to 64 of [A-Za-z0-9_-]", *hint)
 	}
 	if _, err := os.Stat(w.keyPath); err == nil {
@@ -284,7 +283,7 @@ func (w *wallet) keygen() error {
 		return err
 	}
 	k := keyFile{
-		Hint: *hint, PartyID: signing.PartyIDFor(*hint, pub),
+		Hint: *hint, PartyID: wallet.PartyIDFor(*hint, pub),
 		PublicKey:  base64.StdEncoding.EncodeToString(pub),
 		PrivateKey: base64.StdEncoding.EncodeToString(priv.Seed()),
 	}
@@ -320,7 +319,7 @@ func writeJSONFile(path string, v any, exclusive bool) error {
 	return f.Close()
 }
 
-func (w *wallet) loadKey() (*keyFile, ed25519.PrivateKey, error) {
+func (w *cli) loadKey() (*keyFile, ed25519.PrivateKey, error) {
 	b, err := os.ReadFile(w.keyPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, fmt.Errorf("no key file %s; create one with: walletctl --key %s keygen --hint NAME", w.keyPath, w.keyPath)
@@ -347,9 +346,9 @@ type session struct {
 	ExpiresAt int64  `json:"expiresAt"`
 }
 
-func (w *wallet) tokenPath() string { return w.keyPath + ".token" }
+func (w *cli) tokenPath() string { return w.keyPath + ".token" }
 
-func (w *wallet) loadSession() (*session, error) {
+func (w *cli) loadSession() (*session, error) {
 	b, err := os.ReadFile(w.tokenPath())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -367,7 +366,7 @@ func (w *wallet) loadSession() (*session, error) {
 	return &s, nil
 }
 
-func (w *wallet) onboard() error {
+func (w *cli) onboard() error {
 	k, priv, err := w.loadKey()
 	if err != nil {
 		return err
@@ -391,7 +390,7 @@ func (w *wallet) onboard() error {
 	return printRaw(w.out, res)
 }
 
-func (w *wallet) login() error {
+func (w *cli) login() error {
 	k, priv, err := w.loadKey()
 	if err != nil {
 		return err
@@ -404,7 +403,7 @@ func (w *wallet) login() error {
 	if err := w.do("POST", "/api/auth/nonce", body, "", &nr); err != nil {
 		return err
 	}
-	c, err := signing.ParseChallenge(nr.Message)
+	c, err := wallet.ParseChallenge(nr.Message)
 	if err != nil {
 		return fmt.Errorf("the server's challenge is not one to sign: %v", err)
 	}
@@ -428,7 +427,7 @@ func (w *wallet) login() error {
 	return printJSON(w.out, map[string]any{"partyId": k.PartyID, "expiresAt": tr.ExpiresAt})
 }
 
-func (w *wallet) token() (string, error) {
+func (w *cli) token() (string, error) {
 	s, err := w.loadSession()
 	if err != nil {
 		return "", err
@@ -442,7 +441,7 @@ func (w *wallet) token() (string, error) {
 	return s.Token, nil
 }
 
-func (w *wallet) logout() error {
+func (w *cli) logout() error {
 	tok, err := w.token()
 	if err != nil {
 		return err
@@ -455,7 +454,7 @@ func (w *wallet) logout() error {
 	return nil
 }
 
-func (w *wallet) sign(args []string) error {
+func (w *cli) sign(args []string) error {
 	_, priv, err := w.loadKey()
 	if err != nil {
 		return err
@@ -482,7 +481,7 @@ func (w *wallet) sign(args []string) error {
 	return err
 }
 
-func (w *wallet) call(method, path, body string) error {
+func (w *cli) call(method, path, body string) error {
 	tok, err := w.token()
 	if err != nil {
 		return err
@@ -515,7 +514,7 @@ func executePath(base string) string {
 
 // exec prepares, checks and executes the transaction at path; want, when set, is what the
 // transaction must do (a shortcut's intent), else only whom it acts as is checked.
-func (w *wallet) exec(path, body string, want intent) error {
+func (w *cli) exec(path, body string, want intent) error {
 	k, priv, err := w.loadKey()
 	if err != nil {
 		return err
@@ -538,7 +537,7 @@ func (w *wallet) exec(path, body string, want intent) error {
 // prepareAndExecute prepares, decodes the transaction it is asked to sign, shows what it does,
 // checks it against want (nil: against partyID only), signs the hash and executes. The
 // server's summary is never read: what is shown and checked is decoded from the signed bytes.
-func (w *wallet) prepareAndExecute(preparePath, executePath string, body []byte, priv ed25519.PrivateKey, tok, partyID string, want intent) (json.RawMessage, error) {
+func (w *cli) prepareAndExecute(preparePath, executePath string, body []byte, priv ed25519.PrivateKey, tok, partyID string, want intent) (json.RawMessage, error) {
 	var p struct {
 		PreparedTransaction     string `json:"preparedTransaction"`
 		PreparedTransactionHash string `json:"preparedTransactionHash"`
@@ -552,16 +551,16 @@ func (w *wallet) prepareAndExecute(preparePath, executePath string, body []byte,
 	if err != nil {
 		return nil, errors.New("the preparedTransaction is not base64; not signing")
 	}
-	hash := signing.PreparedHash(tx)
+	hash := wallet.PreparedHash(tx)
 	switch {
-	case p.HashingScheme != signing.HashingScheme:
+	case p.HashingScheme != wallet.HashingScheme:
 		return nil, fmt.Errorf("unknown hashing scheme %q; not signing", p.HashingScheme)
 	case base64.StdEncoding.EncodeToString(hash) != p.PreparedTransactionHash:
 		return nil, errors.New("the hash is not the SHA-256 of the prepared transaction; not signing")
 	case p.ActAs != partyID:
 		return nil, fmt.Errorf("the transaction acts as %s, this key is %s; not signing", p.ActAs, partyID)
 	}
-	d, err := store.DecodePrepared(tx)
+	d, err := wallet.DecodePrepared(tx)
 	if err != nil {
 		return nil, fmt.Errorf("%v; not signing", err)
 	}
@@ -639,7 +638,7 @@ func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.
 
 // do calls the service and decodes a 2xx JSON answer into out; any other answer is an error
 // that says what the server said.
-func (w *wallet) do(method, path string, body []byte, tok string, out any) error {
+func (w *cli) do(method, path string, body []byte, tok string, out any) error {
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
@@ -733,7 +732,7 @@ func warnPlainHTTP(log io.Writer, server string) {
 // real service gets a challenge naming the service's domain; signing it would hand the relay a
 // session, so a domain or URI other than --server's is refused unless the user names it
 // (--accept-domain, --accept-uri, for a proxy of their own).
-func (w *wallet) checkChallenge(c signing.Challenge, party, nonce string, now time.Time) error {
+func (w *cli) checkChallenge(c wallet.Challenge, party, nonce string, now time.Time) error {
 	u, err := url.Parse(w.server)
 	if err != nil {
 		return fmt.Errorf("--server %q: %v", w.server, err)

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"marketd/store"
+	"marketd/store/wallet"
 )
 
 // nftShortcut runs one of the NFT shortcuts as the exec it stands for.
-func (w *wallet) nftShortcut(cmd string, args []string) error {
+func (w *cli) nftShortcut(cmd string, args []string) error {
 	usage := func(u string) error { return errors.New("usage: walletctl " + u) }
 	body := func(v any) string {
 		b, _ := json.Marshal(v)
@@ -27,8 +27,8 @@ func (w *wallet) nftShortcut(cmd string, args []string) error {
 		n := 1
 		if len(args) == 2 {
 			var err error
-			if n, err = strconv.Atoi(args[1]); err != nil || n < 1 || n > store.MaxBatch {
-				return fmt.Errorf("QUANTITY %q: want a whole number from 1 to %d (one signature covers at most %d)", args[1], store.MaxBatch, store.MaxBatch)
+			if n, err = strconv.Atoi(args[1]); err != nil || n < 1 || n > wallet.MaxBatch {
+				return fmt.Errorf("QUANTITY %q: want a whole number from 1 to %d (one signature covers at most %d)", args[1], wallet.MaxBatch, wallet.MaxBatch)
 			}
 		}
 		maxPrice, err := w.askedMaxPrice()
@@ -77,7 +77,7 @@ func (w *wallet) nftShortcut(cmd string, args []string) error {
 			return usage("buy CID")
 		}
 		return w.exec("/api/nft/buy/atomic", body(map[string]any{"cid": args[0]}),
-			wantBuy("buy listing "+args[0], store.KindNFTBuy, "", args, 0, nil))
+			wantBuy("buy listing "+args[0], wallet.KindNFTBuy, "", args, 0, nil))
 	case "sweep":
 		if len(args) < 3 {
 			return usage("sweep COLLECTION MAX_TOTAL COUNT|CID...")
@@ -106,32 +106,32 @@ func (w *wallet) nftShortcut(cmd string, args []string) error {
 		if err != nil {
 			return err
 		}
-		return w.exec("/api/nft/sweep/buy", body(req), wantSweep(wantBuy(asked, store.KindNFTSweep, id, cids, count, &maxTotal), args[0], maxPrice))
+		return w.exec("/api/nft/sweep/buy", body(req), wantSweep(wantBuy(asked, wallet.KindNFTSweep, id, cids, count, &maxTotal), args[0], maxPrice))
 	case "transfer":
 		if len(args) != 2 {
 			return usage("transfer CONTRACT_ID PARTY")
 		}
-		return w.exec("/api/nft/transfer", body(map[string]any{"contractId": args[0], "receiver": args[1]}), wantMove(store.KindNFTTransfer, args[0], args[1]))
+		return w.exec("/api/nft/transfer", body(map[string]any{"contractId": args[0], "receiver": args[1]}), wantMove(wallet.KindNFTTransfer, args[0], args[1]))
 	case "burn":
 		if len(args) != 1 {
 			return usage("burn CONTRACT_ID")
 		}
-		return w.exec("/api/nft/burn", body(map[string]any{"contractId": args[0]}), wantMove(store.KindNFTBurn, args[0], ""))
+		return w.exec("/api/nft/burn", body(map[string]any{"contractId": args[0]}), wantMove(wallet.KindNFTBurn, args[0], ""))
 	}
 	return fmt.Errorf("unknown NFT shortcut %q", cmd)
 }
 
 // underBatchLimit refuses a batch the server would refuse, before any request is sent.
 func underBatchLimit(cmd string, n int) error {
-	if n > store.MaxBatch {
-		return fmt.Errorf("%s of %d: one signature covers at most %d; split it", cmd, n, store.MaxBatch)
+	if n > wallet.MaxBatch {
+		return fmt.Errorf("%s of %d: one signature covers at most %d; split it", cmd, n, wallet.MaxBatch)
 	}
 	return nil
 }
 
 // collectionID returns ref when it is a collection id, else the id of the collection whose
 // slug it is: the mint endpoints name a collection by id only.
-func (w *wallet) collectionID(ref string) (string, error) {
+func (w *cli) collectionID(ref string) (string, error) {
 	if strings.HasPrefix(ref, "col_") {
 		return ref, nil
 	}
@@ -145,7 +145,7 @@ func (w *wallet) collectionID(ref string) (string, error) {
 }
 
 // askedMaxPrice reads --max-price, nil when not given.
-func (w *wallet) askedMaxPrice() (*store.Amount, error) {
+func (w *cli) askedMaxPrice() (*wallet.Amount, error) {
 	if w.maxPrice == "" {
 		return nil, nil
 	}

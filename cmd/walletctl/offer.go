@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"marketd/store"
+	"marketd/store/wallet"
 )
 
 // offerOptions are offer's own flags.
@@ -24,9 +24,9 @@ type offerOptions struct {
 }
 
 // offerFlags are offer's flags: what the offer bids for, how many, until when.
-func offerFlags(w *wallet, fs *flag.FlagSet) {
+func offerFlags(w *cli, fs *flag.FlagSet) {
 	o := &w.offer
-	fs.IntVar(&o.quantity, "quantity", 1, fmt.Sprintf("how many NFTs the offer buys, 1 to %d (an item offer buys 1)", store.MaxOfferQuantity))
+	fs.IntVar(&o.quantity, "quantity", 1, fmt.Sprintf("how many NFTs the offer buys, 1 to %d (an item offer buys 1)", wallet.MaxOfferQuantity))
 	fs.Func("serial", "an item offer: the NFT of this serial", func(v string) error {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -47,7 +47,7 @@ func offerFlags(w *wallet, fs *flag.FlagSet) {
 }
 
 // offerShortcut runs offer, offer cancel, offers and accept.
-func (w *wallet) offerShortcut(name string, args []string) error {
+func (w *cli) offerShortcut(name string, args []string) error {
 	usage := func(u string) error { return errors.New("usage: walletctl " + u) }
 	body := func(v any) string {
 		b, _ := json.Marshal(v)
@@ -84,7 +84,7 @@ func (w *wallet) offerShortcut(name string, args []string) error {
 			return errors.New("accept: an NFT is named twice")
 		}
 		req := map[string]any{"cid": args[0], "contractIds": nfts}
-		var least *store.Amount
+		var least *wallet.Amount
 		if w.minProceeds != "" {
 			m, err := askedAmount("--min-proceeds", w.minProceeds)
 			if err != nil {
@@ -105,18 +105,18 @@ func (w *wallet) offerShortcut(name string, args []string) error {
 type offerAsked struct {
 	ref          string // the collection as typed
 	collectionID string
-	currency     store.Instrument
+	currency     wallet.Instrument
 	kind         string
 	serial       *int
-	traits       []store.TraitMatch
-	price        store.Amount
+	traits       []wallet.TraitMatch
+	price        wallet.Amount
 	quantity     int
 	expiresAt    int64
 }
 
 // makeOffer checks offer's arguments, resolves the collection (and --contract's NFT) and
 // execs the offer it asked for.
-func (w *wallet) makeOffer(ref, priceArg string) error {
+func (w *cli) makeOffer(ref, priceArg string) error {
 	o := w.offer
 	price, err := askedAmount("PRICE", priceArg)
 	if err != nil {
@@ -131,8 +131,8 @@ func (w *wallet) makeOffer(ref, priceArg string) error {
 	switch {
 	case named > 1:
 		return errors.New("offer: name at most one of --serial, --contract and --trait")
-	case o.quantity < 1 || o.quantity > store.MaxOfferQuantity:
-		return fmt.Errorf("--quantity %d: want 1 to %d", o.quantity, store.MaxOfferQuantity)
+	case o.quantity < 1 || o.quantity > wallet.MaxOfferQuantity:
+		return fmt.Errorf("--quantity %d: want 1 to %d", o.quantity, wallet.MaxOfferQuantity)
 	case (o.serial != nil || o.contract != "") && o.quantity != 1:
 		return errors.New("offer: an item offer (--serial, --contract) buys 1 NFT; drop --quantity")
 	}
@@ -148,7 +148,7 @@ func (w *wallet) makeOffer(ref, priceArg string) error {
 	if err != nil {
 		return err
 	}
-	a := offerAsked{ref: ref, collectionID: col.ID, currency: col.Currency, kind: store.OfferCollection, serial: o.serial,
+	a := offerAsked{ref: ref, collectionID: col.ID, currency: col.Currency, kind: wallet.OfferCollection, serial: o.serial,
 		price: price, quantity: o.quantity, expiresAt: at}
 	req := map[string]any{"collectionId": col.ID, "price": priceArg, "quantity": o.quantity, "expiresAt": at}
 	if o.contract != "" {
@@ -166,9 +166,9 @@ func (w *wallet) makeOffer(ref, priceArg string) error {
 	}
 	switch {
 	case a.serial != nil:
-		a.kind, req["serial"] = store.OfferItem, *a.serial
+		a.kind, req["serial"] = wallet.OfferItem, *a.serial
 	case traits != nil:
-		a.kind, a.traits, req["traits"] = store.OfferTrait, traits, traits
+		a.kind, a.traits, req["traits"] = wallet.OfferTrait, traits, traits
 	}
 	b, _ := json.Marshal(req)
 	return w.exec("/api/nft/offer", string(b), wantOffer(a))
@@ -187,7 +187,7 @@ func offerExpiry(v string, now time.Time) (int64, error) {
 
 // askedTraits groups --trait TYPE=VALUE flags by type, canonical as the server keeps them:
 // types sorted, each type's values sorted and distinct. nil when none was given.
-func askedTraits(flags []string) ([]store.TraitMatch, error) {
+func askedTraits(flags []string) ([]wallet.TraitMatch, error) {
 	if len(flags) == 0 {
 		return nil, nil
 	}
@@ -199,7 +199,7 @@ func askedTraits(flags []string) ([]store.TraitMatch, error) {
 		}
 		byType[t] = append(byType[t], v)
 	}
-	var out []store.TraitMatch
+	var out []wallet.TraitMatch
 	for _, t := range slices.Sorted(func(yield func(string) bool) {
 		for k := range byType {
 			if !yield(k) {
@@ -207,13 +207,13 @@ func askedTraits(flags []string) ([]store.TraitMatch, error) {
 			}
 		}
 	}) {
-		out = append(out, store.TraitMatch{Type: t, Values: slices.Compact(slices.Sorted(slices.Values(byType[t])))})
+		out = append(out, wallet.TraitMatch{Type: t, Values: slices.Compact(slices.Sorted(slices.Values(byType[t])))})
 	}
 	return out, nil
 }
 
 // traitsText shows trait criteria in one canonical line: "Fur=gold|red, Hat=cap".
-func traitsText(ms []store.TraitMatch) string {
+func traitsText(ms []wallet.TraitMatch) string {
 	byType := map[string][]string{}
 	for _, m := range ms {
 		byType[m.Type] = append(byType[m.Type], m.Values...)
@@ -236,14 +236,14 @@ func traitsText(ms []store.TraitMatch) string {
 
 // collectionInfo is what offer checks a collection against: its id and its currency.
 type collectionInfo struct {
-	ID       string           `json:"id"`
-	Slug     string           `json:"slug"`
-	Currency store.Instrument `json:"currency"`
+	ID       string            `json:"id"`
+	Slug     string            `json:"slug"`
+	Currency wallet.Instrument `json:"currency"`
 }
 
 // collectionInfo reads the collection ref names: by slug, or by id from the collections list
 // (the API reads a collection by slug only).
-func (w *wallet) collectionInfo(ref string) (*collectionInfo, error) {
+func (w *cli) collectionInfo(ref string) (*collectionInfo, error) {
 	if !strings.HasPrefix(ref, "col_") {
 		var c collectionInfo
 		if err := w.do("GET", "/api/nft/slug/"+url.PathEscape(ref), nil, "", &c); err != nil {
@@ -254,7 +254,7 @@ func (w *wallet) collectionInfo(ref string) (*collectionInfo, error) {
 		}
 		return &c, nil
 	}
-	q := url.Values{"limit": {strconv.Itoa(store.MaxPageSize)}}
+	q := url.Values{"limit": {strconv.Itoa(wallet.MaxPageSize)}}
 	for range maxPages {
 		var page struct {
 			Items  []collectionInfo `json:"items"`
@@ -273,7 +273,7 @@ func (w *wallet) collectionInfo(ref string) (*collectionInfo, error) {
 		}
 		q.Set("cursor", *page.Cursor)
 	}
-	return nil, fmt.Errorf("collection %s: not in the first %d collections listed; name it by its slug", ref, maxPages*store.MaxPageSize)
+	return nil, fmt.Errorf("collection %s: not in the first %d collections listed; name it by its slug", ref, maxPages*wallet.MaxPageSize)
 }
 
 // maxPages bounds the pages a read that walks a list reads.
@@ -281,7 +281,7 @@ const maxPages = 100
 
 // listOffers prints the party's own open offers, or the offers it can accept (--received);
 // --collection keeps one collection's, read from every page.
-func (w *wallet) listOffers() error {
+func (w *cli) listOffers() error {
 	path := "/api/nft/offers?maker={me}"
 	if w.received {
 		path = "/api/nft/offers/received?owner={me}"
@@ -307,7 +307,7 @@ func (w *wallet) listOffers() error {
 			Items  []json.RawMessage `json:"items"`
 			Cursor *string           `json:"cursor"`
 		}
-		p := path + "&limit=" + strconv.Itoa(store.MaxPageSize)
+		p := path + "&limit=" + strconv.Itoa(wallet.MaxPageSize)
 		if cursor != "" {
 			p += "&cursor=" + url.QueryEscape(cursor)
 		}
@@ -332,21 +332,21 @@ func (w *wallet) listOffers() error {
 
 // offerSeen is an offer as the offer lists show it.
 type offerSeen struct {
-	CID          string           `json:"cid"`
-	Maker        string           `json:"maker"`
-	CollectionID string           `json:"collectionId"`
-	Price        store.Amount     `json:"price"`
-	Currency     store.Instrument `json:"currency"`
+	CID          string            `json:"cid"`
+	Maker        string            `json:"maker"`
+	CollectionID string            `json:"collectionId"`
+	Price        wallet.Amount     `json:"price"`
+	Currency     wallet.Instrument `json:"currency"`
 }
 
 // receivedOffer finds offer cid among the offers the party's NFTs can be accepted into: who
 // made it, at what price, in which collection. accept signs an accept of that offer only.
-func (w *wallet) receivedOffer(cid string) (*offerSeen, error) {
+func (w *cli) receivedOffer(cid string) (*offerSeen, error) {
 	tok, err := w.token()
 	if err != nil {
 		return nil, err
 	}
-	path, err := w.expandPath("/api/nft/offers/received?owner={me}&limit=" + strconv.Itoa(store.MaxPageSize))
+	path, err := w.expandPath("/api/nft/offers/received?owner={me}&limit=" + strconv.Itoa(wallet.MaxPageSize))
 	if err != nil {
 		return nil, err
 	}
@@ -393,9 +393,9 @@ func (a offerAsked) String() string {
 // expiry, locking exactly price × quantity of the collection's currency out of the maker's
 // holdings, the rest back to the maker as change. An offer moves nothing else.
 func wantOffer(a offerAsked) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: a.String(), d: d}
-		e := effectsAs[store.OfferEffects](c, store.KindNFTOffer)
+		e := effectsAs[wallet.OfferEffects](c, wallet.KindNFTOffer)
 		if e == nil {
 			return c.err
 		}
@@ -427,8 +427,8 @@ func wantOffer(a offerAsked) intent {
 }
 
 // times is price × n.
-func times(price store.Amount, n int) store.Amount {
-	sum := store.Zero
+func times(price wallet.Amount, n int) wallet.Amount {
+	sum := wallet.Zero
 	for range n {
 		sum = sum.Add(price)
 	}
@@ -438,9 +438,9 @@ func times(price store.Amount, n int) store.Amount {
 // wantOfferCancel admits withdrawing exactly the party's offers cids: what they lock goes
 // back to their maker, which must be the party.
 func wantOfferCancel(cids []string) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		c := &checker{asked: "cancel offer(s) " + strings.Join(cids, ", "), d: d}
-		if e := effectsAs[store.OfferCancelEffects](c, store.KindNFTOfferCancel); e != nil {
+		if e := effectsAs[wallet.OfferCancelEffects](c, wallet.KindNFTOfferCancel); e != nil {
 			c.same("maker", e.Maker, me)
 			var got []string
 			for _, o := range e.Offers {
@@ -457,14 +457,14 @@ func wantOfferCancel(cids []string) intent {
 // royalty and the party's share that sum to it, and the party gets at least least (when set)
 // in all. An accept spends none of the party's holdings: what it pays comes out of the
 // offer's lock.
-func wantAccept(o *offerSeen, nfts []string, least *store.Amount) intent {
-	return func(me string, d *store.DecodedPrepared) error {
+func wantAccept(o *offerSeen, nfts []string, least *wallet.Amount) intent {
+	return func(me string, d *wallet.DecodedPrepared) error {
 		asked := fmt.Sprintf("sell NFT(s) %s into offer %s of %s at %s %s each", strings.Join(nfts, ", "), o.CID, o.Maker, o.Price, o.Currency)
 		if least != nil {
 			asked += fmt.Sprintf(" for at least %s in all", least)
 		}
 		c := &checker{asked: asked, d: d}
-		e := effectsAs[store.OfferAcceptEffects](c, store.KindNFTOfferAccept)
+		e := effectsAs[wallet.OfferAcceptEffects](c, wallet.KindNFTOfferAccept)
 		if e == nil {
 			return c.err
 		}
@@ -478,14 +478,14 @@ func wantAccept(o *offerSeen, nfts []string, least *store.Amount) intent {
 			c.fail("its maker is you")
 		}
 		var got []string
-		sum := store.Settlement{Price: store.Zero, Fee: store.Share{Amount: store.Zero}, Royalty: store.Share{Amount: store.Zero}, Seller: store.Share{Amount: store.Zero}}
-		mine := store.Zero // what the party is credited in all
+		sum := wallet.Settlement{Price: wallet.Zero, Fee: wallet.Share{Amount: wallet.Zero}, Royalty: wallet.Share{Amount: wallet.Zero}, Seller: wallet.Share{Amount: wallet.Zero}}
+		mine := wallet.Zero // what the party is credited in all
 		for _, s := range e.Sales {
 			got = append(got, s.NFTCID)
 			st := s.Settlement
 			c.same("price of NFT "+s.NFTCID, st.Price, e.Price)
 			c.same("shares of NFT "+s.NFTCID, st.Fee.Amount.Add(st.Royalty.Amount).Add(st.Seller.Amount), st.Price)
-			for _, sh := range []store.Share{st.Fee, st.Royalty, st.Seller} {
+			for _, sh := range []wallet.Share{st.Fee, st.Royalty, st.Seller} {
 				switch {
 				case sh.Party == nil:
 					c.fail("a share of NFT " + s.NFTCID + " names no party")
@@ -517,10 +517,10 @@ func wantAccept(o *offerSeen, nfts []string, least *store.Amount) intent {
 }
 
 // describeOffer is what an offer's transaction does (nil for another kind), first in one line.
-func describeOffer(d *store.DecodedPrepared) []string {
+func describeOffer(d *wallet.DecodedPrepared) []string {
 	until := func(at int64) string { return time.Unix(at, 0).UTC().Format(time.RFC3339) }
 	switch e := d.Effects.(type) {
-	case *store.OfferEffects:
+	case *wallet.OfferEffects:
 		what := fmt.Sprintf("%d NFT(s)", e.Quantity)
 		switch {
 		case e.Serial != nil:
@@ -530,13 +530,13 @@ func describeOffer(d *store.DecodedPrepared) []string {
 		}
 		return []string{fmt.Sprintf("offer %s %s each for %s of %s until %s, as %s", e.Price, e.Lock.Instrument, what, e.CollectionID, until(e.ExpiresAt), e.Maker),
 			locking(e.Lock)}
-	case *store.OfferCancelEffects:
+	case *wallet.OfferCancelEffects:
 		var cids []string
 		for _, o := range e.Offers {
 			cids = append(cids, o.OfferID)
 		}
 		return []string{fmt.Sprintf("cancel offer(s) %s of %s, what they lock back to %s", strings.Join(cids, ", "), e.Maker, e.Maker)}
-	case *store.OfferAcceptEffects:
+	case *wallet.OfferAcceptEffects:
 		out := []string{fmt.Sprintf("sell %d NFT(s) of %s into offer %s of %s at %s %s each, as %s", len(e.Sales), e.CollectionID, e.OfferID, e.Maker, e.Price, e.Currency, e.Seller)}
 		for _, s := range e.Sales {
 			st := s.Settlement

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"marketd/store"
-	"marketd/store/signing"
 	"marketd/store/storetest"
+	"marketd/store/wallet"
 )
 
 // furApes creates the collection "apes" of creator (10 NFTs in CC, 5% royalty) whose NFTs
@@ -158,7 +158,7 @@ func forged(old, new string) func(p *pathProxy, r *http.Request, body []byte, an
 		}
 		tx = bytes.Replace(tx, []byte(old), []byte(new), 1)
 		answer["preparedTransaction"] = base64.StdEncoding.EncodeToString(tx)
-		answer["preparedTransactionHash"] = base64.StdEncoding.EncodeToString(signing.PreparedHash(tx))
+		answer["preparedTransactionHash"] = base64.StdEncoding.EncodeToString(wallet.PreparedHash(tx))
 	}
 }
 

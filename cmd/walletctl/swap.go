@@ -7,11 +7,11 @@ import (
 	"net/url"
 	"time"
 
-	"marketd/store"
+	"marketd/store/wallet"
 )
 
 // swapShortcut runs one of the swap shortcuts as the call or exec it stands for.
-func (w *wallet) swapShortcut(cmd string, args []string) error {
+func (w *cli) swapShortcut(cmd string, args []string) error {
 	usage := func(u string) error { return errors.New("usage: walletctl " + u) }
 	body := func(m map[string]any) string {
 		b, _ := json.Marshal(m)
@@ -91,7 +91,7 @@ func (w *wallet) swapShortcut(cmd string, args []string) error {
 			if err != nil {
 				return err
 			}
-			sell, err := store.ParseInstrument(args[1])
+			sell, err := wallet.ParseInstrument(args[1])
 			if err != nil {
 				return err
 			}

@@ -14,9 +14,8 @@ import (
 	"slices"
 	"strings"
 
-	"marketd/store"
-	"marketd/store/signing"
 	"marketd/store/translog"
+	"marketd/store/wallet"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -42,12 +41,12 @@ type logState struct {
 	Checkpoint string `json:"checkpoint"` // the last signed checkpoint seen
 }
 
-func (w *wallet) receiptsPath() string { return w.keyPath + ".receipts" }
-func (w *wallet) logStatePath() string { return w.keyPath + ".log" }
+func (w *cli) receiptsPath() string { return w.keyPath + ".receipts" }
+func (w *cli) logStatePath() string { return w.keyPath + ".log" }
 
 // keepReceipt appends an execute's receipt, with the hash signed for it, to FILE.receipts,
 // for walletctl verify.
-func (w *wallet) keepReceipt(receipt json.RawMessage, signedHash string) error {
+func (w *cli) keepReceipt(receipt json.RawMessage, signedHash string) error {
 	line, err := json.Marshal(keptReceipt{Server: w.server, Receipt: receipt, Signed: signedHash})
 	if err != nil {
 		return err
@@ -64,7 +63,7 @@ func (w *wallet) keepReceipt(receipt json.RawMessage, signedHash string) error {
 }
 
 // keptReceipts reads the receipts FILE.receipts keeps for this server.
-func (w *wallet) keptReceipts() ([]keptReceipt, error) {
+func (w *cli) keptReceipts() ([]keptReceipt, error) {
 	f, err := os.Open(w.receiptsPath())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -89,7 +88,7 @@ func (w *wallet) keptReceipts() ([]keptReceipt, error) {
 }
 
 // getLog reads a file of the server's log (a path under /log/); anything but 200 is an error.
-func (w *wallet) getLog(path string) ([]byte, error) {
+func (w *cli) getLog(path string) ([]byte, error) {
 	res, err := w.http.Get(w.server + "/log/" + path)
 	if err != nil {
 		return nil, &transportError{server: w.server, err: err}
@@ -105,12 +104,12 @@ func (w *wallet) getLog(path string) ([]byte, error) {
 	return b, nil
 }
 
-func (w *wallet) fetchTile(t tlog.Tile) ([]byte, error) { return w.getLog(translog.TilePath(t)) }
+func (w *cli) fetchTile(t tlog.Tile) ([]byte, error) { return w.getLog(translog.TilePath(t)) }
 
 // checkpoint reads the server's current checkpoint and checks it against what walletctl kept:
 // signed by the pinned key (pinned now if this server is new), and extending the last
 // checkpoint seen. It returns the tree and a function that keeps this checkpoint as the last seen.
-func (w *wallet) checkpoint() (tlog.Tree, func() error, error) {
+func (w *cli) checkpoint() (tlog.Tree, func() error, error) {
 	states := map[string]logState{}
 	if b, err := os.ReadFile(w.logStatePath()); err == nil {
 		if err := json.Unmarshal(b, &states); err != nil {
@@ -186,7 +185,7 @@ func (w *wallet) checkpoint() (tlog.Tree, func() error, error) {
 // key signed, whose signature verifies over the SHA-256 of its bytes; for a kept receipt, the
 // very bytes this key signed for it. One signature commits one update, so no two receipts'
 // entries may hold the same signed transaction.
-func (w *wallet) verify(args []string) error {
+func (w *cli) verify(args []string) error {
 	k, priv, err := w.loadKey()
 	if err != nil {
 		return err
@@ -220,7 +219,7 @@ func (w *wallet) verify(args []string) error {
 
 // verifyReceipt checks one receipt against tree, and returns its update and the hash (base64)
 // of the signed transaction its entry holds.
-func (w *wallet) verifyReceipt(tree tlog.Tree, kept keptReceipt, partyID string, pub ed25519.PublicKey) (update, hash string, err error) {
+func (w *cli) verifyReceipt(tree tlog.Tree, kept keptReceipt, partyID string, pub ed25519.PublicKey) (update, hash string, err error) {
 	var r struct {
 		UpdateID string `json:"updateId"`
 		LogIndex *int64 `json:"logIndex"`
@@ -262,11 +261,11 @@ func (w *wallet) verifyReceipt(tree tlog.Tree, kept keptReceipt, partyID string,
 	case e.CommittedBy != translog.CommittedByParty || !bytes.Equal(e.PublicKey, pub):
 		return "", "", fmt.Errorf("entry %d (update %s) is not signed by this key", n, r.UpdateID)
 	}
-	hash = base64.StdEncoding.EncodeToString(signing.PreparedHash(e.PreparedTransaction))
+	hash = base64.StdEncoding.EncodeToString(wallet.PreparedHash(e.PreparedTransaction))
 	if kept.Signed != "" && hash != kept.Signed {
 		return "", "", fmt.Errorf("entry %d (update %s) holds the transaction of hash %s; this key signed %s for it", n, r.UpdateID, hash, kept.Signed)
 	}
-	d, err := store.DecodePrepared(e.PreparedTransaction)
+	d, err := wallet.DecodePrepared(e.PreparedTransaction)
 	if err != nil {
 		return "", "", fmt.Errorf("entry %d (update %s): %v", n, r.UpdateID, err)
 	}
@@ -281,7 +280,7 @@ func (w *wallet) verifyReceipt(tree tlog.Tree, kept keptReceipt, partyID string,
 }
 
 // audit downloads the whole log and checks every entry's signature and the root hash.
-func (w *wallet) audit() error {
+func (w *cli) audit() error {
 	tree, keep, err := w.checkpoint()
 	if err != nil {
 		return err

@@ -19,9 +19,9 @@ import (
 
 	"marketd/rest"
 	"marketd/store"
-	"marketd/store/signing"
 	"marketd/store/storetest"
 	"marketd/store/translog"
+	"marketd/store/wallet"
 
 	"golang.org/x/mod/sumdb/note"
 	"golang.org/x/mod/sumdb/tlog"
@@ -354,7 +354,7 @@ func TestVerify_AForgedEntryIsRefusedByAuditAndVerify(t *testing.T) {
 				return earlier
 			}, "two updates", "this key signed"},
 			{"a key that is not actAs's", func(genuine, _ *translog.Entry) *translog.Entry {
-				genuine.Signature = ed25519.Sign(other, signing.PreparedHash(genuine.PreparedTransaction))
+				genuine.Signature = ed25519.Sign(other, wallet.PreparedHash(genuine.PreparedTransaction))
 				genuine.PublicKey = other.Public().(ed25519.PublicKey)
 				return genuine
 			}, "not the key of actAs", "not the key of actAs"},

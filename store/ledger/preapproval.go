@@ -6,28 +6,24 @@ import (
 	"errors"
 	"time"
 
+	"marketd/store/wallet"
+
 	"github.com/uptrace/bun"
 )
 
 // TemplatePreapproval is the table of receive-preapprovals.
 const TemplatePreapproval = "preapprovals"
 
-// PreapprovalKind is what a receive-preapproval consents to receive.
-type PreapprovalKind string
+// PreapprovalKind is what a receive-preapproval consents to receive (wallet.PreapprovalKind).
+type PreapprovalKind = wallet.PreapprovalKind
 
 const (
-	PreapprovalNFT   PreapprovalKind = "nft"
-	PreapprovalUSDCx PreapprovalKind = "usdcx"
+	PreapprovalNFT   = wallet.PreapprovalNFT
+	PreapprovalUSDCx = wallet.PreapprovalUSDCx
 )
 
 // ParsePreapprovalKind accepts "nft" or "usdcx".
-func ParsePreapprovalKind(s string) (PreapprovalKind, error) {
-	switch PreapprovalKind(s) {
-	case PreapprovalNFT, PreapprovalUSDCx:
-		return PreapprovalKind(s), nil
-	}
-	return "", Errorf(CodeInvalidRequest, "kind must be \"nft\" or \"usdcx\", not %q", Truncate(s, 40))
-}
+func ParsePreapprovalKind(s string) (PreapprovalKind, error) { return wallet.ParsePreapprovalKind(s) }
 
 // Preapproval is a party's consent, until ExpiresAt, to be credited NFTs or USDCx by
 // transactions other parties sign.

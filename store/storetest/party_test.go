@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"marketd/store"
-	"marketd/store/signing"
 	"marketd/store/storetest"
+	"marketd/store/wallet"
 )
 
 // Onboard gives a party the ledger knows under the id its key and hint derive, holding that
@@ -17,7 +17,7 @@ func TestOnboard_APartyTheLedgerKnowsByItsKeyThatTapsAndSignsIn(t *testing.T) {
 		ctx := context.Background()
 		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
 		alice := storetest.Onboard(t, s, "alice")
-		if want := signing.PartyIDFor("alice", alice.Public()); alice.ID != want {
+		if want := wallet.PartyIDFor("alice", alice.Public()); alice.ID != want {
 			t.Fatalf("party id %s, want %s", alice.ID, want)
 		}
 		onLedger, err := s.Party(ctx, alice.ID)

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 // forgery is a log a test builds entry by entry, served from memory.
@@ -22,7 +22,7 @@ type forgery struct {
 // signedEntry is an entry of a transaction of kind that key signs as actAs for network.
 func signedEntry(t *testing.T, id, kind, actAs, network string, priv ed25519.PrivateKey, nonce string) *Entry {
 	t.Helper()
-	tx, _ := json.Marshal(map[string]any{"scheme": signing.HashingScheme, "network": network, "kind": kind, "actAs": actAs, "nonce": nonce,
+	tx, _ := json.Marshal(map[string]any{"scheme": wallet.HashingScheme, "network": network, "kind": kind, "actAs": actAs, "nonce": nonce,
 		"preparedAt": 1, "expiresAt": 2, "effects": map[string]any{}})
 	sum := sha256.Sum256(tx)
 	return &Entry{UpdateID: id, Kind: kind, ActAs: actAs, RecordedAt: "2026-11-28T00:00:00Z", CommittedBy: CommittedByParty,
@@ -80,7 +80,7 @@ func (f *forgery) tree(t *testing.T) (tlog.Tree, Fetch) {
 func TestAudit_RefusesAnEntryNotTiedToItsSigner(t *testing.T) {
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
 	_, other, _ := ed25519.GenerateKey(rand.Reader)
-	alice := signing.PartyIDFor("alice", pub)
+	alice := wallet.PartyIDFor("alice", pub)
 	genuine := func(t *testing.T) *forgery {
 		f := &forgery{}
 		f.add(t, signedEntry(t, "u1", "wallet.tap", alice, "devnet", priv, "n1"))

@@ -23,7 +23,7 @@ import (
 
 	"golang.org/x/mod/sumdb/tlog"
 
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 // TileHeight is the height of every hash tile: a full tile holds 256 hashes.
@@ -120,7 +120,7 @@ func (e *Entry) Check() error {
 			return fmt.Errorf("log entry %s: the signature does not verify over the SHA-256 of preparedTransaction", e.UpdateID)
 		}
 		hint, _, _ := strings.Cut(e.ActAs, "::")
-		if signing.PartyIDFor(hint, e.PublicKey) != e.ActAs {
+		if wallet.PartyIDFor(hint, e.PublicKey) != e.ActAs {
 			return fmt.Errorf("log entry %s: publicKey is not the key of actAs %s", e.UpdateID, e.ActAs)
 		}
 		env, err := e.Signed()

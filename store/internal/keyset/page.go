@@ -13,11 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"marketd/store/wallet"
 )
 
 const (
 	DefaultPageSize = 20
-	MaxPageSize     = 100
+	MaxPageSize     = wallet.MaxPageSize // the limit a wallet asks its pages of
 )
 
 // Request asks for one page of a list: up to Limit items after the position Cursor names,

@@ -10,7 +10,7 @@ import (
 	"encoding/base64"
 	"testing"
 
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 // Key is a fresh Ed25519 key pair, known to no ledger until a test onboards it.
@@ -32,7 +32,7 @@ func (k Key) Public() ed25519.PublicKey { return k.Private.Public().(ed25519.Pub
 func (k Key) PublicBase64() string { return base64.StdEncoding.EncodeToString(k.Public()) }
 
 // PartyID is the id the ledger gives this key onboarded with hint.
-func (k Key) PartyID(hint string) string { return signing.PartyIDFor(hint, k.Public()) }
+func (k Key) PartyID(hint string) string { return wallet.PartyIDFor(hint, k.Public()) }
 
 // Sign signs msg: a prepared transaction's hash, or a sign-in challenge's text.
 func (k Key) Sign(msg []byte) []byte { return ed25519.Sign(k.Private, msg) }

@@ -1,4 +1,4 @@
-package signing
+package wallet
 
 import (
 	"crypto/ed25519"

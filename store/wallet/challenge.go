@@ -1,7 +1,4 @@
-// Package signing is what a wallet and the service must agree on byte for byte: party ids,
-// the sign-in challenge text, and how a prepared transaction is hashed. The wallet
-// (cmd/walletctl) and the store both use it, so neither can drift from the other.
-package signing
+package wallet
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package signing_test
+package wallet_test
 
 import (
 	"crypto/ed25519"
@@ -6,20 +6,20 @@ import (
 	"testing"
 	"time"
 
-	"marketd/store/signing"
+	"marketd/store/wallet"
 )
 
 // testChallenges are challenges as the service issues them, with and without a statement,
 // on whole seconds and with a fraction.
-func testChallenges() []signing.Challenge {
+func testChallenges() []wallet.Challenge {
 	pub := make(ed25519.PublicKey, ed25519.PublicKeySize)
 	for i := range pub {
 		pub[i] = byte(i)
 	}
 	issued := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	base := signing.Challenge{
+	base := wallet.Challenge{
 		Domain:    "localhost:8080",
-		PartyID:   signing.PartyIDFor("alice", pub),
+		PartyID:   wallet.PartyIDFor("alice", pub),
 		URI:       "http://localhost:8080",
 		Version:   "1",
 		Network:   "devnet",
@@ -36,13 +36,13 @@ func testChallenges() []signing.Challenge {
 	unicode := withStatement
 	unicode.Statement = "Connexion à la place de marché ✓"
 	unicode.Network = "mainnet"
-	return []signing.Challenge{base, withStatement, fraction, unicode}
+	return []wallet.Challenge{base, withStatement, fraction, unicode}
 }
 
 func TestParseChallenge_RoundTrip(t *testing.T) {
 	for _, c := range testChallenges() {
 		text := c.Text()
-		got, err := signing.ParseChallenge(text)
+		got, err := wallet.ParseChallenge(text)
 		if err != nil {
 			t.Fatalf("ParseChallenge(%q): %v", text, err)
 		}
@@ -119,7 +119,7 @@ func TestParseChallenge_RejectsWhatTextNeverProduces(t *testing.T) {
 	}
 	for name, text := range cases {
 		t.Run(name, func(t *testing.T) {
-			if c, err := signing.ParseChallenge(text); err == nil {
+			if c, err := wallet.ParseChallenge(text); err == nil {
 				t.Fatalf("ParseChallenge accepted %q as %+v", text, c)
 			}
 		})
@@ -134,14 +134,14 @@ func FuzzParseChallenge(f *testing.F) {
 	f.Add("\n\n\n\n\n\n\n\n")
 	f.Add("\n\n\n\n\n\n\n\n\n\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		c, err := signing.ParseChallenge(text)
+		c, err := wallet.ParseChallenge(text)
 		if err != nil {
 			return
 		}
 		if got := c.Text(); got != text {
 			t.Fatalf("ParseChallenge accepted a text that Text does not reproduce:\n in %q\nout %q", text, got)
 		}
-		if again, err := signing.ParseChallenge(c.Text()); err != nil || again.Text() != text {
+		if again, err := wallet.ParseChallenge(c.Text()); err != nil || again.Text() != text {
 			t.Fatalf("the parsed challenge does not parse again: %v", err)
 		}
 	})

@@ -1,4 +1,4 @@
-package ledger
+package wallet
 
 import (
 	"math/rand/v2"
