@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 )
 
@@ -83,41 +84,6 @@ func TestAdminUsers_CreateChecksInputAndStoresOnlyAnArgon2idHash(t *testing.T) {
 	})
 }
 
-func TestAdminSessionStore_KeepsDataUntilExpiry(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
-		ctx := context.Background()
-		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
-		st := s.AdminSessions()
-		if _, found, err := st.Find("nope"); found || err != nil {
-			t.Fatalf("find of nothing: %v %v", found, err)
-		}
-		if err := st.Commit("tok", []byte("one"), time.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Commit("tok", []byte("two"), time.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		if b, found, err := st.Find("tok"); !found || err != nil || string(b) != "two" {
-			t.Fatalf("find: %q %v %v", b, found, err)
-		}
-		if err := st.Commit("old", []byte("x"), time.Now().Add(-time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		if _, found, _ := st.Find("old"); found {
-			t.Errorf("an expired session was found")
-		}
-		if n, err := s.PruneAdminSessions(ctx); err != nil || n != 1 {
-			t.Errorf("prune: %d %v, want 1", n, err)
-		}
-		if err := st.Delete("tok"); err != nil {
-			t.Fatal(err)
-		}
-		if _, found, _ := st.Find("tok"); found {
-			t.Errorf("a deleted session was found")
-		}
-	})
-}
-
 func TestAdminSessionStore_KeepsOnlyAHashOfEachTokenAndFindsItAfterARestart(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
@@ -125,7 +91,7 @@ func TestAdminSessionStore_KeepsOnlyAHashOfEachTokenAndFindsItAfterARestart(t *t
 		raw := make([]byte, 32) // a token as scs makes one: 32 random bytes, base64url
 		rand.Read(raw)
 		token := base64.RawURLEncoding.EncodeToString(raw)
-		if err := s.AdminSessions().Commit(token, []byte("support's session"), time.Now().Add(time.Hour)); err != nil {
+		if err := admin.New(s).Sessions().Commit(token, []byte("support's session"), time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		tables, err := s.TableValues(ctx)
@@ -152,7 +118,7 @@ func TestAdminSessionStore_KeepsOnlyAHashOfEachTokenAndFindsItAfterARestart(t *t
 			base64.RawURLEncoding.EncodeToString(h[:]), []byte("from before"), time.Now().Add(time.Hour).UnixMicro()); err != nil {
 			t.Fatal(err)
 		}
-		again := b.Reopen(t, s.Config()).AdminSessions() // another instance, after a restart
+		again := admin.New(b.Reopen(t, s.Config())).Sessions() // another instance, after a restart
 		if data, found, err := again.Find(token); !found || err != nil || string(data) != "support's session" {
 			t.Errorf("the session after a restart: %q %v %v", data, found, err)
 		}

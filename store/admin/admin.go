@@ -1,0 +1,13 @@
+// Package admin holds the admin console's data: its sign-in throttle and its browser
+// sessions (an scs store). It builds on the store's exported core (store/core.go: the
+// databases, the clock) and reads and writes only the console's own tables; the store never
+// imports it, so the direction is admin to store.
+package admin
+
+import "marketd/store"
+
+// Console is the admin console's data over one store.
+type Console struct{ s *store.Store }
+
+// New returns the console's data kept in s.
+func New(s *store.Store) *Console { return &Console{s} }
