@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 )
 
@@ -120,7 +121,7 @@ func newOfferBook(t *testing.T, e *consoleEnv) *offerBook {
 func offerConsole(t *testing.T, b storetest.Backend) (*consoleEnv, *offerBook, *browserless) {
 	t.Helper()
 	e := newConsoleEnv(t, b)
-	e.user("watcher", store.RoleViewer)
+	e.user("watcher", admin.RoleViewer)
 	ob := newOfferBook(t, e)
 	c := e.client()
 	c.mustLogin("watcher")

@@ -61,7 +61,7 @@ type Config struct {
 // Console serves the admin console.
 type Console struct {
 	store    *store.Store
-	admin    *admin.Console // the console's data: its sign-in throttle and sessions
+	admin    *admin.Console // the console's data: its users, sign-in throttle and sessions
 	cfg      Config
 	log      *slog.Logger
 	sessions *scs.SessionManager
@@ -172,12 +172,12 @@ func securityHeaders(next http.Handler) http.Handler {
 // viewer is the signed-in console user of a request.
 type viewer struct {
 	Name string
-	Role store.AdminRole
+	Role admin.Role
 	CSRF string
 	Path string // the page's path, for the navigation
 }
 
-func (v *viewer) CanAct() bool { return v != nil && v.Role == store.RoleOperator }
+func (v *viewer) CanAct() bool { return v != nil && v.Role == admin.RoleOperator }
 
 // Session keys.
 const (
@@ -211,7 +211,7 @@ func (c *Console) user(h userHandler) http.Handler {
 		case now.Sub(seenAt) >= c.cfg.IdleTimeout:
 			why = "Your session was idle too long; sign in again."
 		}
-		u, err := c.store.AdminUserByName(ctx, name)
+		u, err := c.admin.UserByName(ctx, name)
 		switch {
 		case store.ErrorCode(err) == store.CodeNotFound:
 			why = "Your user no longer exists."
@@ -317,7 +317,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusTooManyRequests, loginView(form))
 		return
 	}
-	u, err := c.store.AdminLogin(ctx, name, password)
+	u, err := c.admin.Login(ctx, name, password)
 	if err != nil {
 		status := http.StatusUnauthorized
 		form.Error = "Wrong user name or password, or the user is disabled."
