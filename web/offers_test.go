@@ -263,7 +263,7 @@ func TestParty_ShowsItsOpenOffersAndItsAccepts(t *testing.T) {
 func TestMarket_SalesChartCountsAcceptsAsSales(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e, _, c := offerConsole(t, b) // two accepts at 12:00, the clock now at 14:00
-		sales, err := e.store.SalesPerHour(context.Background(), 24)
+		sales, err := admin.New(e.store).SalesPerHour(context.Background(), 24)
 		if err != nil {
 			t.Fatal(err)
 		}

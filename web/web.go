@@ -61,7 +61,7 @@ type Config struct {
 // Console serves the admin console.
 type Console struct {
 	store    *store.Store
-	admin    *admin.Console // the console's data: its users, sign-in throttle and sessions
+	admin    *admin.Console // the console's data: its users, sign-in throttle, sessions and charts
 	cfg      Config
 	log      *slog.Logger
 	sessions *scs.SessionManager
