@@ -11,7 +11,8 @@ import (
 // capabilities they need of the store and nothing else. A part package imports the store;
 // the store never imports a part. Keep it narrow: a database handle or a hook, never *Tx.
 
-// ReadDB is the database the store reads from, for a part's reads of its own tables.
+// ReadDB is the database the store reads from, for a part's reads (store/admin's charts read
+// the market's tables through it).
 func (s *Store) ReadDB() bun.IDB { return s.db }
 
 // WriteDB is the database the store writes to (on SQLite its one writing connection), for a
