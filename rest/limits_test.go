@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 )
 
@@ -123,7 +124,7 @@ func TestLimits_RefusalsAreCountedByScopeInTheStore(t *testing.T) {
 		if err := a.store.FlushRefusals(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		c, err := a.store.RefusalsPerMinute(context.Background(), 1)
+		c, err := admin.New(a.store).RefusalsPerMinute(context.Background(), 1)
 		if err != nil {
 			t.Fatal(err)
 		}

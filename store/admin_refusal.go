@@ -120,8 +120,9 @@ func (s *Store) closeRefusals(ctx context.Context) error {
 	return s.FlushRefusals(ctx)
 }
 
-// pruneRefusals removes the counts older than refusalRetention.
-func (s *Store) pruneRefusals(ctx context.Context) error {
+// PruneRefusals removes the counts older than refusalRetention (the console prunes them
+// with its sessions: admin.Console.PruneSessions).
+func (s *Store) PruneRefusals(ctx context.Context) error {
 	_, err := s.wdb.NewDelete().Model((*RateLimitRefusal)(nil)).
 		Where("minute < ?", s.now().Add(-refusalRetention).UnixMicro()).Exec(ctx)
 	return err

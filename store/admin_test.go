@@ -12,111 +12,9 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 )
-
-func TestAdminUsers_CreateChecksInputAndStoresOnlyAnArgon2idHash(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
-		ctx := context.Background()
-		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
-		const pw = "correct horse battery"
-		for _, tc := range []struct {
-			name, user string
-			role       store.AdminRole
-			pw         string
-			code       store.Code
-		}{
-			{"bad name", "Ada Lovelace", store.RoleOperator, pw, store.CodeInvalidRequest},
-			{"empty name", "", store.RoleOperator, pw, store.CodeInvalidRequest},
-			{"bad role", "ada", "root", pw, store.CodeInvalidRequest},
-			{"short password", "ada", store.RoleOperator, "short", store.CodeInvalidRequest},
-			{"two-line password", "ada", store.RoleOperator, "first line\nsecond line", store.CodeInvalidRequest},
-		} {
-			if _, err := s.CreateAdminUser(ctx, tc.user, tc.role, tc.pw, cli); store.ErrorCode(err) != tc.code {
-				t.Errorf("%s: %v, want %s", tc.name, err, tc.code)
-			}
-		}
-		if us, _ := s.AdminUsers(ctx); len(us) != 0 {
-			t.Fatalf("refused input created users: %v", us)
-		}
-		u, err := s.CreateAdminUser(ctx, "ada", store.RoleOperator, pw, cli)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.HasPrefix(u.PasswordHash, "$argon2id$v=19$m=19456,t=2,p=1$") || strings.Contains(u.PasswordHash, pw) {
-			t.Errorf("stored hash %q", u.PasswordHash)
-		}
-		if _, err := s.CreateAdminUser(ctx, "ada", store.RoleViewer, pw, cli); store.ErrorCode(err) != store.CodeConflict {
-			t.Errorf("a taken name: %v, want conflict", err)
-		}
-		if got, err := s.AdminLogin(ctx, "ada", pw); err != nil || got.Role != store.RoleOperator {
-			t.Errorf("login: %v %v", got, err)
-		}
-		for _, wrong := range []string{"", pw + " ", "correct horse batterY"} {
-			if _, err := s.AdminLogin(ctx, "ada", wrong); store.ErrorCode(err) != store.CodeUnauthenticated {
-				t.Errorf("login with %q: %v, want unauthenticated", wrong, err)
-			}
-		}
-		if err := s.DisableAdminUser(ctx, "ada", cli); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.ResetAdminPassword(ctx, "ada", "another long password", cli); err != nil {
-			t.Fatal(err)
-		}
-		es, err := s.AuditLog(ctx, "cli:root", 10)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, e := range es {
-			got = append(got, e.Action+" "+e.Target+" "+e.Addr)
-		}
-		if want := []string{"reset-user ada local", "disable-user ada local", "create-user ada local"}; strings.Join(got, "|") != strings.Join(want, "|") {
-			t.Errorf("audit of user management: %q, want %q", got, want)
-		}
-		if err := s.ResetAdminPassword(ctx, "nobody", pw, cli); store.ErrorCode(err) != store.CodeNotFound {
-			t.Errorf("reset of nobody: %v", err)
-		}
-		if err := s.DisableAdminUser(ctx, "nobody", cli); store.ErrorCode(err) != store.CodeNotFound {
-			t.Errorf("disable of nobody: %v", err)
-		}
-	})
-}
-
-func TestAdminSessionStore_KeepsDataUntilExpiry(t *testing.T) {
-	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
-		ctx := context.Background()
-		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
-		st := s.AdminSessions()
-		if _, found, err := st.Find("nope"); found || err != nil {
-			t.Fatalf("find of nothing: %v %v", found, err)
-		}
-		if err := st.Commit("tok", []byte("one"), time.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		if err := st.Commit("tok", []byte("two"), time.Now().Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		if b, found, err := st.Find("tok"); !found || err != nil || string(b) != "two" {
-			t.Fatalf("find: %q %v %v", b, found, err)
-		}
-		if err := st.Commit("old", []byte("x"), time.Now().Add(-time.Second)); err != nil {
-			t.Fatal(err)
-		}
-		if _, found, _ := st.Find("old"); found {
-			t.Errorf("an expired session was found")
-		}
-		if n, err := s.PruneAdminSessions(ctx); err != nil || n != 1 {
-			t.Errorf("prune: %d %v, want 1", n, err)
-		}
-		if err := st.Delete("tok"); err != nil {
-			t.Fatal(err)
-		}
-		if _, found, _ := st.Find("tok"); found {
-			t.Errorf("a deleted session was found")
-		}
-	})
-}
 
 func TestAdminSessionStore_KeepsOnlyAHashOfEachTokenAndFindsItAfterARestart(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
@@ -125,7 +23,7 @@ func TestAdminSessionStore_KeepsOnlyAHashOfEachTokenAndFindsItAfterARestart(t *t
 		raw := make([]byte, 32) // a token as scs makes one: 32 random bytes, base64url
 		rand.Read(raw)
 		token := base64.RawURLEncoding.EncodeToString(raw)
-		if err := s.AdminSessions().Commit(token, []byte("support's session"), time.Now().Add(time.Hour)); err != nil {
+		if err := admin.New(s).Sessions().Commit(token, []byte("support's session"), time.Now().Add(time.Hour)); err != nil {
 			t.Fatal(err)
 		}
 		tables, err := s.TableValues(ctx)
@@ -152,7 +50,7 @@ func TestAdminSessionStore_KeepsOnlyAHashOfEachTokenAndFindsItAfterARestart(t *t
 			base64.RawURLEncoding.EncodeToString(h[:]), []byte("from before"), time.Now().Add(time.Hour).UnixMicro()); err != nil {
 			t.Fatal(err)
 		}
-		again := b.Reopen(t, s.Config()).AdminSessions() // another instance, after a restart
+		again := admin.New(b.Reopen(t, s.Config())).Sessions() // another instance, after a restart
 		if data, found, err := again.Find(token); !found || err != nil || string(data) != "support's session" {
 			t.Errorf("the session after a restart: %q %v %v", data, found, err)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"marketd/rest"
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 	"marketd/web"
 )
@@ -152,8 +153,8 @@ func browserConsole(t *testing.T, browser context.Context, b storetest.Backend) 
 	{
 		e := newConsoleEnv(t, b, func(rc *rest.Config, _ *web.Config) { rc.RateRead = 10 })
 		dir := artifactsDir(t, "admin-console-"+b.Name)
-		e.user("ops", store.RoleOperator)
-		e.user("watcher", store.RoleViewer)
+		e.user("ops", admin.RoleOperator)
+		e.user("watcher", admin.RoleViewer)
 		if _, err := e.store.SeedDemo(context.Background(), store.DemoOptions{NFTs: 24, Seed: 5}); err != nil {
 			t.Fatal(err) // a small market, so the listing and ledger pages have something to show
 		}

@@ -14,6 +14,7 @@ import (
 
 	"marketd/rest"
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 	"marketd/web"
 )
@@ -39,7 +40,7 @@ func TestConsole_EveryPageWithoutSessionRedirectsToLogin(t *testing.T) {
 func TestLogin_WrongPasswordIsRefusedAndOpensNoSession(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b)
-		e.user("ops", store.RoleOperator)
+		e.user("ops", admin.RoleOperator)
 		c := e.client()
 		for _, tc := range []struct{ name, user, pw string }{
 			{"wrong password", "ops", "not the password at all"},
@@ -64,8 +65,8 @@ func TestLogin_WrongPasswordIsRefusedAndOpensNoSession(t *testing.T) {
 func TestLogin_ThrottledPerUserAndPerAddress(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b, func(_ *rest.Config, wc *web.Config) { wc.LoginPerUser, wc.LoginPerAddr = 3, 6 })
-		e.user("ops", store.RoleOperator)
-		e.user("other", store.RoleViewer)
+		e.user("ops", admin.RoleOperator)
+		e.user("other", admin.RoleViewer)
 		c := e.client()
 		for i := range 3 {
 			if p := c.login("ops", "wrong password "+string(rune('a'+i))); p.status != http.StatusUnauthorized {
@@ -94,7 +95,7 @@ func TestLogin_ThrottledPerUserAndPerAddress(t *testing.T) {
 func TestSession_IdleTimeoutSignsOut(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b, func(_ *rest.Config, wc *web.Config) { wc.IdleTimeout = 30 * time.Minute })
-		e.user("ops", store.RoleOperator)
+		e.user("ops", admin.RoleOperator)
 		c := e.client()
 		c.mustLogin("ops")
 		e.clock.Advance(29 * time.Minute)
@@ -121,7 +122,7 @@ func TestSession_IdleTimeoutSignsOut(t *testing.T) {
 func TestSession_AbsoluteTimeoutSignsOut(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b, func(_ *rest.Config, wc *web.Config) { wc.IdleTimeout, wc.Lifetime = 30*time.Minute, 2*time.Hour })
-		e.user("ops", store.RoleOperator)
+		e.user("ops", admin.RoleOperator)
 		c := e.client()
 		c.mustLogin("ops")
 		for i := range 5 { // busy every 20 minutes: 100 minutes in
@@ -141,7 +142,7 @@ func TestSession_AbsoluteTimeoutSignsOut(t *testing.T) {
 func TestLogin_FreshSessionTokenAndLogout(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b)
-		e.user("ops", store.RoleOperator)
+		e.user("ops", admin.RoleOperator)
 		c := e.client()
 		c.get("/admin/sessions") // leaves a flash: an anonymous session exists
 		u, _ := url.Parse(e.url + "/admin/")
@@ -171,7 +172,7 @@ func TestLogin_FreshSessionTokenAndLogout(t *testing.T) {
 func TestLogin_CookieFlags(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b, func(_ *rest.Config, wc *web.Config) { wc.Dev = false })
-		e.user("ops", store.RoleOperator)
+		e.user("ops", admin.RoleOperator)
 		form := url.Values{"username": {"ops"}, "password": {testPassword}}
 		req, _ := http.NewRequest("POST", e.url+"/admin/login", strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -195,11 +196,11 @@ func TestLogin_DisabledUserIsRefusedAndSignedOut(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
 		e := newConsoleEnv(t, b)
-		e.user("ops", store.RoleOperator)
-		e.user("gone", store.RoleOperator)
+		e.user("ops", admin.RoleOperator)
+		e.user("gone", admin.RoleOperator)
 		open := e.client()
 		open.mustLogin("ops")
-		if err := e.store.DisableAdminUser(ctx, "ops", cli); err != nil {
+		if err := admin.New(e.store).DisableUser(ctx, "ops", cli); err != nil {
 			t.Fatal(err)
 		}
 		if p := open.get("/admin/sessions"); !toLogin(p) {
@@ -208,14 +209,14 @@ func TestLogin_DisabledUserIsRefusedAndSignedOut(t *testing.T) {
 		if p := e.client().login("ops", testPassword); p.status != http.StatusUnauthorized {
 			t.Fatalf("a disabled user's login: %d, want 401", p.status)
 		}
-		if err := e.store.DisableAdminUser(ctx, "ops", cli); store.ErrorCode(err) != store.CodeConflict {
+		if err := admin.New(e.store).DisableUser(ctx, "ops", cli); store.ErrorCode(err) != store.CodeConflict {
 			t.Errorf("disable twice: %v, want conflict", err)
 		}
 		// A reset enables the user again with the new password, and ends older sessions.
 		other := e.client()
 		other.mustLogin("gone")
 		e.clock.Advance(time.Second)
-		if err := e.store.ResetAdminPassword(ctx, "gone", "a brand new password", cli); err != nil {
+		if err := admin.New(e.store).ResetPassword(ctx, "gone", "a brand new password", cli); err != nil {
 			t.Fatal(err)
 		}
 		if p := other.get("/admin/sessions"); !toLogin(p) {
@@ -233,7 +234,7 @@ func TestLogin_DisabledUserIsRefusedAndSignedOut(t *testing.T) {
 func TestRevoke_RefusesEveryTokenOfTheSessionAndIsAudited(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b)
-		e.user("ops", store.RoleOperator)
+		e.user("ops", admin.RoleOperator)
 		alice := e.signInParty("alice")
 		bob := e.signInParty("bob")
 		c := e.client()
@@ -282,7 +283,7 @@ func TestRevoke_RefusesEveryTokenOfTheSessionAndIsAudited(t *testing.T) {
 func TestViewer_SeesNoActionsAndForgedActionsAreRefused(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b, func(rc *rest.Config, _ *web.Config) { rc.RateRead = 100 })
-		e.user("watcher", store.RoleViewer)
+		e.user("watcher", admin.RoleViewer)
 		alice := e.signInParty("alice")
 		e.restStatus("GET", "/api/auth/me", alice.token, nil)
 		c := e.client()
@@ -313,7 +314,7 @@ func TestViewer_SeesNoActionsAndForgedActionsAreRefused(t *testing.T) {
 func TestCSRF_FormsWithoutTheTokenOrFromAnotherSiteAreRefused(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b)
-		e.user("ops", store.RoleOperator)
+		e.user("ops", admin.RoleOperator)
 		alice := e.signInParty("alice")
 		c := e.client()
 		c.mustLogin("ops")
@@ -355,7 +356,7 @@ func TestCSRF_FormsWithoutTheTokenOrFromAnotherSiteAreRefused(t *testing.T) {
 func TestRateLimits_ShowsDrainedBucketAndResetIsAudited(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b, func(rc *rest.Config, _ *web.Config) { rc.RateRead = 5 })
-		e.user("ops", store.RoleOperator)
+		e.user("ops", admin.RoleOperator)
 		for range 7 {
 			e.restStatus("GET", "/api/auth/me", "", nil)
 		}
@@ -408,7 +409,7 @@ func TestListings_FilterByCollectionSellerStateAndDetailWithHistory(t *testing.T
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
 		e := newConsoleEnv(t, b)
-		e.user("watcher", store.RoleViewer)
+		e.user("watcher", admin.RoleViewer)
 		sum, err := e.store.SeedDemo(ctx, store.DemoOptions{NFTs: 40, Seed: 3})
 		if err != nil {
 			t.Fatal(err)
@@ -484,7 +485,7 @@ func TestLedger_ShowsUpdatesAndPreparedTransactionsWithTheirState(t *testing.T) 
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		ctx := context.Background()
 		e := newConsoleEnv(t, b)
-		e.user("watcher", store.RoleViewer)
+		e.user("watcher", admin.RoleViewer)
 		alice := e.signInParty("alice") // one executed onboarding
 		carol := storetest.NewKey()
 		if _, err := e.store.PrepareOnboarding(ctx, carol.Public(), "carol"); err != nil { // prepared, never executed
@@ -518,7 +519,7 @@ func TestLedger_ShowsUpdatesAndPreparedTransactionsWithTheirState(t *testing.T) 
 func TestLogin_ThrottleHoldsAcrossInstances(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b, func(_ *rest.Config, wc *web.Config) { wc.LoginPerUser, wc.LoginPerAddr = 3, 100 })
-		e.user("ops", store.RoleOperator)
+		e.user("ops", admin.RoleOperator)
 		other, err := store.Open(context.Background(), e.store.Config()) // a second instance
 		if err != nil {
 			t.Fatal(err)

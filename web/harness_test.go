@@ -17,6 +17,7 @@ import (
 
 	"marketd/rest"
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 	"marketd/web"
 )
@@ -59,9 +60,9 @@ func newConsoleEnv(t *testing.T, b storetest.Backend, opts ...envOption) *consol
 const testPassword = "a long enough password"
 
 // user creates a console user with testPassword.
-func (e *consoleEnv) user(name string, role store.AdminRole) {
+func (e *consoleEnv) user(name string, role admin.Role) {
 	e.t.Helper()
-	if _, err := e.store.CreateAdminUser(context.Background(), name, role, testPassword, cli); err != nil {
+	if _, err := admin.New(e.store).CreateUser(context.Background(), name, role, testPassword, cli); err != nil {
 		e.t.Fatal(err)
 	}
 }

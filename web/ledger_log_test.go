@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 )
 
@@ -15,7 +15,7 @@ import (
 func TestLedger_ShowsEachUpdatesLogIndex(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b)
-		e.user("watcher", store.RoleViewer)
+		e.user("watcher", admin.RoleViewer)
 		e.signInParty("alice")
 		c := e.client()
 		c.mustLogin("watcher")

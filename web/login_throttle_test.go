@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"marketd/rest"
-	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/clientaddr"
 	"marketd/store/storetest"
 	"marketd/web"
@@ -41,8 +41,8 @@ func TestLogin_GuessesFromOneClientNeverLockTheUserOutOfAnother(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := newConsoleEnv(t, b, func(_ *rest.Config, wc *web.Config) { wc.TrustedProxies = proxies })
-		e.user("ada", store.RoleOperator)
-		e.user("bea", store.RoleViewer)
+		e.user("ada", admin.RoleOperator)
+		e.user("bea", admin.RoleViewer)
 		a := e.viaProxy("203.0.113.7")
 		for i := range 25 {
 			p := a.login("ada", "wrong password "+string(rune('a'+i)))
@@ -73,7 +73,7 @@ func TestLogin_GuessesFromOneClientNeverLockTheUserOutOfAnother(t *testing.T) {
 func TestLogin_UntrustedForwardedForIsNotTheClient(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b, func(_ *rest.Config, wc *web.Config) { wc.LoginPerUser, wc.LoginPerAddr = 3, 6 })
-		e.user("ada", store.RoleOperator)
+		e.user("ada", admin.RoleOperator)
 		for i := range 6 {
 			c := e.viaProxy("198.51.100." + string(rune('1'+i)))
 			if p := c.login("ada", "wrong password"); p.status != http.StatusUnauthorized && p.status != http.StatusTooManyRequests {

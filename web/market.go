@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/admin"
 )
 
 // The landing page's windows: sales by the hour over a day, the rest by the minute over an hour.
@@ -19,10 +20,10 @@ const (
 type marketModel struct {
 	Page         pageModel
 	Now          time.Time
-	Sales        *store.SalesChart
-	Fills        *store.CountChart
-	SignIns      *store.CountChart
-	Refusals     *store.ScopedChart
+	Sales        *admin.SalesChart
+	Fills        *admin.CountChart
+	SignIns      *admin.CountChart
+	Refusals     *admin.ScopedChart
 	OpenSessions int64
 }
 
@@ -32,11 +33,11 @@ func (c *Console) marketPage(w http.ResponseWriter, r *http.Request, u *viewer) 
 	ctx := r.Context()
 	v := marketModel{Page: c.page(r, u, "Market at a glance"), Now: c.store.Now()}
 	var err error
-	if v.Sales, err = c.store.SalesPerHour(ctx, salesHours); err == nil {
-		if v.Fills, err = c.store.SwapFillsPerMinute(ctx, recentMinutes); err == nil {
-			if v.SignIns, err = c.store.SignInsPerMinute(ctx, recentMinutes); err == nil {
-				if v.Refusals, err = c.store.RefusalsPerMinute(ctx, recentMinutes); err == nil {
-					v.OpenSessions, err = c.store.OpenSessions(ctx)
+	if v.Sales, err = c.admin.SalesPerHour(ctx, salesHours); err == nil {
+		if v.Fills, err = c.admin.SwapFillsPerMinute(ctx, recentMinutes); err == nil {
+			if v.SignIns, err = c.admin.SignInsPerMinute(ctx, recentMinutes); err == nil {
+				if v.Refusals, err = c.admin.RefusalsPerMinute(ctx, recentMinutes); err == nil {
+					v.OpenSessions, err = c.admin.OpenSessions(ctx)
 				}
 			}
 		}
@@ -49,7 +50,7 @@ func (c *Console) marketPage(w http.ResponseWriter, r *http.Request, u *viewer) 
 }
 
 // bucketLabels names each bucket by its start, UTC: "14:05".
-func bucketLabels(b store.TimeBuckets) []string {
+func bucketLabels(b admin.TimeBuckets) []string {
 	ls := make([]string, b.N)
 	for i := range ls {
 		ls[i] = b.At(i).UTC().Format("15:04")
@@ -91,14 +92,14 @@ func volume(v float64) string {
 
 // timeAxis is a chart over b whose x axis labels every bucket that starts a whole multiple
 // of every buckets (10 minutes, 3 hours), so the labels fall on round times.
-func timeAxis(id, title, unit string, b store.TimeBuckets, every int) chart {
+func timeAxis(id, title, unit string, b admin.TimeBuckets, every int) chart {
 	period := int64(every) * b.Width.Microseconds()
 	late := b.Start.UnixMicro() % period
 	first := int((period - late) % period / b.Width.Microseconds())
 	return chart{ID: id, Title: title, Unit: unit, Labels: bucketLabels(b), Ticks: every, First: first, Counts: true, Format: whole}
 }
 
-func countChart(id, title, unit string, b store.TimeBuckets, every int, counts []int64) chart {
+func countChart(id, title, unit string, b admin.TimeBuckets, every int, counts []int64) chart {
 	c := timeAxis(id, title, unit, b, every)
 	c.Series = []chartSeries{{Name: unit, Values: floats(counts)}}
 	return c

@@ -15,6 +15,7 @@ import (
 
 	"marketd/rest"
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 	"marketd/web"
 )
@@ -53,7 +54,7 @@ func browserMarket(t *testing.T, browser context.Context, b storetest.Backend) {
 	ctx := context.Background()
 	e := newConsoleEnv(t, b, func(rc *rest.Config, wc *web.Config) { rc.RateRead = 3; wc.LoginPerUser = 2 })
 	dir := artifactsDir(t, "admin-console-"+b.Name)
-	e.user("ops", store.RoleOperator)
+	e.user("ops", admin.RoleOperator)
 
 	// 12:00: the demo market's sales and swaps.
 	demo, err := e.store.SeedDemo(ctx, store.DemoOptions{NFTs: 200, Seed: 5})
@@ -183,7 +184,7 @@ func browserMarket(t *testing.T, browser context.Context, b storetest.Backend) {
 func TestBrowser_CopyButton_CopiesTheWholePartyIdWithJavaScriptOn(t *testing.T) {
 	browser := startBrowser(t, true)
 	e := newConsoleEnv(t, storetest.Backends()[0])
-	e.user("ops", store.RoleOperator)
+	e.user("ops", admin.RoleOperator)
 	alice := e.signInParty("alice")
 	tb := tab(t, browser)
 	row := `#sessions tbody tr:first-child`

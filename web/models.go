@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/ratelimit"
 )
 
@@ -100,7 +101,7 @@ type auditModel struct {
 
 type usersModel struct {
 	Page  pageModel
-	Users []store.AdminUser
+	Users []admin.User
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }

@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 
-	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 )
 
@@ -27,7 +27,7 @@ func TestBrowser_Offers(t *testing.T) {
 func browserOffers(t *testing.T, browser context.Context, b storetest.Backend) {
 	e := newConsoleEnv(t, b)
 	dir := artifactsDir(t, "admin-console-"+b.Name)
-	e.user("watcher", store.RoleViewer)
+	e.user("watcher", admin.RoleViewer)
 	ob := newOfferBook(t, e)
 	ctx := tab(t, browser)
 	rows := func() []string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 )
 
@@ -120,7 +121,7 @@ func newOfferBook(t *testing.T, e *consoleEnv) *offerBook {
 func offerConsole(t *testing.T, b storetest.Backend) (*consoleEnv, *offerBook, *browserless) {
 	t.Helper()
 	e := newConsoleEnv(t, b)
-	e.user("watcher", store.RoleViewer)
+	e.user("watcher", admin.RoleViewer)
 	ob := newOfferBook(t, e)
 	c := e.client()
 	c.mustLogin("watcher")
@@ -262,7 +263,7 @@ func TestParty_ShowsItsOpenOffersAndItsAccepts(t *testing.T) {
 func TestMarket_SalesChartCountsAcceptsAsSales(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e, _, c := offerConsole(t, b) // two accepts at 12:00, the clock now at 14:00
-		sales, err := e.store.SalesPerHour(context.Background(), 24)
+		sales, err := admin.New(e.store).SalesPerHour(context.Background(), 24)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 )
 
@@ -23,7 +24,7 @@ var (
 func TestAudit_PagesWalkBothWaysWithTheFilterKept(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b)
-		e.user("ops", store.RoleOperator)
+		e.user("ops", admin.RoleOperator)
 		for i := range 120 {
 			if err := e.store.Audit(context.Background(), store.AuditEntry{Actor: "robot", Action: "note", Target: fmt.Sprintf("n%03d", i)}); err != nil {
 				t.Fatal(err)
@@ -90,7 +91,7 @@ var updateOffset = regexp.MustCompile(`<tr><td class="num">(\d+)</td>`)
 func TestLedger_UpdatesArePagedByOffsetBothWays(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		e := newConsoleEnv(t, b)
-		e.user("watcher", store.RoleViewer)
+		e.user("watcher", admin.RoleViewer)
 		if _, err := e.store.SeedDemo(context.Background(), store.DemoOptions{NFTs: 24, Seed: 5}); err != nil {
 			t.Fatal(err)
 		}

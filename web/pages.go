@@ -221,7 +221,7 @@ func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 
 // usersPage lists the console's users; they are managed with `marketd admin`.
 func (c *Console) usersPage(w http.ResponseWriter, r *http.Request, u *viewer) {
-	us, err := c.store.AdminUsers(r.Context())
+	us, err := c.admin.Users(r.Context())
 	if err != nil {
 		c.storeFail(w, r, u, err)
 		return

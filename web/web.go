@@ -24,6 +24,7 @@ import (
 	"github.com/alexedwards/scs/v2"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/clientaddr"
 	"marketd/store/ratelimit"
 )
@@ -60,6 +61,7 @@ type Config struct {
 // Console serves the admin console.
 type Console struct {
 	store    *store.Store
+	admin    *admin.Console // the console's data: its users, sign-in throttle, sessions and charts
 	cfg      Config
 	log      *slog.Logger
 	sessions *scs.SessionManager
@@ -86,8 +88,9 @@ func New(s *store.Store, cfg Config) *Console {
 	if cfg.LoginPerAddr <= 0 {
 		cfg.LoginPerAddr = 20
 	}
+	con := admin.New(s)
 	sm := scs.New()
-	sm.Store = s.AdminSessions() // it keeps each token's hash, never the token
+	sm.Store = con.Sessions() // it keeps each token's hash, never the token
 	sm.IdleTimeout = cfg.IdleTimeout
 	sm.Lifetime = cfg.Lifetime
 	sm.Cookie.Path = "/admin"
@@ -99,7 +102,7 @@ func New(s *store.Store, cfg Config) *Console {
 		cfg.Logger.ErrorContext(r.Context(), "admin session store", "error", err.Error())
 		http.Error(w, "the session store does not answer; try again", http.StatusServiceUnavailable)
 	}
-	c := &Console{store: s, cfg: cfg, log: cfg.Logger, sessions: sm}
+	c := &Console{store: s, admin: con, cfg: cfg, log: cfg.Logger, sessions: sm}
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /admin/static/", http.StripPrefix("/admin/", http.FileServerFS(static)))
@@ -169,12 +172,12 @@ func securityHeaders(next http.Handler) http.Handler {
 // viewer is the signed-in console user of a request.
 type viewer struct {
 	Name string
-	Role store.AdminRole
+	Role admin.Role
 	CSRF string
 	Path string // the page's path, for the navigation
 }
 
-func (v *viewer) CanAct() bool { return v != nil && v.Role == store.RoleOperator }
+func (v *viewer) CanAct() bool { return v != nil && v.Role == admin.RoleOperator }
 
 // Session keys.
 const (
@@ -208,7 +211,7 @@ func (c *Console) user(h userHandler) http.Handler {
 		case now.Sub(seenAt) >= c.cfg.IdleTimeout:
 			why = "Your session was idle too long; sign in again."
 		}
-		u, err := c.store.AdminUserByName(ctx, name)
+		u, err := c.admin.UserByName(ctx, name)
 		switch {
 		case store.ErrorCode(err) == store.CodeNotFound:
 			why = "Your user no longer exists."
@@ -293,8 +296,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	addr := c.cfg.TrustedProxies.Addr(r)
 	origin := c.cfg.TrustedProxies.Origin(r) // an IPv6 client's /64: one host holds a whole /64
 	userKey := userThrottleKey(origin, name)
-	byAddr, err1 := c.store.CountLoginAttempt(ctx, "addr:"+origin, c.cfg.LoginPerAddr, loginWindow)
-	byUser, err2 := c.store.CountLoginAttempt(ctx, userKey, c.cfg.LoginPerUser, loginWindow)
+	byAddr, err1 := c.admin.CountLoginAttempt(ctx, "addr:"+origin, c.cfg.LoginPerAddr, loginWindow)
+	byUser, err2 := c.admin.CountLoginAttempt(ctx, userKey, c.cfg.LoginPerUser, loginWindow)
 	if err := errors.Join(err1, err2); err != nil {
 		c.log.ErrorContext(ctx, "admin login throttle", "error", err.Error())
 		form.Error = "The store does not answer; try again."
@@ -303,7 +306,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if !byAddr.Allowed || !byUser.Allowed {
 		var wait time.Duration // until every budget that refused has a fresh window
-		for _, d := range []store.LoginAttempt{byAddr, byUser} {
+		for _, d := range []admin.LoginAttempt{byAddr, byUser} {
 			if !d.Allowed {
 				wait = max(wait, d.ResetIn)
 			}
@@ -314,7 +317,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, http.StatusTooManyRequests, loginView(form))
 		return
 	}
-	u, err := c.store.AdminLogin(ctx, name, password)
+	u, err := c.admin.Login(ctx, name, password)
 	if err != nil {
 		status := http.StatusUnauthorized
 		form.Error = "Wrong user name or password, or the user is disabled."
@@ -325,7 +328,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, status, loginView(form))
 		return
 	}
-	if err := c.store.ResetLoginAttempts(ctx, userKey); err != nil {
+	if err := c.admin.ResetLoginAttempts(ctx, userKey); err != nil {
 		c.log.WarnContext(ctx, "admin login throttle", "error", err.Error())
 	}
 	// A fresh session token on sign-in, so a token planted before it is worth nothing.

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"marketd/store"
+	"marketd/store/admin"
 )
 
 // adminCmd manages the admin console's users: create-user, list, disable, reset.
@@ -49,7 +50,7 @@ func adminCmd(args []string) error {
 	if verb == "create-user" || verb == "reset" {
 		// Check what can be checked before asking for a password.
 		if verb == "create-user" {
-			if _, err := store.ParseAdminRole(role); err != nil {
+			if _, err := admin.ParseRole(role); err != nil {
 				return storeError(err)
 			}
 		}
@@ -62,25 +63,26 @@ func adminCmd(args []string) error {
 		return err
 	}
 	defer s.Close()
+	con := admin.New(s)
 	switch verb {
 	case "create-user":
-		u, err := s.CreateAdminUser(ctx, extra[0], store.AdminRole(role), password, cliActor())
+		u, err := con.CreateUser(ctx, extra[0], admin.Role(role), password, cliActor())
 		if err != nil {
 			return storeError(err)
 		}
 		return printResult(map[string]any{"created": u.Name, "role": u.Role})
 	case "reset":
-		if err := s.ResetAdminPassword(ctx, extra[0], password, cliActor()); err != nil {
+		if err := con.ResetPassword(ctx, extra[0], password, cliActor()); err != nil {
 			return storeError(err)
 		}
 		return printResult(map[string]any{"reset": extra[0]})
 	case "disable":
-		if err := s.DisableAdminUser(ctx, extra[0], cliActor()); err != nil {
+		if err := con.DisableUser(ctx, extra[0], cliActor()); err != nil {
 			return storeError(err)
 		}
 		return printResult(map[string]any{"disabled": extra[0]})
 	}
-	us, err := s.AdminUsers(ctx)
+	us, err := con.Users(ctx)
 	if err != nil {
 		return err
 	}

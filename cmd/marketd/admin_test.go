@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 )
 
@@ -83,11 +84,11 @@ func TestAdminCmd_CreateDisableResetOnTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	us, err := s.AdminUsers(ctx)
+	us, err := admin.New(s).Users(ctx)
 	if err != nil || len(us) != 1 || us[0].Name != "ada" || us[0].DisabledAt != nil {
 		t.Fatalf("users: %+v %v", us, err)
 	}
-	if _, err := s.AdminLogin(ctx, "ada", "another passphrase"); err != nil {
+	if _, err := admin.New(s).Login(ctx, "ada", "another passphrase"); err != nil {
 		t.Errorf("login with the reset password: %v", err)
 	}
 	es, _ := s.AuditLog(ctx, "", 10)

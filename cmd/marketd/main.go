@@ -25,6 +25,7 @@ import (
 	"marketd/graph"
 	"marketd/rest"
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/metrics"
 	"marketd/store/ratelimit"
 	"marketd/web"
@@ -218,8 +219,9 @@ func every(ctx context.Context, period time.Duration, fn func()) {
 
 // prune removes expired sign-in state, prepared transactions and console sessions every minute.
 func prune(ctx context.Context, s *store.Store, log *slog.Logger) {
+	con := admin.New(s)
 	every(ctx, time.Minute, func() {
-		if _, err := s.PruneAdminSessions(ctx); err != nil && ctx.Err() == nil {
+		if _, err := con.PruneSessions(ctx); err != nil && ctx.Err() == nil {
 			log.Warn("pruning admin sessions failed", "error", err.Error())
 		}
 		if n, err := s.Prune(ctx); err != nil && ctx.Err() == nil {

@@ -1,4 +1,4 @@
-package store_test
+package admin_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 )
 
@@ -39,7 +40,7 @@ func TestRefusalsPerMinute_AddsEveryFlushByScopeAndMinute(t *testing.T) {
 		if err := s.FlushRefusals(ctx); err != nil {
 			t.Fatal(err)
 		}
-		c, err := s.RefusalsPerMinute(ctx, 10)
+		c, err := admin.New(s).RefusalsPerMinute(ctx, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,13 +53,13 @@ func TestRefusalsPerMinute_AddsEveryFlushByScopeAndMinute(t *testing.T) {
 		}
 		// Counted but not flushed yet: not in the store, and not lost.
 		count("prepare", 5)
-		if c, _ := s.RefusalsPerMinute(ctx, 10); sum(c.Count["prepare"]) != 2 {
+		if c, _ := admin.New(s).RefusalsPerMinute(ctx, 10); sum(c.Count["prepare"]) != 2 {
 			t.Fatalf("before the flush: %v", c.Count["prepare"])
 		}
 		if err := s.FlushRefusals(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if c, _ := s.RefusalsPerMinute(ctx, 10); c.Count["prepare"][9] != 5 {
+		if c, _ := admin.New(s).RefusalsPerMinute(ctx, 10); c.Count["prepare"][9] != 5 {
 			t.Fatalf("after the flush: %v", c.Count["prepare"])
 		}
 	})
@@ -77,7 +78,7 @@ func TestMarketCharts_BucketSalesFillsAndSessionsOnTheStoreClock(t *testing.T) {
 			t.Fatalf("the demo market has %d sales and %d swaps; the test needs both", demo.Sales, demo.Swaps)
 		}
 		clock.Advance(3*time.Hour + 5*time.Minute) // 15:15: the seed's hour is 3 buckets back
-		sales, err := s.SalesPerHour(ctx, 24)
+		sales, err := admin.New(s).SalesPerHour(ctx, 24)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,30 +91,21 @@ func TestMarketCharts_BucketSalesFillsAndSessionsOnTheStoreClock(t *testing.T) {
 		if sales.Volume[store.CC][20]+sales.Volume[store.USDCx][20] <= 0 {
 			t.Fatalf("sales volume at 12:00: %v", sales.Volume)
 		}
-		fills, err := s.SwapFillsPerMinute(ctx, 240)
+		fills, err := admin.New(s).SwapFillsPerMinute(ctx, 240)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if at := fills.At(240 - 1 - 185); !at.Equal(storetest.Epoch.Add(10*time.Minute)) || fills.Count[240-1-185] == 0 || fills.Count[240-1-185] != sum(fills.Count) {
 			t.Fatalf("swap fills per minute: %d at %v, %d in all; want every fill at 12:10", fills.Count[240-1-185], at, sum(fills.Count))
 		}
-		if recent, _ := s.SwapFillsPerMinute(ctx, 60); sum(recent.Count) != 0 {
+		if recent, _ := admin.New(s).SwapFillsPerMinute(ctx, 60); sum(recent.Count) != 0 {
 			t.Fatalf("fills in the last hour: %v, want none", recent.Count)
 		}
-		if n, err := s.OpenSessions(ctx); err != nil || n != 0 {
+		if n, err := admin.New(s).OpenSessions(ctx); err != nil || n != 0 {
 			t.Fatalf("open sessions: %d %v, want 0", n, err)
 		}
-		if c, err := s.SignInsPerMinute(ctx, 60); err != nil || sum(c.Count) != 0 {
+		if c, err := admin.New(s).SignInsPerMinute(ctx, 60); err != nil || sum(c.Count) != 0 {
 			t.Fatalf("sign-ins: %v %v", c, err)
-		}
-	})
-}
-
-func BenchmarkCountRefusal(b *testing.B) {
-	s := storetest.Backends()[0].Open(b, storetest.Config(storetest.NewClock(storetest.Epoch)))
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			s.CountRefusal("read")
 		}
 	})
 }
@@ -145,7 +137,7 @@ func TestRefusalsPerMinute_SumsTheFleetAndCloseFlushes(t *testing.T) {
 		if err := other.Close(); err != nil { // flushes its 2
 			t.Fatal(err)
 		}
-		c, err := a.RefusalsPerMinute(ctx, 1)
+		c, err := admin.New(a).RefusalsPerMinute(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,7 +177,7 @@ func TestCountRefusal_ConcurrentWithFlushesLosesNone(t *testing.T) {
 		if err := s.FlushRefusals(ctx); err != nil {
 			t.Fatal(err)
 		}
-		c, err := s.RefusalsPerMinute(ctx, 1)
+		c, err := admin.New(s).RefusalsPerMinute(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

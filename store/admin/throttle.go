@@ -1,4 +1,4 @@
-package store
+package admin
 
 import (
 	"context"
@@ -15,14 +15,14 @@ type LoginAttempt struct {
 // window and says whether it may go on. A window starts with the first attempt after the
 // previous one ended. The count lives in the store, in one statement, so every instance of a
 // fleet on one PostgreSQL counts against the same budget.
-func (s *Store) CountLoginAttempt(ctx context.Context, key string, limit int, window time.Duration) (LoginAttempt, error) {
-	now := s.now().UnixMicro()
+func (c *Console) CountLoginAttempt(ctx context.Context, key string, limit int, window time.Duration) (LoginAttempt, error) {
+	now := c.s.Now().UnixMicro()
 	expired := now - window.Microseconds()
 	var row struct {
 		Attempts    int   `bun:"attempts"`
 		WindowStart int64 `bun:"window_start"`
 	}
-	err := s.wdb.NewRaw(`INSERT INTO admin_login_attempts (throttle_key, window_start, attempts) VALUES (?, ?, 1)
+	err := c.s.WriteDB().NewRaw(`INSERT INTO admin_login_attempts (throttle_key, window_start, attempts) VALUES (?, ?, 1)
 		ON CONFLICT (throttle_key) DO UPDATE SET
 			attempts = CASE WHEN admin_login_attempts.window_start <= ? THEN 1 ELSE admin_login_attempts.attempts + 1 END,
 			window_start = CASE WHEN admin_login_attempts.window_start <= ? THEN ? ELSE admin_login_attempts.window_start END
@@ -34,13 +34,13 @@ func (s *Store) CountLoginAttempt(ctx context.Context, key string, limit int, wi
 }
 
 // ResetLoginAttempts forgets key's attempts (a user who signed in).
-func (s *Store) ResetLoginAttempts(ctx context.Context, key string) error {
-	_, err := s.wdb.NewRaw("DELETE FROM admin_login_attempts WHERE throttle_key = ?", key).Exec(ctx)
+func (c *Console) ResetLoginAttempts(ctx context.Context, key string) error {
+	_, err := c.s.WriteDB().NewRaw("DELETE FROM admin_login_attempts WHERE throttle_key = ?", key).Exec(ctx)
 	return err
 }
 
 // pruneLoginAttempts removes the counts whose window ended more than window ago.
-func (s *Store) pruneLoginAttempts(ctx context.Context, window time.Duration) error {
-	_, err := s.wdb.NewRaw("DELETE FROM admin_login_attempts WHERE window_start <= ?", s.now().Add(-2*window).UnixMicro()).Exec(ctx)
+func (c *Console) pruneLoginAttempts(ctx context.Context, window time.Duration) error {
+	_, err := c.s.WriteDB().NewRaw("DELETE FROM admin_login_attempts WHERE window_start <= ?", c.s.Now().Add(-2*window).UnixMicro()).Exec(ctx)
 	return err
 }
