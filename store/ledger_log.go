@@ -189,10 +189,8 @@ func (l *txLog) undo(m int) { l.logged = l.logged[:min(m, len(l.logged))] }
 
 // logOf is the log's part among a transaction's parts (every transaction begins with one).
 func logOf(parts []txPart) *txLog {
-	for _, p := range parts {
-		if l, ok := p.(*txLog); ok {
-			return l
-		}
+	if l, ok := findPart[*txLog](parts); ok {
+		return l
 	}
 	panic("store: a transaction without its log part")
 }

@@ -416,6 +416,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	var recorded string
 	var report string
 	parts := newTxParts() // their work after the end runs even if the transaction never began
+	log := logOf(parts)   // a standing part: the transaction keeps this one to its end
 	var ended func()
 	committing := false // fn succeeded: an error from here on comes from COMMIT
 	release, err := s.enterWriter(ctx)
@@ -424,7 +425,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 	}
 	s.commitLog.beginWrite(ctx, s) // while the writer's connection is free
 	// What the log owes once the transaction has committed, before the next writer's turn.
-	committed := func() { logOf(parts).committed(s) }
+	committed := func() { log.committed(s) }
 	err = s.runWriteTx(ctx, release, committed, &report, func(ctx context.Context, btx bun.Tx) error {
 		tx := &Tx{Tx: ledger.Begin(btx, s.wdb, s.now()), s: s, parts: parts}
 		defer func() { parts, ended = tx.parts, tx.ended }()
@@ -448,7 +449,7 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *Tx) error) error {
 		err = commitFault(ctx, err)
 	}
 	if err == nil {
-		err = logOf(parts).ended(patient(context.WithoutCancel(ctx)), s, report)
+		err = log.ended(patient(context.WithoutCancel(ctx)), s, report)
 	}
 	if err == nil && ended != nil {
 		ended()

@@ -67,14 +67,23 @@ func newTxParts() []txPart {
 // partOf returns the transaction's part of type P, made by newPart the first time it is
 // asked for.
 func partOf[P txPart](tx *Tx, newPart func() P) P {
-	for _, p := range tx.parts {
-		if q, ok := p.(P); ok {
-			return q
-		}
+	if q, ok := findPart[P](tx.parts); ok {
+		return q
 	}
 	p := newPart()
 	tx.parts = append(tx.parts, p)
 	return p
+}
+
+// findPart returns the part of type P among parts, if there is one.
+func findPart[P txPart](parts []txPart) (P, bool) {
+	for _, p := range parts {
+		if q, ok := p.(P); ok {
+			return q, true
+		}
+	}
+	var none P
+	return none, false
 }
 
 // beforeCommit runs the parts' work inside the transaction, in the order they were made.
