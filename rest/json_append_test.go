@@ -6,10 +6,12 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 	"time"
 
 	"marketd/store"
+	"marketd/store/nftmeta"
 )
 
 // hostileTexts are strings that exercise every escape encoding/json makes: quotes,
@@ -38,8 +40,8 @@ func TestNFTView_AppendJSONIsEncodeJSONs(t *testing.T) {
 	for round := range 500 {
 		var page store.Page[store.NFTView]
 		for range rng.IntN(4) {
-			n := store.NFTView{ContractID: randomText(rng), CollectionID: randomText(rng), Serial: rng.IntN(1 << 30), Name: randomText(rng),
-				Image: randomText(rng), Owner: randomText(rng)}
+			n := store.NFTView{ContractID: randomText(rng), CollectionID: randomText(rng), Serial: rng.IntN(1 << 30), Fields: randomMeta(rng),
+				Owner: randomText(rng)}
 			switch rng.IntN(3) {
 			case 0: // nil traits
 			case 1:
@@ -99,4 +101,32 @@ func FuzzAppendJSONString(f *testing.F) {
 			t.Fatal(fmt.Errorf("%q: %w", want.String(), err))
 		}
 	})
+}
+
+// randomMeta fills every field of an NFT's metadata, whatever fields it has: text with
+// randomText, numbers and flags at random, pointers nil or set.
+func randomMeta(rng *mrand.Rand) nftmeta.Fields {
+	var f nftmeta.Fields
+	v := reflect.ValueOf(&f).Elem()
+	for i := range v.NumField() {
+		fv := v.Field(i)
+		if fv.Kind() == reflect.Pointer {
+			if rng.IntN(3) == 0 {
+				continue
+			}
+			fv.Set(reflect.New(fv.Type().Elem()))
+			fv = fv.Elem()
+		}
+		switch fv.Kind() {
+		case reflect.String:
+			fv.SetString(randomText(rng))
+		case reflect.Bool:
+			fv.SetBool(rng.IntN(2) == 0)
+		case reflect.Int, reflect.Int32, reflect.Int64:
+			fv.SetInt(rng.Int64N(1<<40) - 1<<39)
+		default:
+			panic("randomMeta: no random value for a field of kind " + fv.Kind().String())
+		}
+	}
+	return f
 }

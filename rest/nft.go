@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/nftmeta"
 )
 
 // Kinds of prepared transaction the NFT execute endpoints accept.
@@ -112,15 +113,14 @@ type listingView struct {
 }
 
 type nftView struct {
-	ContractID   string         `json:"contractId"`
-	CollectionID string         `json:"collectionId"`
-	Serial       int            `json:"serial"`
-	Name         string         `json:"name"`
-	Image        string         `json:"image"`
-	Traits       []store.Trait  `json:"traits"`
-	Owner        string         `json:"owner"`
-	Listing      *listingView   `json:"listing"`
-	BestOffer    *bestOfferView `json:"bestOffer"`
+	ContractID   string `json:"contractId"`
+	CollectionID string `json:"collectionId"`
+	Serial       int    `json:"serial"`
+	nftmeta.Fields
+	Traits    []store.Trait  `json:"traits"`
+	Owner     string         `json:"owner"`
+	Listing   *listingView   `json:"listing"`
+	BestOffer *bestOfferView `json:"bestOffer"`
 }
 
 // bestOfferView is the best open offer an NFT can be accepted into.
@@ -131,7 +131,7 @@ type bestOfferView struct {
 }
 
 func viewNFT(n store.NFTView) nftView {
-	v := nftView{ContractID: n.ContractID, CollectionID: n.CollectionID, Serial: n.Serial, Name: n.Name, Image: n.Image, Traits: n.Traits, Owner: n.Owner}
+	v := nftView{ContractID: n.ContractID, CollectionID: n.CollectionID, Serial: n.Serial, Fields: n.Fields, Traits: n.Traits, Owner: n.Owner}
 	if l := n.Listing; l != nil {
 		v.Listing = &listingView{CID: l.CID, Seller: l.Seller, Price: l.Price, Currency: l.Currency, ExpiresAt: unixPtr(l.ExpiresAt)}
 	}

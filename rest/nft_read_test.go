@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/nftmeta"
 	"marketd/store/storetest"
 )
 
@@ -85,7 +86,7 @@ func traitItems() []store.ItemSpec {
 	hats := []string{"Cap", "None", "Cap", "None", "None", "Cap", "Cap", "None"}
 	items := make([]store.ItemSpec, len(colors))
 	for i := range items {
-		items[i] = store.ItemSpec{Name: fmt.Sprintf("Item %d", i+1), Image: "https://img.example/" + fmt.Sprint(i+1),
+		items[i] = store.ItemSpec{Fields: nftmeta.Fields{Name: fmt.Sprintf("Item %d", i+1), Image: "https://img.example/" + fmt.Sprint(i+1)},
 			Traits: []store.Trait{{Type: "Color", Value: colors[i]}, {Type: "Hat", Value: hats[i]}}}
 	}
 	return items

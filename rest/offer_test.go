@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/nftmeta"
 	"marketd/store/storetest"
 )
 
@@ -16,9 +17,9 @@ import (
 func TestOffers_MakeListCrossAndAcceptOverHTTP(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
 		m := newMarket(t, b, collectionOpts{price: "1", royaltyBps: 500, items: []store.ItemSpec{
-			{Name: "a", Traits: []store.Trait{{Type: "Hat", Value: "Crown"}}},
-			{Name: "b", Traits: []store.Trait{{Type: "Hat", Value: "Cap"}}},
-			{Name: "c", Traits: []store.Trait{{Type: "Hat", Value: "Crown"}}},
+			{Fields: nftmeta.Fields{Name: "a"}, Traits: []store.Trait{{Type: "Hat", Value: "Crown"}}},
+			{Fields: nftmeta.Fields{Name: "b"}, Traits: []store.Trait{{Type: "Hat", Value: "Cap"}}},
+			{Fields: nftmeta.Fields{Name: "c"}, Traits: []store.Trait{{Type: "Hat", Value: "Crown"}}},
 		}, supply: 3})
 		seller, maker := m.funded("seller"), m.funded("maker")
 		nfts := m.mint(seller, 3)

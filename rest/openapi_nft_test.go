@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/nftmeta"
 	"marketd/store/storetest"
 )
 
@@ -106,7 +107,7 @@ func TestOpenAPI_RealNFTResponsesMatchTheDocument(t *testing.T) {
 	furs := []string{"Gold", "Red", "Blue"}
 	items := make([]store.ItemSpec, 12)
 	for i := range items {
-		items[i] = store.ItemSpec{Name: fmt.Sprintf("Ape #%d", i+1), Image: fmt.Sprintf("https://img.example/apes/%d.png", i+1),
+		items[i] = store.ItemSpec{Fields: nftmeta.Fields{Name: fmt.Sprintf("Ape #%d", i+1), Image: fmt.Sprintf("https://img.example/apes/%d.png", i+1)},
 			Traits: []store.Trait{{Type: "Fur", Value: furs[i%3]}, {Type: "Eyes", Value: []string{"Laser", "Sleepy"}[i%2]}}}
 	}
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {

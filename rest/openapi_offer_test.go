@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/nftmeta"
 	"marketd/store/storetest"
 )
 
@@ -31,12 +32,12 @@ func TestOpenAPI_RealOfferResponsesMatchTheDocument(t *testing.T) {
 		collectionP = "/api/nft/slug/{slug}"
 	)
 	items := []store.ItemSpec{
-		{Name: "a", Traits: []store.Trait{{Type: "Hat", Value: "Crown"}}},
-		{Name: "b", Traits: []store.Trait{{Type: "Hat", Value: "Cap"}}},
-		{Name: "c", Traits: []store.Trait{{Type: "Hat", Value: "Crown"}}},
+		{Fields: nftmeta.Fields{Name: "a"}, Traits: []store.Trait{{Type: "Hat", Value: "Crown"}}},
+		{Fields: nftmeta.Fields{Name: "b"}, Traits: []store.Trait{{Type: "Hat", Value: "Cap"}}},
+		{Fields: nftmeta.Fields{Name: "c"}, Traits: []store.Trait{{Type: "Hat", Value: "Crown"}}},
 	}
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
-		m := newMarket(t, b, collectionOpts{royaltyBps: 500, supply: 4, price: "1", items: append(items, store.ItemSpec{Name: "d", Traits: []store.Trait{{Type: "Hat", Value: "Crown"}}})})
+		m := newMarket(t, b, collectionOpts{royaltyBps: 500, supply: 4, price: "1", items: append(items, store.ItemSpec{Fields: nftmeta.Fields{Name: "d"}, Traits: []store.Trait{{Type: "Hat", Value: "Crown"}}})})
 		f := &nftDocFlow{market: m, c: openAPIResponseChecker{t: t, doc: doc}}
 		seller, maker := m.funded("seller"), m.funded("maker")
 		nfts := m.mint(seller, 3)

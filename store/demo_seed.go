@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"marketd/store/nftmeta"
 	"math"
 	mrand "math/rand/v2"
 	"slices"
@@ -291,7 +292,7 @@ type planListing struct {
 func planCollection(rng *mrand.Rand, dc demoCollection, creator *demoParty, parties []*demoParty, count int) *collectionPlan {
 	pl := &collectionPlan{dc: dc, creator: creator, count: count, items: make([]ItemSpec, count+max(count/10, 10))}
 	for i := range pl.items {
-		it := ItemSpec{Name: fmt.Sprintf("%s #%d", dc.name, i+1), Image: fmt.Sprintf("https://img.marketd.example/%s/%d.png", dc.slug, i+1)}
+		it := ItemSpec{Fields: nftmeta.Fields{Name: fmt.Sprintf("%s #%d", dc.name, i+1), Image: fmt.Sprintf("https://img.marketd.example/%s/%d.png", dc.slug, i+1)}}
 		for _, tr := range dc.traits {
 			it.Traits = append(it.Traits, Trait{Type: tr.typ, Value: tr.values[skewed(rng, len(tr.values))]})
 		}

@@ -14,6 +14,7 @@ import (
 	"marketd/store/internal/nftindex"
 	"marketd/store/internal/pagecache"
 	"marketd/store/ledger"
+	"marketd/store/nftmeta"
 )
 
 const templateNFT = "nfts"
@@ -46,20 +47,19 @@ func init() {
 type nftItem struct {
 	bun.BaseModel `bun:"table:nft_items"`
 
-	NFTID        string      `bun:"nft_id,pk"`
-	CollectionID string      `bun:"collection_id"`
-	Serial       int         `bun:"serial"`
-	Name         string      `bun:"name"`
-	Image        string      `bun:"image"`
-	Traits       string      `bun:"traits"`
-	Owner        string      `bun:"owner"`
-	ContractID   string      `bun:"contract_id"`
-	ListingCID   *string     `bun:"listing_cid"`
-	ListPrice    *Amount     `bun:"list_price"`
-	ListCurrency *Instrument `bun:"list_currency"`
-	ListExpires  *Timestamp  `bun:"list_expires"`
-	PriceAscKey  string      `bun:"price_asc_key"`
-	PriceDescKey string      `bun:"price_desc_key"`
+	NFTID        string         `bun:"nft_id,pk"`
+	CollectionID string         `bun:"collection_id"`
+	Serial       int            `bun:"serial"`
+	Meta         nftmeta.Fields `bun:"meta"` // a JSON object
+	Traits       string         `bun:"traits"`
+	Owner        string         `bun:"owner"`
+	ContractID   string         `bun:"contract_id"`
+	ListingCID   *string        `bun:"listing_cid"`
+	ListPrice    *Amount        `bun:"list_price"`
+	ListCurrency *Instrument    `bun:"list_currency"`
+	ListExpires  *Timestamp     `bun:"list_expires"`
+	PriceAscKey  string         `bun:"price_asc_key"`
+	PriceDescKey string         `bun:"price_desc_key"`
 }
 
 // setListing puts l on the item, or takes its listing off when l is nil.
@@ -141,12 +141,11 @@ type NFTView struct {
 	ContractID   string
 	CollectionID string
 	Serial       int
-	Name         string
-	Image        string
-	Traits       []Trait
-	Owner        string
-	Listing      *ListingView
-	BestOffer    *BestOffer // the best open offer it can be accepted into (the offer book)
+	nftmeta.Fields
+	Traits    []Trait
+	Owner     string
+	Listing   *ListingView
+	BestOffer *BestOffer // the best open offer it can be accepted into (the offer book)
 }
 
 // ListingView is an NFT's current listing.
@@ -184,7 +183,7 @@ func (it *nftItem) listedAt(now time.Time) bool {
 
 // view is the item as the API shows it at now.
 func (it *nftItem) view(now time.Time) NFTView {
-	v := NFTView{ContractID: it.ContractID, CollectionID: it.CollectionID, Serial: it.Serial, Name: it.Name, Image: it.Image, Owner: it.Owner, Traits: []Trait{}}
+	v := NFTView{ContractID: it.ContractID, CollectionID: it.CollectionID, Serial: it.Serial, Fields: it.Meta, Owner: it.Owner, Traits: []Trait{}}
 	_ = json.Unmarshal([]byte(it.Traits), &v.Traits)
 	if it.listedAt(now) {
 		v.Listing = &ListingView{CID: *it.ListingCID, Seller: it.Owner, Price: *it.ListPrice, Currency: *it.ListCurrency, ExpiresAt: it.ListExpires}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+	"marketd/store/nftmeta"
 )
 
 // Collection is a set of NFTs one creator issues, with its live statistics. A collection
@@ -71,8 +72,7 @@ type Trait struct {
 
 // ItemSpec is what one serial of a collection becomes when minted.
 type ItemSpec struct {
-	Name   string  `json:"name"`
-	Image  string  `json:"image"`
+	nftmeta.Fields
 	Traits []Trait `json:"traits"`
 }
 
@@ -80,11 +80,10 @@ type ItemSpec struct {
 type collectionItem struct {
 	bun.BaseModel `bun:"table:collection_items"`
 
-	CollectionID string `bun:"collection_id,pk"`
-	Serial       int    `bun:"serial,pk"`
-	Name         string `bun:"name"`
-	Image        string `bun:"image"`
-	Traits       string `bun:"traits"` // JSON array of Trait
+	CollectionID string         `bun:"collection_id,pk"`
+	Serial       int            `bun:"serial,pk"`
+	Meta         nftmeta.Fields `bun:"meta"`   // a JSON object
+	Traits       string         `bun:"traits"` // JSON array of Trait
 }
 
 // CollectionSpec is what the operator states to create a collection.
@@ -187,14 +186,13 @@ func (s *Store) CreateCollection(ctx context.Context, spec CollectionSpec) (*Col
 	}
 	items := make([]collectionItem, spec.Supply)
 	for i := range items {
-		it := ItemSpec{Name: spec.Name + " #" + itoa(i+1), Image: spec.Image}
+		it := ItemSpec{Fields: nftmeta.Fields{Name: spec.Name + " #" + itoa(i+1), Image: spec.Image}}
 		if len(spec.Items) > 0 {
 			it = spec.Items[i]
-			if err := checkText("item name", it.Name, maxNameText, true); err != nil {
-				return nil, err
-			}
-			if err := checkText("item image", it.Image, maxURLText, false); err != nil {
-				return nil, err
+			for _, t := range it.Texts() {
+				if err := checkText("item "+t.JSON, t.Value, t.Max, t.Required); err != nil {
+					return nil, err
+				}
 			}
 			if err := checkTraits(it.Traits); err != nil {
 				return nil, err
@@ -207,7 +205,7 @@ func (s *Store) CreateCollection(ctx context.Context, spec CollectionSpec) (*Col
 		if err != nil {
 			return nil, err
 		}
-		items[i] = collectionItem{Serial: i + 1, Name: it.Name, Image: it.Image, Traits: string(traits)}
+		items[i] = collectionItem{Serial: i + 1, Meta: it.Fields, Traits: string(traits)}
 	}
 	c := &Collection{
 		ID: newObjectID("col_", collectionIDBytes), Slug: spec.Slug, Name: spec.Name, Description: spec.Description,

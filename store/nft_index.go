@@ -470,7 +470,7 @@ func splitNFTID(id string) (string, uint32, bool) {
 
 // indexed is the item as the NFT index takes it.
 func (it *nftItem) indexed() nftindex.NFT {
-	n := nftindex.NFT{Serial: uint32(it.Serial), ContractID: it.ContractID, Name: it.Name, Image: it.Image, Owner: it.Owner}
+	n := nftindex.NFT{Serial: uint32(it.Serial), ContractID: it.ContractID, Fields: it.Meta, Owner: it.Owner}
 	_ = json.Unmarshal([]byte(it.Traits), &n.Traits) // as the SQL path's view reads them
 	if it.ListingCID != nil {
 		l := &nftindex.Listing{CID: *it.ListingCID, Price: it.ListPrice.Decimal(), Currency: string(*it.ListCurrency),
@@ -485,7 +485,7 @@ func (it *nftItem) indexed() nftindex.NFT {
 
 // indexView is the NFT as the API shows it at now.
 func indexView(n *nftindex.Entry, collectionID string, now time.Time) NFTView {
-	v := NFTView{ContractID: n.ContractID, CollectionID: collectionID, Serial: int(n.Serial), Name: n.Name, Image: n.Image,
+	v := NFTView{ContractID: n.ContractID, CollectionID: collectionID, Serial: int(n.Serial), Fields: n.Fields,
 		Owner: n.Owner, Traits: make([]Trait, len(n.Traits))}
 	for i, t := range n.Traits {
 		v.Traits[i] = Trait(*t)

@@ -113,7 +113,7 @@ type mintedRows struct {
 func (m *mintedRows) add(tx *Tx, u *Update, c *Collection, items []collectionItem, nfts []*NFT, price Amount) error {
 	events := make([]nftActivity, len(items))
 	for i, it := range items {
-		m.items = append(m.items, nftItem{NFTID: nfts[i].NFTID, CollectionID: c.ID, Serial: it.Serial, Name: it.Name, Image: it.Image, Traits: it.Traits,
+		m.items = append(m.items, nftItem{NFTID: nfts[i].NFTID, CollectionID: c.ID, Serial: it.Serial, Meta: it.Meta, Traits: it.Traits,
 			Owner: nfts[i].Owner, ContractID: nfts[i].CID, PriceAscKey: noKey, PriceDescKey: noKey})
 		var ts []Trait
 		if err := json.Unmarshal([]byte(it.Traits), &ts); err != nil {

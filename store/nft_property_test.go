@@ -13,6 +13,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"marketd/store"
+	"marketd/store/nftmeta"
 	"marketd/store/storetest"
 )
 
@@ -53,7 +54,7 @@ func worldItems(slug string, n int) []store.ItemSpec {
 		if k%5 == 0 {
 			traits = append(traits, store.Trait{Type: "Aura", Value: "Glow"})
 		}
-		items[k] = store.ItemSpec{Name: fmt.Sprintf("%s #%d", slug, k+1), Image: "https://img.example/" + slug + ".png", Traits: traits}
+		items[k] = store.ItemSpec{Fields: nftmeta.Fields{Name: fmt.Sprintf("%s #%d", slug, k+1), Image: "https://img.example/" + slug + ".png"}, Traits: traits}
 	}
 	return items
 }

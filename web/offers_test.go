@@ -12,6 +12,7 @@ import (
 
 	"marketd/store"
 	"marketd/store/admin"
+	"marketd/store/nftmeta"
 	"marketd/store/storetest"
 )
 
@@ -45,7 +46,7 @@ func newOfferBook(t *testing.T, e *consoleEnv) *offerBook {
 		if i < 4 {
 			hat = "Crown"
 		}
-		items[i] = store.ItemSpec{Name: fmt.Sprintf("Ape #%d", i+1), Image: "https://img.example/ape.png", Traits: []store.Trait{{Type: "Hat", Value: hat}}}
+		items[i] = store.ItemSpec{Fields: nftmeta.Fields{Name: fmt.Sprintf("Ape #%d", i+1), Image: "https://img.example/ape.png"}, Traits: []store.Trait{{Type: "Hat", Value: hat}}}
 	}
 	col, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "apes", Name: "Apes", Creator: creator.ID, Currency: store.CC, RoyaltyBps: 500, Supply: 8, Items: items})
 	if err != nil {

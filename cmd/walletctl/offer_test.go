@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/nftmeta"
 	"marketd/store/storetest"
 	"marketd/store/wallet"
 )
@@ -28,7 +29,7 @@ func (w *ctlWorld) furApes(creator string) *store.Collection {
 		if k%2 == 1 {
 			hat = "crown"
 		}
-		items[k] = store.ItemSpec{Name: fmt.Sprintf("Ape #%d", k+1), Image: "https://img.example/ape.png",
+		items[k] = store.ItemSpec{Fields: nftmeta.Fields{Name: fmt.Sprintf("Ape #%d", k+1), Image: "https://img.example/ape.png"},
 			Traits: []store.Trait{{Type: "Fur", Value: []string{"gold", "red", "blue"}[k%3]}, {Type: "Hat", Value: hat}}}
 	}
 	col, err := w.store.CreateCollection(ctx, store.CollectionSpec{Slug: "apes", Name: "Apes", Creator: creator, Currency: store.CC, RoyaltyBps: 500, Supply: 10, Items: items})

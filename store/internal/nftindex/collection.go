@@ -8,6 +8,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/google/btree"
 	"github.com/shopspring/decimal"
+	"marketd/store/nftmeta"
 )
 
 // Trait is one type/value pair of an NFT.
@@ -20,11 +21,10 @@ type Trait struct {
 type NFT struct {
 	Serial     uint32
 	ContractID string
-	Name       string
-	Image      string
-	Owner      string
-	Traits     []Trait
-	Listing    *Listing // nil: not listed
+	nftmeta.Fields
+	Owner   string
+	Traits  []Trait
+	Listing *Listing // nil: not listed
 }
 
 // Listing is an NFT's listing: what a page shows of it, and its price's places in the two
@@ -45,10 +45,9 @@ type Entry struct {
 	Serial     uint32
 	Traits     []*Trait
 	ContractID string
-	Name       string
-	Image      string
-	Owner      string
-	Listing    *Listing
+	nftmeta.Fields
+	Owner   string
+	Listing *Listing
 }
 
 // ListedAt tells whether the NFT's listing holds at now: a listing ends the instant it
@@ -182,7 +181,7 @@ func (c *Collection) trait(t Trait) *Trait {
 func (c *Collection) put(it *NFT) {
 	serial := it.Serial
 	c.remove(serial)
-	n := &Entry{Serial: serial, ContractID: it.ContractID, Name: it.Name, Image: it.Image, Owner: c.owner(it.Owner)}
+	n := &Entry{Serial: serial, ContractID: it.ContractID, Fields: it.Fields, Owner: c.owner(it.Owner)}
 	n.Traits = make([]*Trait, len(it.Traits))
 	for i, t := range it.Traits {
 		n.Traits[i] = c.trait(t)

@@ -1,0 +1,133 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"text/template"
+
+	"marketd/migrations"
+	"marketd/store"
+	"marketd/store/nftmeta"
+	"marketd/store/storetest"
+)
+
+// runMigrationFile runs one of the migrations' files on s's database, as the migrator would:
+// its template filled for the dialect, its statements one by one.
+func runMigrationFile(t *testing.T, s *store.Store, name string) {
+	t.Helper()
+	src, err := migrations.Files.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sql strings.Builder
+	if err := template.Must(template.New(name).Parse(string(src))).Execute(&sql, migrations.TypesFor(string(s.Dialect()))); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range strings.Split(sql.String(), "--bun:split") {
+		if _, err := s.WriteDB().ExecContext(context.Background(), stmt); err != nil {
+			t.Fatalf("%s: %v\n%s", name, err, stmt)
+		}
+	}
+}
+
+// TestNFTMeta_TheMigrationKeepsEveryNameAndImageBothWays takes a market whose NFTs and unminted
+// items hold names and images (hostile text among them) down to the two columns they had
+// before the metadata was one object, and up again: the columns hold what the objects held,
+// and every NFT reads as before.
+func TestNFTMeta_TheMigrationKeepsEveryNameAndImageBothWays(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(new(storetest.Clock)))
+		if _, err := s.SeedDemo(ctx, store.DemoOptions{NFTs: 60, Seed: 3}); err != nil {
+			t.Fatal(err)
+		}
+		var creator string
+		if err := s.WriteDB().NewRaw("SELECT creator FROM collections LIMIT 1").Scan(ctx, &creator); err != nil {
+			t.Fatal(err)
+		}
+		hostile := []nftmeta.Fields{{Name: `say "hi" \ back`, Image: "https://img.example/ü/😀.png"}, {Name: "tab\there\nnew", Image: ""},
+			{Name: "<&> U+2028\u2028", Image: "'; DROP TABLE nft_items; --"}}
+		items := make([]store.ItemSpec, len(hostile))
+		for i, f := range hostile {
+			items[i] = store.ItemSpec{Fields: f, Traits: []store.Trait{{Type: "Hat", Value: "Cap"}}}
+		}
+		if _, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "hostile", Name: "Hostile", Creator: creator, Currency: store.CC,
+			Supply: len(items), Items: items}); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		if err := s.WriteDB().NewRaw("SELECT collection_id FROM collections ORDER BY collection_id").Scan(ctx, &ids); err != nil {
+			t.Fatal(err)
+		}
+		pages := func() map[string][]store.NFTView {
+			out := map[string][]store.NFTView{}
+			for _, id := range ids {
+				p, err := s.ReferenceNFTs(ctx, id, store.NFTFilter{}, store.SortSerial, store.PageRequest{Limit: store.MaxPageSize})
+				if err != nil {
+					t.Fatal(err)
+				}
+				out[id] = p.Items
+			}
+			return out
+		}
+		metas := func(table string) []nftmeta.Fields {
+			var rows []string
+			if err := s.WriteDB().NewRaw("SELECT meta FROM "+table+" ORDER BY collection_id, serial").Scan(ctx, &rows); err != nil {
+				t.Fatal(err)
+			}
+			out := make([]nftmeta.Fields, len(rows))
+			for i, r := range rows {
+				if err := json.Unmarshal([]byte(r), &out[i]); err != nil {
+					t.Fatalf("%s meta %q: %v", table, r, err)
+				}
+			}
+			return out
+		}
+		before := pages()
+		minted, unminted := metas("nft_items"), metas("collection_items")
+		if len(minted) < 60 || len(unminted) < len(minted)+len(hostile) {
+			t.Fatalf("%d NFTs, %d items: the seed did not make the market", len(minted), len(unminted))
+		}
+		if !containsAll(unminted, hostile) {
+			t.Fatal("the hostile items are not among the stored ones")
+		}
+
+		runMigrationFile(t, s, "20261129000001_nft_meta.tx.down.sql")
+		for table, want := range map[string][]nftmeta.Fields{"nft_items": minted, "collection_items": unminted} {
+			var got []nftmeta.Fields
+			if err := s.WriteDB().NewRaw("SELECT name, image FROM "+table+" ORDER BY collection_id, serial").Scan(ctx, &got); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s after down: the columns hold %d rows unlike the objects (first %+v, want %+v)", table, len(got), got[:1], want[:1])
+			}
+		}
+
+		runMigrationFile(t, s, "20261129000001_nft_meta.tx.up.sql")
+		if got := metas("nft_items"); !reflect.DeepEqual(got, minted) {
+			t.Fatal("nft_items' objects differ after down and up")
+		}
+		if got := metas("collection_items"); !reflect.DeepEqual(got, unminted) {
+			t.Fatal("collection_items' objects differ after down and up")
+		}
+		if after := pages(); !reflect.DeepEqual(after, before) {
+			t.Fatal("the NFTs read otherwise after down and up")
+		}
+	})
+}
+
+func containsAll(have, want []nftmeta.Fields) bool {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			found = found || h == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
