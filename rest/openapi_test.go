@@ -564,7 +564,77 @@ func (c openAPIResponseChecker) check(method, path string, r *testResponse) {
 	}
 	if err := mt.Schema.Value.VisitJSON(body, openapi3.EnableJSONSchema2020()); err != nil {
 		c.t.Errorf("%s %s %d: body does not match the documented schema: %v\nbody: %s", method, path, r.status, err, r.body)
+		return
 	}
+	for _, p := range undocumented(mt.Schema.Value, body, "body") {
+		c.t.Errorf("%s %s %d: %s is not in the document (a field clients cannot know of)", method, path, r.status, p)
+	}
+}
+
+// undocumented lists the members of v, a body that matches schema, that the schema does not
+// name: an object's property that none of its properties (nor those of its allOf) declares,
+// where it does not allow others. A property that several allOf parts declare is undocumented
+// within only where each of them leaves it so; within oneOf and anyOf it follows the first
+// branch v matches.
+func undocumented(schema *openapi3.Schema, v any, at string) []string {
+	if schema == nil {
+		return nil
+	}
+	for _, branches := range [][]*openapi3.SchemaRef{schema.OneOf, schema.AnyOf} {
+		for _, b := range branches {
+			if b.Value != nil && b.Value.VisitJSON(v, openapi3.EnableJSONSchema2020()) == nil {
+				return undocumented(b.Value, v, at)
+			}
+		}
+	}
+	var out []string
+	switch v := v.(type) {
+	case []any:
+		if schema.Items != nil {
+			for i, e := range v {
+				out = append(out, undocumented(schema.Items.Value, e, fmt.Sprintf("%s[%d]", at, i))...)
+			}
+		}
+	case map[string]any:
+		props := map[string][]*openapi3.Schema{}
+		open := false
+		var parts func(s *openapi3.Schema)
+		parts = func(s *openapi3.Schema) {
+			if s == nil {
+				return
+			}
+			open = open || s.AdditionalProperties.Has != nil && *s.AdditionalProperties.Has || s.AdditionalProperties.Schema != nil ||
+				len(s.Properties) == 0 && len(s.AllOf) == 0 && len(s.OneOf) == 0 && len(s.AnyOf) == 0
+			for k, p := range s.Properties {
+				props[k] = append(props[k], p.Value)
+			}
+			for _, b := range s.AllOf {
+				parts(b.Value)
+			}
+		}
+		parts(schema)
+		for k, e := range v {
+			switch ps, ok := props[k]; {
+			case ok:
+				out = append(out, undocumentedInEach(ps, e, at+"."+k)...)
+			case schema.AdditionalProperties.Schema != nil:
+				out = append(out, undocumented(schema.AdditionalProperties.Schema.Value, e, at+"."+k)...)
+			case !open:
+				out = append(out, at+"."+k)
+			}
+		}
+	}
+	return out
+}
+
+// undocumentedInEach is what undocumented finds of v under every one of schemas.
+func undocumentedInEach(schemas []*openapi3.Schema, v any, at string) []string {
+	out := undocumented(schemas[0], v, at)
+	for _, s := range schemas[1:] {
+		also := undocumented(s, v, at)
+		out = slices.DeleteFunc(out, func(p string) bool { return !slices.Contains(also, p) })
+	}
+	return out
 }
 
 func TestOpenAPI_RealResponsesMatchTheDocument(t *testing.T) {
