@@ -3,6 +3,7 @@ package graph
 import (
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
 
+	"marketd/store/nftmeta"
 	"marketd/store/storetest"
 )
 
@@ -202,5 +204,18 @@ func TestSchemaSDL_ServesTheWholeSchemaWithItsDescriptions(t *testing.T) {
 	// Like the page's assets, the file is no read of the store.
 	if post, err := http.Post(g.http.URL+"/graphql/schema.graphql", "text/plain", nil); err != nil || post.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("POST of the schema: %v %v", post.StatusCode, err)
+	}
+}
+
+// An NFT's metadata fields (store/nftmeta) are stored, kept in the index and written by REST
+// whatever they are; the schema is where a dashboard learns of one, so each must be there.
+func TestSchema_NFTShowsEveryMetadataField(t *testing.T) {
+	nft := NewExecutableSchema(Config{}).Schema().Types["NFT"]
+	ty := reflect.TypeFor[nftmeta.Fields]()
+	for i := range ty.NumField() {
+		name, _, _ := strings.Cut(ty.Field(i).Tag.Get("json"), ",")
+		if nft.Fields.ForName(name) == nil {
+			t.Errorf("type NFT has no field %s: add it to schema.graphqls (store/nftmeta.Fields has %s)", name, ty.Field(i).Name)
+		}
 	}
 }
