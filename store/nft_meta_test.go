@@ -131,3 +131,36 @@ func containsAll(have, want []nftmeta.Fields) bool {
 	}
 	return true
 }
+
+// TestNFTMeta_CreateCollectionChecksEachItemFieldByItsLimit: every text field of an item is
+// checked by the limit its tag gives, and a refused items file creates nothing.
+func TestNFTMeta_CreateCollectionChecksEachItemFieldByItsLimit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
+		ctx := context.Background()
+		s := b.Open(t, storetest.Config(new(storetest.Clock)))
+		creator := storetest.Onboard(t, s, "creator")
+		for _, c := range []struct {
+			item nftmeta.Fields
+			want string
+		}{
+			{nftmeta.Fields{Name: " \t"}, "item name is required"},
+			{nftmeta.Fields{Name: strings.Repeat("é", 100) + "x"}, "item name must be at most 200 bytes of text"},
+			{nftmeta.Fields{Name: "ok", Image: strings.Repeat("i", 1001)}, "item image must be at most 1000 bytes of text"},
+			{nftmeta.Fields{Name: "ok", Image: "a\x00b"}, "item image must be at most 1000 bytes of text"},
+		} {
+			items := []store.ItemSpec{{Fields: nftmeta.Fields{Name: "fine", Image: strings.Repeat("i", 1000)}}, {Fields: c.item}}
+			_, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "refused", Name: "Refused", Creator: creator.ID, Currency: store.CC, Supply: 2, Items: items})
+			if store.ErrorCode(err) != store.CodeInvalidRequest || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("item %q: %v, want invalid_request %q", c.item, err, c.want)
+			}
+		}
+		var n int
+		if err := s.WriteDB().NewRaw("SELECT count(*) FROM collection_items").Scan(ctx, &n); err != nil || n != 0 {
+			t.Fatalf("%d items stored after refusals (%v)", n, err)
+		}
+		if _, err := s.CreateCollection(ctx, store.CollectionSpec{Slug: "fine", Name: "Fine", Creator: creator.ID, Currency: store.CC, Supply: 1,
+			Items: []store.ItemSpec{{Fields: nftmeta.Fields{Name: strings.Repeat("é", 100), Image: strings.Repeat("i", 1000)}}}}); err != nil {
+			t.Fatalf("an item at its limits: %v", err)
+		}
+	})
+}
