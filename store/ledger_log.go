@@ -29,7 +29,7 @@ import (
 // of what the ledger's rows already hold once the update commits (the update's row, and the
 // prepared transaction's with the party's signature: logAtCommit), and the trigger that
 // assigns an update's offset under the ledger's offset lock (held until the commit is
-// visible) gives it the next log index (the log_entries_from_the_ledger migration), so the
+// visible) gives it the next log index (the log_format migration), so the
 // transaction writes no copy of the entry and the lock is never held across a round trip nor
 // for building the tree; the COMMIT reports the transaction's last log index to its session
 // with its answer, so a receipt needs no read after the commit (logReport). The tree is built
@@ -313,7 +313,7 @@ func (tx *Tx) writeEntries(ctx context.Context, a *logAppend, us []*Update) erro
 			return err
 		}
 		// The COMMITs number the next entries from here, and integration builds the tree
-		// from the updates after the last one (the log_entries_from_the_ledger migration).
+		// from the updates after the last one (the log_format migration).
 		if err := tx.Later(ctx, tx.NewRaw("UPDATE log_head SET last_offset = ? WHERE id = 1", us[len(us)-1].Offset)); err != nil {
 			return err
 		}
@@ -546,8 +546,8 @@ func (e *logEdge) keep(h *logHead) {
 	e.head = h
 }
 
-// logAtCommit readies, on PostgreSQL, what the transaction's COMMIT logs (the
-// log_entries_from_the_ledger migration): the COMMIT gives each update its offset and log
+// logAtCommit readies, on PostgreSQL, what the transaction's COMMIT logs (the log_format
+// migration): the COMMIT gives each update its offset and log
 // index under the offset lock, and the entry is made afterwards (logEntry) of rows the
 // transaction writes anyway, so no copy of it is written here. It checks that each entry will
 // fit a bundle, and keeps the receipts to complete once the transaction has committed
@@ -580,7 +580,7 @@ func (tx *Tx) logAtCommit(ctx context.Context, us []*Update) error {
 }
 
 // logReport is how a COMMIT on PostgreSQL tells its session the log index of the
-// transaction's last entry (the log_entries_from_the_ledger migration): it sets the session's
+// transaction's last entry (the log_format migration): it sets the session's
 // application_name to "<name before> #log <index> <first 8 characters of the update's ID>"
 // for each update it numbers, the last one last, which the server reports with the COMMIT's
 // answer, with no message and no round trip of its own. The transaction's entries follow one

@@ -15,7 +15,7 @@ import (
 
 // On PostgreSQL the log is written in two steps, as Tessera and other transparency logs split
 // sequencing from integration. The COMMIT of a transaction that commits updates numbers them
-// under the offset lock (the log_entries_from_the_ledger migration), and each one's entry is
+// under the offset lock (the log_format migration), and each one's entry is
 // made of the rows the transaction writes anyway: the update's (its ID, offset, kind, party,
 // time, index and the prepared transaction a party signed for it) and that prepared
 // transaction's (the bytes signed, the key and the signature). The entry's bytes, offset and

@@ -148,7 +148,7 @@ func TestTransparencyLog_AReplayAnswersTheLogIndexTheStoredReceiptLacks(t *testi
 		if _, err := s.LogTree(ctx); err != nil { // nothing left to build: the rollback refuses otherwise
 			t.Fatal(err)
 		}
-		down, up := migrationsSince(t, s, "receipt_in_the_body")
+		down, up := migrationsSince(t, s, "log_format")
 		runStatements(t, s, down)
 		for i, x := range xs {
 			var stored []byte

@@ -234,16 +234,16 @@ func (s *Store) PendingMigrations(ctx context.Context) ([]string, error) {
 }
 
 // integrateBeforeRollback takes every numbered entry of the transparency log into its tree
-// (PostgreSQL): the code before the log_entries_from_the_ledger migration builds entries from
-// its queue only and would never build those, so that migration's rollback refuses while any
-// waits. A database not migrated that far (it still has the queue) is left as it is.
+// (PostgreSQL): the code before the log_format migration builds each entry in its COMMIT and
+// would never build those, so that migration's rollback refuses while any waits. A database
+// not migrated that far (it has no log_sequence) is left as it is.
 func (s *Store) integrateBeforeRollback(ctx context.Context) error {
 	if s.dialect != Postgres {
 		return nil
 	}
-	var fromTheLedger bool
-	err := s.db.NewRaw("SELECT to_regclass('log_queue') IS NULL AND to_regclass('log_sequence') IS NOT NULL").Scan(ctx, &fromTheLedger)
-	if err != nil || !fromTheLedger {
+	var numbered bool
+	err := s.db.NewRaw("SELECT to_regclass('log_sequence') IS NOT NULL").Scan(ctx, &numbered)
+	if err != nil || !numbered {
 		return err
 	}
 	return s.integrateLog(ctx)
