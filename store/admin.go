@@ -3,65 +3,12 @@ package store
 import (
 	"context"
 	"time"
-
-	"github.com/uptrace/bun"
 )
-
-// AuditEntry is one operator action of the admin console: who, what, on what, when, from where.
-type AuditEntry struct {
-	bun.BaseModel `bun:"table:admin_audit"`
-
-	ID     int64     `bun:"id,pk,autoincrement"`
-	At     Timestamp `bun:"at"`
-	Actor  string    `bun:"actor"`
-	Action string    `bun:"action"`
-	Target string    `bun:"target"`
-	Detail string    `bun:"detail"`
-	Addr   string    `bun:"addr"`
-}
-
-// Audit records an operator action that has no store write of its own (e.g. a rate-limit reset).
-func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
-	return s.inTx(ctx, func(tx *Tx) error { return tx.audit(ctx, e) })
-}
 
 func (tx *Tx) audit(ctx context.Context, e AuditEntry) error { return WriteAudit(ctx, tx, tx.Now(), e) }
 
-// WriteAudit records e in the audit log, at now, within tx: a write transaction of the
-// store's (Store.WriteTx) whose own write e records (store/admin's user management).
-func WriteAudit(ctx context.Context, tx bun.IDB, now time.Time, e AuditEntry) error {
-	e.ID, e.At = 0, At(now)
-	_, err := tx.NewInsert().Model(&e).Exec(ctx)
-	return err
-}
-
 // firstPage asks for a list's first limit items, limit kept within 1 and MaxPageSize.
 func firstPage(limit int) PageRequest { return PageRequest{Limit: min(max(limit, 1), MaxPageSize)} }
-
-// AuditLog lists up to limit audit entries newest first (at most MaxPageSize), of one actor
-// when actor is not empty.
-func (s *Store) AuditLog(ctx context.Context, actor string, limit int) ([]AuditEntry, error) {
-	p, err := s.AuditPage(ctx, actor, firstPage(limit))
-	return p.Items, err
-}
-
-// AuditPage is one page of the audit log, newest first, of one actor when actor is not empty.
-func (s *Store) AuditPage(ctx context.Context, actor string, r PageRequest) (Page[AuditEntry], error) {
-	q, err := startPage[int64](ctx, s, "admin-audit:"+hashText(actor), r)
-	if err != nil {
-		return Page[AuditEntry]{}, err
-	}
-	var es []AuditEntry
-	sel := s.db.NewSelect().Model(&es)
-	if actor != "" {
-		sel = sel.Where("actor = ?", actor)
-	}
-	sel = q.Seek(sel, true, []string{"id"}, q.At(func(id int64) []any { return []any{id} }))
-	if err := sel.Limit(q.Fetch()).Scan(ctx); err != nil {
-		return Page[AuditEntry]{}, err
-	}
-	return finish(ctx, s, q, es, func(e AuditEntry) int64 { return e.ID })
-}
 
 // RevokeSession revokes a party's sign-in session on an operator's behalf and records it in
 // the audit log in the same transaction: every token of the session is refused from the

@@ -126,7 +126,7 @@ func TestRevokeSession_HoldsOnEveryInstanceAndIsAudited(t *testing.T) {
 				t.Fatalf("the other instance still answers %v five seconds after the revoke", err)
 			}
 		}
-		es, err := a.AuditLog(ctx, "", 10)
+		es, err := admin.New(a).AuditLog(ctx, "", 10)
 		if err != nil || len(es) != 1 {
 			t.Fatalf("audit: %v %v", es, err)
 		}
@@ -139,7 +139,7 @@ func TestRevokeSession_HoldsOnEveryInstanceAndIsAudited(t *testing.T) {
 		if err := a.RevokeSession(ctx, "nosuch", store.AuditEntry{Actor: "ada"}); store.ErrorCode(err) != store.CodeNotFound {
 			t.Errorf("revoke of nothing: %v, want not_found", err)
 		}
-		if es, _ := a.AuditLog(ctx, "", 10); len(es) != 1 {
+		if es, _ := admin.New(a).AuditLog(ctx, "", 10); len(es) != 1 {
 			t.Errorf("refused revokes were audited: %d entries", len(es))
 		}
 	})
@@ -156,7 +156,7 @@ func TestAdminPages_WalkForwardAndBackWithCursors(t *testing.T) {
 		clock := storetest.NewClock(storetest.Epoch)
 		s := b.Open(t, storetest.Config(clock))
 		for i := range 5 {
-			if err := s.Audit(ctx, store.AuditEntry{Actor: "ops", Action: "note", Target: string(rune('a' + i))}); err != nil {
+			if err := admin.New(s).Audit(ctx, store.AuditEntry{Actor: "ops", Action: "note", Target: string(rune('a' + i))}); err != nil {
 				t.Fatal(err)
 			}
 			signedIn(t, s, "p"+string(rune('a'+i)))
@@ -168,19 +168,19 @@ func TestAdminPages_WalkForwardAndBackWithCursors(t *testing.T) {
 			}
 			return out
 		}
-		first, err := s.AuditPage(ctx, "ops", store.PageRequest{Limit: 2, ItemCursors: true})
+		first, err := admin.New(s).AuditPage(ctx, "ops", store.PageRequest{Limit: 2, ItemCursors: true})
 		if err != nil || targets(first) != "ed" || first.Cursor == "" {
 			t.Fatalf("first page: %q %v", targets(first), err)
 		}
-		second, err := s.AuditPage(ctx, "ops", store.PageRequest{Limit: 2, Cursor: first.Cursor, ItemCursors: true})
+		second, err := admin.New(s).AuditPage(ctx, "ops", store.PageRequest{Limit: 2, Cursor: first.Cursor, ItemCursors: true})
 		if err != nil || targets(second) != "cb" {
 			t.Fatalf("second page: %q %v", targets(second), err)
 		}
-		back, err := s.AuditPage(ctx, "ops", store.PageRequest{Limit: 2, Cursor: second.ItemCursors[0], Backward: true})
+		back, err := admin.New(s).AuditPage(ctx, "ops", store.PageRequest{Limit: 2, Cursor: second.ItemCursors[0], Backward: true})
 		if err != nil || targets(back) != "ed" || back.Cursor != "" {
 			t.Fatalf("back from the second page: %q (more before: %v) %v", targets(back), back.Cursor != "", err)
 		}
-		if _, err := s.AuditPage(ctx, "someone", store.PageRequest{Cursor: first.Cursor}); store.ErrorCode(err) != store.CodeInvalidCursor {
+		if _, err := admin.New(s).AuditPage(ctx, "someone", store.PageRequest{Cursor: first.Cursor}); store.ErrorCode(err) != store.CodeInvalidCursor {
 			t.Fatalf("another actor's cursor: %v", err)
 		}
 

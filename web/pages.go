@@ -211,7 +211,7 @@ func (c *Console) partyPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 	actor := strings.TrimSpace(r.URL.Query().Get("actor"))
 	req := pageRequest(r, 50)
-	page, err := c.store.AuditPage(r.Context(), actor, req)
+	page, err := c.admin.AuditPage(r.Context(), actor, req)
 	if err != nil {
 		c.storeFail(w, r, u, err)
 		return

@@ -62,7 +62,7 @@ func TestUsers_CreateChecksInputAndStoresOnlyAnArgon2idHash(t *testing.T) {
 		if err := con.ResetPassword(ctx, "ada", "another long password", cli); err != nil {
 			t.Fatal(err)
 		}
-		es, err := s.AuditLog(ctx, "cli:root", 10)
+		es, err := con.AuditLog(ctx, "cli:root", 10)
 		if err != nil {
 			t.Fatal(err)
 		}
