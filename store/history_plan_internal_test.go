@@ -103,30 +103,6 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := s.UpdatesPage(ctx, party, r)
 				return err
 			}},
-			{"admin offers", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-offers:"+hashText("|||"), offerListKey{5, "x"})
-				}
-				_, err := s.AdminOffers(ctx, OfferFilter{}, r)
-				return err
-			}},
-			{"admin offers of a maker", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-offers:"+hashText("|"+party+"||open"), offerListKey{5, "x"})
-				}
-				_, err := s.AdminOffers(ctx, OfferFilter{Maker: party, State: "open"}, r)
-				return err
-			}},
-			{"admin offers of a collection", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-offers:"+hashText("col||trait|closed"), offerListKey{5, "x"})
-				}
-				_, err := s.AdminOffers(ctx, OfferFilter{CollectionID: "col", Kind: OfferTrait, State: "closed"}, r)
-				return err
-			}},
 			{"admin offer accepts of a party", func(c bool) error { // its last walk: the offers it bought
 				r := PageRequest{Limit: 50}
 				if c {

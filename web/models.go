@@ -85,7 +85,7 @@ type partyModel struct {
 	Sessions []sessionModel
 	Balances []store.Balance
 	Listings []store.Listing
-	Offers   []store.AdminOffer      // its open offers, best price first
+	Offers   []admin.Offer           // its open offers, best price first
 	Accepts  []store.CollectionEvent // NFTs it sold into offers or bought through its offers
 	Updates  []store.Update
 	Prepared []store.PreparedTx

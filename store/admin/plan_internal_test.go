@@ -29,6 +29,7 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 		ctx := context.Background()
 		s := b.Open(t, storetest.Config(storetest.NewClock(storetest.Epoch)))
 		c := New(s)
+		party := storetest.Onboard(t, s, "taker").ID
 		log := &testdb.QueryLog{Skip: store.InBackground}
 		s.AddQueryHook(log)
 		postgres := s.Dialect() == store.Postgres
@@ -50,6 +51,30 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 					r.Cursor = mintCursor(t, s, "admin-audit:"+store.HashText("ops"), int64(5))
 				}
 				_, err := c.AuditPage(ctx, "ops", r)
+				return err
+			}},
+			{"admin offers", func(cur bool) error {
+				r := store.PageRequest{Limit: 50}
+				if cur {
+					r.Cursor = mintCursor(t, s, "admin-offers:"+store.HashText("|||"), offerListKey{5, "x"})
+				}
+				_, err := c.Offers(ctx, OfferFilter{}, r)
+				return err
+			}},
+			{"admin offers of a maker", func(cur bool) error {
+				r := store.PageRequest{Limit: 50}
+				if cur {
+					r.Cursor = mintCursor(t, s, "admin-offers:"+store.HashText("|"+party+"||open"), offerListKey{5, "x"})
+				}
+				_, err := c.Offers(ctx, OfferFilter{Maker: party, State: "open"}, r)
+				return err
+			}},
+			{"admin offers of a collection", func(cur bool) error {
+				r := store.PageRequest{Limit: 50}
+				if cur {
+					r.Cursor = mintCursor(t, s, "admin-offers:"+store.HashText("col||trait|closed"), offerListKey{5, "x"})
+				}
+				_, err := c.Offers(ctx, OfferFilter{CollectionID: "col", Kind: store.OfferTrait, State: "closed"}, r)
 				return err
 			}},
 		}
