@@ -7,9 +7,6 @@ import (
 
 func (tx *Tx) audit(ctx context.Context, e AuditEntry) error { return WriteAudit(ctx, tx, tx.Now(), e) }
 
-// firstPage asks for a list's first limit items, limit kept within 1 and MaxPageSize.
-func firstPage(limit int) PageRequest { return PageRequest{Limit: min(max(limit, 1), MaxPageSize)} }
-
 // RevokeSession revokes a party's sign-in session on an operator's behalf and records it in
 // the audit log in the same transaction: every token of the session is refused from the
 // moment this returns, on every instance (see store_notify.go).
@@ -68,41 +65,4 @@ func (s *Store) SessionsPage(ctx context.Context, f AdminSessionQuery, r PageReq
 		sel = sel.Where("revoked_at IS NULL").Where("token_expires_at > ?", At(s.now()))
 	}
 	return s.sessionsPage(ctx, q, sel, &rows)
-}
-
-// LatestUpdates lists the newest committed updates (at most MaxPageSize), of one party when
-// party is not empty.
-func (s *Store) LatestUpdates(ctx context.Context, party string, limit int) ([]Update, error) {
-	p, err := s.UpdatesPage(ctx, party, firstPage(limit))
-	return p.Items, err
-}
-
-// UpdatesPage is one page of committed updates, newest first, of one party when party is not
-// empty.
-func (s *Store) UpdatesPage(ctx context.Context, party string, r PageRequest) (Page[Update], error) {
-	q, err := startPage[int64](ctx, s, "admin-updates:"+hashText(party), r)
-	if err != nil {
-		return Page[Update]{}, err
-	}
-	var us []Update
-	sel := s.db.NewSelect().Model(&us).Where("ledger_offset IS NOT NULL")
-	if party != "" {
-		sel = sel.Where("act_as = ?", party)
-	}
-	sel = q.Seek(sel, true, []string{"ledger_offset"}, q.At(func(offset int64) []any { return []any{offset} }))
-	if err := sel.Limit(q.Fetch()).Scan(ctx); err != nil {
-		return Page[Update]{}, err
-	}
-	return finish(ctx, s, q, us, func(u Update) int64 { return u.Offset })
-}
-
-// LatestPrepared lists the newest prepared transactions, of one party when party is not empty.
-func (s *Store) LatestPrepared(ctx context.Context, party string, limit int) ([]PreparedTx, error) {
-	var ps []PreparedTx
-	q := s.db.NewSelect().Model(&ps).ExcludeColumn("body", "signer_key", "result")
-	if party != "" {
-		q = q.Where("act_as = ?", party)
-	}
-	err := q.OrderExpr("prepared_at DESC").Limit(int64(limit)).Scan(ctx)
-	return ps, err
 }

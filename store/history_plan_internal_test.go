@@ -87,22 +87,6 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := s.RewardHistory(ctx, party, r)
 				return err
 			}},
-			{"admin updates", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-updates:"+hashText(""), int64(5))
-				}
-				_, err := s.UpdatesPage(ctx, "", r)
-				return err
-			}},
-			{"admin updates of a party", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-updates:"+hashText(party), int64(5))
-				}
-				_, err := s.UpdatesPage(ctx, party, r)
-				return err
-			}},
 			{"admin offer accepts of a party", func(c bool) error { // its last walk: the offers it bought
 				r := PageRequest{Limit: 50}
 				if c {
@@ -111,8 +95,6 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := s.OfferAccepts(ctx, party, r)
 				return err
 			}},
-			{"admin latest prepared", func(bool) error { _, err := s.LatestPrepared(ctx, "", 50); return err }},
-			{"admin latest prepared of a party", func(bool) error { _, err := s.LatestPrepared(ctx, party, 50); return err }},
 			{"admin sessions", func(c bool) error {
 				r := PageRequest{Limit: 50}
 				if c {

@@ -148,12 +148,12 @@ func (c *Console) listingPage(w http.ResponseWriter, r *http.Request, u *viewer)
 func (c *Console) ledgerPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 	ctx := r.Context()
 	req := pageRequest(r, 50)
-	ups, err := c.store.UpdatesPage(ctx, "", req)
+	ups, err := c.admin.UpdatesPage(ctx, "", req)
 	if err != nil {
 		c.storeFail(w, r, u, err)
 		return
 	}
-	preps, err := c.store.LatestPrepared(ctx, "", 50)
+	preps, err := c.admin.LatestPrepared(ctx, "", 50)
 	if err != nil {
 		c.storeFail(w, r, u, err)
 		return
@@ -195,10 +195,10 @@ func (c *Console) partyPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 		v.Accepts = page.Items
 	}
 	if err == nil {
-		v.Updates, err = c.store.LatestUpdates(ctx, id, 20)
+		v.Updates, err = c.admin.LatestUpdates(ctx, id, 20)
 	}
 	if err == nil {
-		v.Prepared, err = c.store.LatestPrepared(ctx, id, 20)
+		v.Prepared, err = c.admin.LatestPrepared(ctx, id, 20)
 	}
 	if err != nil {
 		c.storeFail(w, r, u, err)

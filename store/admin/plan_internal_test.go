@@ -53,6 +53,24 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := c.AuditPage(ctx, "ops", r)
 				return err
 			}},
+			{"admin updates", func(cur bool) error {
+				r := store.PageRequest{Limit: 50}
+				if cur {
+					r.Cursor = mintCursor(t, s, "admin-updates:"+store.HashText(""), int64(5))
+				}
+				_, err := c.UpdatesPage(ctx, "", r)
+				return err
+			}},
+			{"admin updates of a party", func(cur bool) error {
+				r := store.PageRequest{Limit: 50}
+				if cur {
+					r.Cursor = mintCursor(t, s, "admin-updates:"+store.HashText(party), int64(5))
+				}
+				_, err := c.UpdatesPage(ctx, party, r)
+				return err
+			}},
+			{"admin latest prepared", func(bool) error { _, err := c.LatestPrepared(ctx, "", 50); return err }},
+			{"admin latest prepared of a party", func(bool) error { _, err := c.LatestPrepared(ctx, party, 50); return err }},
 			{"admin offers", func(cur bool) error {
 				r := store.PageRequest{Limit: 50}
 				if cur {
