@@ -95,14 +95,6 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := s.OfferAccepts(ctx, party, r)
 				return err
 			}},
-			{"admin sessions", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-sessions:"+hashText("|"), sessionKey{CreatedAt: 5, SID: "s"})
-				}
-				_, err := s.SessionsPage(ctx, AdminSessionQuery{}, r)
-				return err
-			}},
 		}
 		for _, f := range feeds {
 			for _, cursor := range []bool{false, true} {

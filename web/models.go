@@ -34,7 +34,7 @@ type sessionModel struct {
 
 type sessionsModel struct {
 	Page  pageModel
-	Query store.AdminSessionQuery
+	Query admin.SessionQuery
 	Rows  []sessionModel
 	Pager pager
 	Now   time.Time

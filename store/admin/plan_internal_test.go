@@ -20,6 +20,13 @@ func mintCursor[K any](t *testing.T, s *store.Store, list string, key K) string 
 	return p.ItemCursors[0]
 }
 
+// sessionKey has the shape of a session's position in the store's session lists (its cursor's
+// key), for a cursor minted here that SessionPage decodes.
+type sessionKey struct {
+	CreatedAt int64  `json:"t"`
+	SID       string `json:"s"`
+}
+
 // Every read of the console's growing histories walks an index in its ORDER BY, on the first
 // page and from a cursor: PostgreSQL (scans and sorts priced out) plans no Sort node, and
 // SQLite does not sort in a temporary b-tree. The store's own feeds have the test of the same
@@ -71,6 +78,14 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 			}},
 			{"admin latest prepared", func(bool) error { _, err := c.LatestPrepared(ctx, "", 50); return err }},
 			{"admin latest prepared of a party", func(bool) error { _, err := c.LatestPrepared(ctx, party, 50); return err }},
+			{"admin sessions", func(cur bool) error {
+				r := store.PageRequest{Limit: 50}
+				if cur {
+					r.Cursor = mintCursor(t, s, "admin-sessions:"+store.HashText("|"), sessionKey{CreatedAt: 5, SID: "s"})
+				}
+				_, err := c.SessionsPage(ctx, SessionQuery{}, r)
+				return err
+			}},
 			{"admin offers", func(cur bool) error {
 				r := store.PageRequest{Limit: 50}
 				if cur {
