@@ -49,26 +49,3 @@ func FinishPage[T, K any](ctx context.Context, s *Store, q *keyset.Query[K], row
 
 // HashText is a short, stable digest of a list's filter, for the list's name.
 func HashText(text string) string { return hashText(text) }
-
-// AuditEntry is one operator action of the admin console: who, what, on what, when, from where.
-// The console (store/admin) keeps and reads the audit log; the store records in it the
-// operator actions it carries out itself (RevokeSession), in their own transactions.
-type AuditEntry struct {
-	bun.BaseModel `bun:"table:admin_audit"`
-
-	ID     int64     `bun:"id,pk,autoincrement"`
-	At     Timestamp `bun:"at"`
-	Actor  string    `bun:"actor"`
-	Action string    `bun:"action"`
-	Target string    `bun:"target"`
-	Detail string    `bun:"detail"`
-	Addr   string    `bun:"addr"`
-}
-
-// WriteAudit records e in the audit log, at now, within tx: a write transaction of the
-// store's (Store.WriteTx) whose own write e records (store/admin's user management).
-func WriteAudit(ctx context.Context, tx bun.IDB, now time.Time, e AuditEntry) error {
-	e.ID, e.At = 0, At(now)
-	_, err := tx.NewInsert().Model(&e).Exec(ctx)
-	return err
-}

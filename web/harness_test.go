@@ -243,4 +243,4 @@ func (e *consoleEnv) auditActions() []string {
 var _ = time.Second
 
 // cli is who the command-line tool acts as in tests.
-var cli = store.AuditEntry{Actor: "cli:root", Addr: "local"}
+var cli = admin.AuditEntry{Actor: "cli:root", Addr: "local"}

@@ -95,7 +95,7 @@ type partyModel struct {
 type auditModel struct {
 	Page    pageModel
 	Actor   string
-	Entries []store.AuditEntry
+	Entries []admin.AuditEntry
 	Pager   pager
 }
 

@@ -26,7 +26,7 @@ func TestAudit_PagesWalkBothWaysWithTheFilterKept(t *testing.T) {
 		e := newConsoleEnv(t, b)
 		e.user("ops", admin.RoleOperator)
 		for i := range 120 {
-			if err := admin.New(e.store).Audit(context.Background(), store.AuditEntry{Actor: "robot", Action: "note", Target: fmt.Sprintf("n%03d", i)}); err != nil {
+			if err := admin.New(e.store).Audit(context.Background(), admin.AuditEntry{Actor: "robot", Action: "note", Target: fmt.Sprintf("n%03d", i)}); err != nil {
 				t.Fatal(err)
 			}
 		}

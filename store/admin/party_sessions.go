@@ -18,7 +18,7 @@ import (
 // RevokeSession revokes a party's sign-in session on an operator's behalf and records it in
 // the audit log in the same transaction: every token of the session is refused from the
 // moment this returns, on every instance (store.RevokeSessionWith).
-func (c *Console) RevokeSession(ctx context.Context, sid string, e store.AuditEntry) error {
+func (c *Console) RevokeSession(ctx context.Context, sid string, e AuditEntry) error {
 	row := new(store.Session)
 	err := c.s.WriteDB().NewSelect().Model(row).Where("sid = ?", sid).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -35,7 +35,7 @@ func (c *Console) RevokeSession(ctx context.Context, sid string, e store.AuditEn
 		e.Detail = "party " + row.PartyID
 	}
 	return c.s.RevokeSessionWith(ctx, sid, row.PartyID, func(ctx context.Context, tx bun.Tx, now time.Time) error {
-		return store.WriteAudit(ctx, tx, now, e)
+		return writeAudit(ctx, tx, now, e)
 	})
 }
 

@@ -59,7 +59,7 @@ func TestRevokeSession_HoldsOnEveryInstanceAndIsAudited(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := admin.New(a).RevokeSession(ctx, auth.SessionID, store.AuditEntry{Actor: "ada", Addr: "10.0.0.7"}); err != nil {
+		if err := admin.New(a).RevokeSession(ctx, auth.SessionID, admin.AuditEntry{Actor: "ada", Addr: "10.0.0.7"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := a.Authenticate(ctx, tok); store.ErrorCode(err) != store.CodeTokenRevoked {
@@ -81,10 +81,10 @@ func TestRevokeSession_HoldsOnEveryInstanceAndIsAudited(t *testing.T) {
 		if e := es[0]; e.Actor != "ada" || e.Action != "revoke-session" || e.Target != auth.SessionID || e.Addr != "10.0.0.7" || e.Detail != "party "+party || !e.At.Equal(storetest.Epoch) {
 			t.Errorf("audit entry %+v", e)
 		}
-		if err := admin.New(a).RevokeSession(ctx, auth.SessionID, store.AuditEntry{Actor: "ada"}); store.ErrorCode(err) != store.CodeConflict {
+		if err := admin.New(a).RevokeSession(ctx, auth.SessionID, admin.AuditEntry{Actor: "ada"}); store.ErrorCode(err) != store.CodeConflict {
 			t.Errorf("second revoke: %v, want conflict", err)
 		}
-		if err := admin.New(a).RevokeSession(ctx, "nosuch", store.AuditEntry{Actor: "ada"}); store.ErrorCode(err) != store.CodeNotFound {
+		if err := admin.New(a).RevokeSession(ctx, "nosuch", admin.AuditEntry{Actor: "ada"}); store.ErrorCode(err) != store.CodeNotFound {
 			t.Errorf("revoke of nothing: %v, want not_found", err)
 		}
 		if es, _ := admin.New(a).AuditLog(ctx, "", 10); len(es) != 1 {
@@ -101,13 +101,13 @@ func TestAdminPages_WalkForwardAndBackWithCursors(t *testing.T) {
 		clock := storetest.NewClock(storetest.Epoch)
 		s := b.Open(t, storetest.Config(clock))
 		for i := range 5 {
-			if err := admin.New(s).Audit(ctx, store.AuditEntry{Actor: "ops", Action: "note", Target: string(rune('a' + i))}); err != nil {
+			if err := admin.New(s).Audit(ctx, admin.AuditEntry{Actor: "ops", Action: "note", Target: string(rune('a' + i))}); err != nil {
 				t.Fatal(err)
 			}
 			signedIn(t, s, "p"+string(rune('a'+i)))
 			clock.Advance(time.Second)
 		}
-		targets := func(p store.Page[store.AuditEntry]) (out string) {
+		targets := func(p store.Page[admin.AuditEntry]) (out string) {
 			for _, e := range p.Items {
 				out += e.Target
 			}

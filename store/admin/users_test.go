@@ -11,7 +11,7 @@ import (
 )
 
 // cli is who the command-line tool acts as in tests.
-var cli = store.AuditEntry{Actor: "cli:root", Addr: "local"}
+var cli = admin.AuditEntry{Actor: "cli:root", Addr: "local"}
 
 func TestUsers_CreateChecksInputAndStoresOnlyAnArgon2idHash(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
