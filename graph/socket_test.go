@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 )
 
@@ -209,7 +210,7 @@ func TestSocket_AnOperationAfterTheSessionEndsIsRefused(t *testing.T) {
 				}
 			}, store.CodeTokenRevoked},
 			{"revoked from the console", func(a *store.Auth) {
-				if err := s.RevokeSession(ctx, a.SessionID, store.AuditEntry{Actor: "admin"}); err != nil {
+				if err := admin.New(s).RevokeSession(ctx, a.SessionID, admin.AuditEntry{Actor: "admin"}); err != nil {
 					t.Fatal(err)
 				}
 			}, store.CodeTokenRevoked},

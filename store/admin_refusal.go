@@ -11,9 +11,6 @@ import (
 // RefusalFlushEvery is how often an instance adds the refusals it counted to the store.
 const RefusalFlushEvery = 5 * time.Second
 
-// refusalRetention is how long the per-minute refusal counts are kept.
-const refusalRetention = 7 * 24 * time.Hour
-
 // refusalTally counts rate-limit refusals in memory, per minute and scope, until the next
 // flush adds them to rate_limit_refusals. A refusal costs a map increment under a mutex, never
 // a write: a flood of them costs one upsert per minute and scope every RefusalFlushEvery.
@@ -31,7 +28,8 @@ type refusalKey struct {
 }
 
 // RateLimitRefusal is one row of rate_limit_refusals: how many requests of one scope were
-// refused with 429 in one minute, summed over every instance.
+// refused with 429 in one minute, summed over every instance. The console (store/admin)
+// reads the rows for its chart and prunes them.
 type RateLimitRefusal struct {
 	bun.BaseModel `bun:"table:rate_limit_refusals"`
 
@@ -118,12 +116,4 @@ func (s *Store) closeRefusals(ctx context.Context) error {
 		<-stopped
 	}
 	return s.FlushRefusals(ctx)
-}
-
-// PruneRefusals removes the counts older than refusalRetention (the console prunes them
-// with its sessions: admin.Console.PruneSessions).
-func (s *Store) PruneRefusals(ctx context.Context) error {
-	_, err := s.wdb.NewDelete().Model((*RateLimitRefusal)(nil)).
-		Where("minute < ?", s.now().Add(-refusalRetention).UnixMicro()).Exec(ctx)
-	return err
 }

@@ -113,7 +113,7 @@ func console(s *store.Store) *web.Console {
 func consoleSignIn(t *testing.T, s *store.Store) string {
 	t.Helper()
 	const pw = "a long enough password"
-	if _, err := admin.New(s).CreateUser(context.Background(), "support", admin.RoleViewer, pw, store.AuditEntry{Actor: "cli:root", Addr: "local"}); err != nil {
+	if _, err := admin.New(s).CreateUser(context.Background(), "support", admin.RoleViewer, pw, admin.AuditEntry{Actor: "cli:root", Addr: "local"}); err != nil {
 		t.Fatal(err)
 	}
 	form := url.Values{"username": {"support"}, "password": {pw}}

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-
-	"marketd/store/internal/keyset"
 )
 
 // Session is a sign-in session: one browser instance (or client) of one party, with its
@@ -154,6 +152,14 @@ func (s *Store) RotateIfDue(ctx context.Context, a *Auth) (*IssuedToken, error) 
 // Logout revokes the session of a: every token of it is refused from the moment this returns.
 func (s *Store) Logout(ctx context.Context, a *Auth) error {
 	return s.revokeSession(ctx, a.SessionID, a.PartyID, nil)
+}
+
+// RevokeSessionWith revokes session sid of partyID as a logout does (every token of it is
+// refused from the moment this returns, on every instance), running also in the same write
+// transaction at its instant: how the console (store/admin) records an operator's revoke in
+// its audit log with the same commit.
+func (s *Store) RevokeSessionWith(ctx context.Context, sid, partyID string, also func(ctx context.Context, tx bun.Tx, now time.Time) error) error {
+	return s.revokeSession(ctx, sid, partyID, func(tx *Tx) error { return also(ctx, tx.Tx.Tx, tx.Now()) })
 }
 
 // revokeSession revokes session sid of partyID, running also (when not nil) in the same
@@ -417,19 +423,24 @@ type sessionKey struct {
 
 // Sessions lists a party's sign-in sessions, newest first.
 func (s *Store) Sessions(ctx context.Context, partyID string, r PageRequest) (Page[Session], error) {
-	q, err := startPage[sessionKey](ctx, s, "sessions:"+partyID, r)
+	return s.SessionPage(ctx, "sessions:"+partyID, r, func(sel *bun.SelectQuery) *bun.SelectQuery {
+		return sel.Where("party_id = ?", partyID)
+	})
+}
+
+// SessionPage is one page, newest first, of the sign-in sessions that where narrows the read
+// to, in the list named list (its cursors carry the name, so another list refuses them): a
+// party's sessions here, the console's search in store/admin.
+func (s *Store) SessionPage(ctx context.Context, list string, r PageRequest, where func(*bun.SelectQuery) *bun.SelectQuery) (Page[Session], error) {
+	q, err := startPage[sessionKey](ctx, s, list, r)
 	if err != nil {
 		return Page[Session]{}, err
 	}
 	var rows []Session
-	return s.sessionsPage(ctx, q, s.db.NewSelect().Model(&rows).Where("party_id = ?", partyID), &rows)
-}
-
-// sessionsPage reads the page q asks for of the sessions sel selects into rows, newest first.
-func (s *Store) sessionsPage(ctx context.Context, q *keyset.Query[sessionKey], sel *bun.SelectQuery, rows *[]Session) (Page[Session], error) {
+	sel := where(s.db.NewSelect().Model(&rows))
 	sel = q.Seek(sel, true, []string{"created_at", "sid"}, q.At(func(k sessionKey) []any { return []any{k.CreatedAt, k.SID} }))
 	if err := sel.Limit(q.Fetch()).Scan(ctx); err != nil {
 		return Page[Session]{}, err
 	}
-	return finish(ctx, s, q, *rows, func(x Session) sessionKey { return sessionKey{x.CreatedAt.UnixMicro(), x.SID} })
+	return finish(ctx, s, q, rows, func(x Session) sessionKey { return sessionKey{x.CreatedAt.UnixMicro(), x.SID} })
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
+
+	"marketd/store/internal/keyset"
 )
 
 // The store's exported core: what the store's part packages (store/admin) build on, the
@@ -30,3 +32,20 @@ func (s *Store) WriteTx(ctx context.Context, fn func(ctx context.Context, tx bun
 // IsUniqueViolation tells whether err is a unique constraint refusing a row, on either
 // dialect: how a part answers a taken name with a conflict.
 func IsUniqueViolation(err error) bool { return isUniqueViolation(err) }
+
+// StartPage validates r for the list named list and decodes its cursor under the service's
+// cursor key: a part's keyset read starts here, reads in the plan's order past its position
+// (the plan's Seek), and ends with FinishPage. A list's name is what its cursors carry, so a
+// cursor of one list (or of one filter of it) is refused by another.
+func StartPage[K any](ctx context.Context, s *Store, list string, r PageRequest) (*keyset.Query[K], error) {
+	return startPage[K](ctx, s, list, r)
+}
+
+// FinishPage cuts rows (read in q's direction) to the page, puts them in list order and
+// issues its cursors, as the store's own lists do.
+func FinishPage[T, K any](ctx context.Context, s *Store, q *keyset.Query[K], rows []T, key func(T) K) (Page[T], error) {
+	return finish(ctx, s, q, rows, key)
+}
+
+// HashText is a short, stable digest of a list's filter, for the list's name.
+func HashText(text string) string { return hashText(text) }

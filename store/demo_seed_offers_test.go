@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 )
 
@@ -116,11 +117,11 @@ func TestSeedDemo_MakesOffersOfEveryKindUnderTheFloorAndAcceptsSome(t *testing.T
 }
 
 // seededOffers is every offer of the store, open or closed, each its latest version.
-func seededOffers(t *testing.T, s *store.Store) []store.AdminOffer {
+func seededOffers(t *testing.T, s *store.Store) []admin.Offer {
 	t.Helper()
-	var all []store.AdminOffer
+	var all []admin.Offer
 	for r := (store.PageRequest{Limit: 100}); ; {
-		p, err := s.AdminOffers(context.Background(), store.OfferFilter{}, r)
+		p, err := admin.New(s).Offers(context.Background(), admin.OfferFilter{}, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +135,7 @@ func seededOffers(t *testing.T, s *store.Store) []store.AdminOffer {
 
 // offerShapes describes offers apart from their store: maker by hint, collection by slug,
 // sorted.
-func offerShapes(t *testing.T, s *store.Store, offers []store.AdminOffer) []string {
+func offerShapes(t *testing.T, s *store.Store, offers []admin.Offer) []string {
 	t.Helper()
 	cols, err := s.Collections(context.Background(), store.SortNewest, store.PageRequest{Limit: 100})
 	if err != nil {

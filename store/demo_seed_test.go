@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/storetest"
 	"marketd/store/translog"
 )
@@ -108,7 +109,7 @@ func TestSeedDemo_EveryUpdateIsExecutedSignedByTheDemoPartyItActsAs(t *testing.T
 				t.Fatal(err)
 			}
 			keys[p] = party.PublicKey
-			ps, err := s.LatestPrepared(ctx, p, 100_000)
+			ps, err := admin.New(s).LatestPrepared(ctx, p, 100_000)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -2,42 +2,11 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"strings"
-	"sync"
 	"testing"
 
-	"github.com/uptrace/bun"
-
 	"marketd/store/internal/keyset"
+	"marketd/store/internal/testdb"
 )
-
-// queryLog keeps the SQL a store ran, for the plan tests to explain.
-type queryLog struct {
-	mu  sync.Mutex
-	sql []string
-}
-
-func (l *queryLog) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
-func (l *queryLog) AfterQuery(_ context.Context, e *bun.QueryEvent) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.sql = append(l.sql, e.Query)
-}
-
-// last returns the last query that orders its rows (the feed's page read) and forgets the log.
-func (l *queryLog) last() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var q string
-	for _, s := range l.sql {
-		if strings.Contains(s, "ORDER BY") {
-			q = s
-		}
-	}
-	l.sql = nil
-	return q
-}
 
 // mintCursor issues the cursor of list that names key, as a page ending at an item with that key would.
 func mintCursor[K any](t *testing.T, s *Store, list string, key K) string {
@@ -55,7 +24,7 @@ func mintCursor[K any](t *testing.T, s *Store, list string, key K) string {
 func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 	eachLedgerStore(t, func(t *testing.T, s *Store, _ *ledgerClock) {
 		ctx := context.Background()
-		log := new(queryLog)
+		log := new(testdb.QueryLog)
 		s.db.AddQueryHook(log)
 		if _, err := s.SetOraclePrice(ctx, CC, USDCx, "2.5"); err != nil {
 			t.Fatal(err)
@@ -118,62 +87,6 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := s.RewardHistory(ctx, party, r)
 				return err
 			}},
-			{"admin audit log", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-audit:"+hashText(""), int64(5))
-				}
-				_, err := s.AuditPage(ctx, "", r)
-				return err
-			}},
-			{"admin audit log of an actor", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-audit:"+hashText("ops"), int64(5))
-				}
-				_, err := s.AuditPage(ctx, "ops", r)
-				return err
-			}},
-			{"admin updates", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-updates:"+hashText(""), int64(5))
-				}
-				_, err := s.UpdatesPage(ctx, "", r)
-				return err
-			}},
-			{"admin updates of a party", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-updates:"+hashText(party), int64(5))
-				}
-				_, err := s.UpdatesPage(ctx, party, r)
-				return err
-			}},
-			{"admin offers", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-offers:"+hashText("|||"), offerListKey{5, "x"})
-				}
-				_, err := s.AdminOffers(ctx, OfferFilter{}, r)
-				return err
-			}},
-			{"admin offers of a maker", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-offers:"+hashText("|"+party+"||open"), offerListKey{5, "x"})
-				}
-				_, err := s.AdminOffers(ctx, OfferFilter{Maker: party, State: "open"}, r)
-				return err
-			}},
-			{"admin offers of a collection", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-offers:"+hashText("col||trait|closed"), offerListKey{5, "x"})
-				}
-				_, err := s.AdminOffers(ctx, OfferFilter{CollectionID: "col", Kind: OfferTrait, State: "closed"}, r)
-				return err
-			}},
 			{"admin offer accepts of a party", func(c bool) error { // its last walk: the offers it bought
 				r := PageRequest{Limit: 50}
 				if c {
@@ -182,91 +95,21 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := s.OfferAccepts(ctx, party, r)
 				return err
 			}},
-			{"admin latest prepared", func(bool) error { _, err := s.LatestPrepared(ctx, "", 50); return err }},
-			{"admin latest prepared of a party", func(bool) error { _, err := s.LatestPrepared(ctx, party, 50); return err }},
-			{"admin sessions", func(c bool) error {
-				r := PageRequest{Limit: 50}
-				if c {
-					r.Cursor = mintCursor(t, s, "admin-sessions:"+hashText("|"), sessionKey{CreatedAt: 5, SID: "s"})
-				}
-				_, err := s.SessionsPage(ctx, AdminSessionQuery{}, r)
-				return err
-			}},
 		}
 		for _, f := range feeds {
 			for _, cursor := range []bool{false, true} {
-				log.last()
+				log.Last()
 				if err := f.read(cursor); err != nil {
 					t.Fatalf("%s: %v", f.name, err)
 				}
-				q := log.last()
+				q := log.Last()
 				if q == "" {
 					t.Fatalf("%s: no page read was logged", f.name)
 				}
-				if plan := explainPlan(t, s, q); !flatPlan(s.dialect, plan) {
+				if plan := testdb.ExplainPlan(t, s.db, s.dialect == Postgres, q); !testdb.FlatPlan(s.dialect == Postgres, plan) {
 					t.Errorf("%s (cursor %v) does not walk an index in page order:\n%s\n%s", f.name, cursor, q, plan)
 				}
 			}
 		}
 	})
-}
-
-// explainPlan returns the plan of query q, one node a line.
-func explainPlan(t *testing.T, s *Store, q string) string {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback()
-	explain := "EXPLAIN QUERY PLAN "
-	if s.dialect == Postgres {
-		// On a small table the planner prefers scanning and sorting; with those priced out, a
-		// Sort left in the plan means no index can give the page order.
-		for _, off := range []string{"enable_seqscan", "enable_bitmapscan", "enable_sort"} {
-			if _, err := tx.ExecContext(ctx, "SET LOCAL "+off+" = off"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		explain = "EXPLAIN "
-	}
-	rows, err := tx.QueryContext(ctx, explain+q)
-	if err != nil {
-		t.Fatalf("explain %s: %v", q, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var lines []string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		line := vals[len(vals)-1] // the plan text: PostgreSQL's only column, SQLite's "detail"
-		switch v := line.(type) {
-		case []byte:
-			lines = append(lines, string(v))
-		case string:
-			lines = append(lines, v)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(lines, "\n")
-}
-
-// flatPlan reports whether plan reads rows in page order from an index.
-func flatPlan(d Dialect, plan string) bool {
-	if d == Postgres {
-		return !strings.Contains(plan, "Sort") && !strings.Contains(plan, "Seq Scan") && strings.Contains(plan, "Index")
-	}
-	// A SCAN with no index is the table's own b-tree, in rowid order: the feeds that read it
-	// (audit log, updates) order by their INTEGER PRIMARY KEY.
-	return !strings.Contains(plan, "TEMP B-TREE")
 }

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -168,4 +170,44 @@ func lastOfferVersion(ctx context.Context, db bun.IDB, offerID string) (*Offer, 
 		return nil, Errorf(CodeNotFound, "no offer %s", truncate(offerID, 80))
 	}
 	return &os[0], nil
+}
+
+// OfferAccepts is one page of a party's accepts (the console's party page lists them), newest first: the NFTs it sold into offers
+// (it is From) and those it bought through its offers (To), from the NFTs' history. Each side
+// is one walk of its own index, and the two are merged here.
+func (s *Store) OfferAccepts(ctx context.Context, party string, r PageRequest) (Page[CollectionEvent], error) {
+	q, err := startPage[int64](ctx, s, "admin-offer-accepts:"+hashText(party), r)
+	if err != nil {
+		return Page[CollectionEvent]{}, err
+	}
+	at := q.At(func(id int64) []any { return []any{id} })
+	var acts []nftActivity
+	for _, side := range []string{"from_party", "to_party"} {
+		var rows []nftActivity
+		// nft_activity.*: the offset too, which bun never writes.
+		sel := withLogIndex(s.db.NewSelect().Model(&rows).ColumnExpr("nft_activity.*"), "update_id").
+			Where("nft_activity.kind = ?", EventOfferAccepted).
+			Where("? = ?", bun.Ident("nft_activity."+side), party)
+		if err := q.Seek(sel, true, []string{"nft_activity.id"}, at).Limit(q.Fetch()).Scan(ctx); err != nil {
+			return Page[CollectionEvent]{}, err
+		}
+		acts = append(acts, rows...)
+	}
+	// in the read's direction (oldest first when reading back), each event once
+	slices.SortFunc(acts, func(a, b nftActivity) int {
+		if q.Backward {
+			return cmp.Compare(a.ID, b.ID)
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	acts = slices.CompactFunc(acts, func(a, b nftActivity) bool { return a.ID == b.ID })
+	page, err := finish(ctx, s, q, acts, func(a nftActivity) int64 { return a.ID })
+	if err != nil {
+		return Page[CollectionEvent]{}, err
+	}
+	out := Page[CollectionEvent]{Cursor: page.Cursor, ItemCursors: page.ItemCursors}
+	for i := range page.Items {
+		out.Items = append(out.Items, page.Items[i].collectionEvent())
+	}
+	return out, nil
 }

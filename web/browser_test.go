@@ -161,7 +161,7 @@ func browserConsole(t *testing.T, browser context.Context, b storetest.Backend) 
 		alice := e.signInParty("alice")
 		bob := e.signInParty("bob")
 		sidOf := func(p party) string {
-			ss, err := e.store.SearchSessions(context.Background(), store.AdminSessionQuery{Party: p.ID})
+			ss, err := admin.New(e.store).SearchSessions(context.Background(), admin.SessionQuery{Party: p.ID})
 			if err != nil || len(ss) != 1 {
 				t.Fatalf("sessions of %s: %v %v", p.ID, ss, err)
 			}

@@ -243,7 +243,7 @@ func TestRevoke_RefusesEveryTokenOfTheSessionAndIsAudited(t *testing.T) {
 		if !strings.Contains(p.body, alice.ID) || strings.Contains(p.body, bob.ID) {
 			t.Fatalf("search by hint: alice's session missing or bob's shown")
 		}
-		ss, _ := e.store.SearchSessions(context.Background(), store.AdminSessionQuery{Party: alice.ID})
+		ss, _ := admin.New(e.store).SearchSessions(context.Background(), admin.SessionQuery{Party: alice.ID})
 		if len(ss) != 1 {
 			t.Fatalf("alice has %d sessions", len(ss))
 		}
@@ -288,7 +288,7 @@ func TestViewer_SeesNoActionsAndForgedActionsAreRefused(t *testing.T) {
 		e.restStatus("GET", "/api/auth/me", alice.token, nil)
 		c := e.client()
 		c.mustLogin("watcher")
-		ss, _ := e.store.SearchSessions(context.Background(), store.AdminSessionQuery{Party: alice.ID})
+		ss, _ := admin.New(e.store).SearchSessions(context.Background(), admin.SessionQuery{Party: alice.ID})
 		sid := ss[0].SID
 		if p := c.get("/admin/sessions"); !strings.Contains(p.body, alice.ID) || strings.Contains(p.body, "/revoke") {
 			t.Fatalf("a viewer sees a revoke button, or not the session")
@@ -318,7 +318,7 @@ func TestCSRF_FormsWithoutTheTokenOrFromAnotherSiteAreRefused(t *testing.T) {
 		alice := e.signInParty("alice")
 		c := e.client()
 		c.mustLogin("ops")
-		ss, _ := e.store.SearchSessions(context.Background(), store.AdminSessionQuery{Party: alice.ID})
+		ss, _ := admin.New(e.store).SearchSessions(context.Background(), admin.SessionQuery{Party: alice.ID})
 		path := "/admin/sessions/" + ss[0].SID + "/revoke"
 		for _, tc := range []struct {
 			name    string

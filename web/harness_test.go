@@ -226,7 +226,7 @@ func toLogin(p page) bool {
 // auditActions lists the console's audit log entries newest first as "actor action target addr".
 func (e *consoleEnv) auditActions() []string {
 	e.t.Helper()
-	es, err := e.store.AuditLog(context.Background(), "", 100)
+	es, err := admin.New(e.store).AuditLog(context.Background(), "", 100)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -243,4 +243,4 @@ func (e *consoleEnv) auditActions() []string {
 var _ = time.Second
 
 // cli is who the command-line tool acts as in tests.
-var cli = store.AuditEntry{Actor: "cli:root", Addr: "local"}
+var cli = admin.AuditEntry{Actor: "cli:root", Addr: "local"}

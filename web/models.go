@@ -34,7 +34,7 @@ type sessionModel struct {
 
 type sessionsModel struct {
 	Page  pageModel
-	Query store.AdminSessionQuery
+	Query admin.SessionQuery
 	Rows  []sessionModel
 	Pager pager
 	Now   time.Time
@@ -85,7 +85,7 @@ type partyModel struct {
 	Sessions []sessionModel
 	Balances []store.Balance
 	Listings []store.Listing
-	Offers   []store.AdminOffer      // its open offers, best price first
+	Offers   []admin.Offer           // its open offers, best price first
 	Accepts  []store.CollectionEvent // NFTs it sold into offers or bought through its offers
 	Updates  []store.Update
 	Prepared []store.PreparedTx
@@ -95,7 +95,7 @@ type partyModel struct {
 type auditModel struct {
 	Page    pageModel
 	Actor   string
-	Entries []store.AuditEntry
+	Entries []admin.AuditEntry
 	Pager   pager
 }
 

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/admin"
 )
 
 // offersModel is the offers list: every offer, newest made first, as the filter narrows it.
 type offersModel struct {
 	Page   pageModel
-	Filter store.OfferFilter
-	Rows   []store.AdminOffer
+	Filter admin.OfferFilter
+	Rows   []admin.Offer
 	Pager  pager
 	Now    time.Time
 }
@@ -22,11 +23,11 @@ type offersModel struct {
 // offersPage lists offers newest made first, filtered by collection, maker, kind and state.
 func (c *Console) offersPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 	qs := r.URL.Query()
-	f := store.OfferFilter{CollectionID: strings.TrimSpace(qs.Get("collection")), Maker: strings.TrimSpace(qs.Get("maker")), Kind: qs.Get("kind"), State: qs.Get("state")}
+	f := admin.OfferFilter{CollectionID: strings.TrimSpace(qs.Get("collection")), Maker: strings.TrimSpace(qs.Get("maker")), Kind: qs.Get("kind"), State: qs.Get("state")}
 	v := offersModel{Page: c.page(r, u, "Offers"), Filter: f, Now: c.store.Now()}
 	f.CollectionID = c.collectionID(r.Context(), f.CollectionID)
 	req := pageRequest(r, 50)
-	page, err := c.store.AdminOffers(r.Context(), f, req)
+	page, err := c.admin.Offers(r.Context(), f, req)
 	if err != nil {
 		c.storeFail(w, r, u, err)
 		return
@@ -47,17 +48,17 @@ func (c *Console) collectionID(ctx context.Context, ref string) string {
 }
 
 // openOffers are a party's open offers as the offers table shows them.
-func openOffers(os []store.Offer) []store.AdminOffer {
-	out := make([]store.AdminOffer, len(os))
+func openOffers(os []store.Offer) []admin.Offer {
+	out := make([]admin.Offer, len(os))
 	for i, o := range os {
-		out[i] = store.AdminOffer{Offer: o}
+		out[i] = admin.Offer{Offer: o}
 	}
 	return out
 }
 
 // offerState is how an offer stands at now: open, filled, cancelled or expired (released at
 // its expiry, or past it and not released yet).
-func offerState(o store.AdminOffer, now time.Time) string {
+func offerState(o admin.Offer, now time.Time) string {
 	switch {
 	case o.Active() && now.Before(o.ExpiresAt.Time):
 		return "open"
@@ -73,7 +74,7 @@ func offerState(o store.AdminOffer, now time.Time) string {
 
 // offerTakes says which NFTs an offer takes: one serial, any of the collection, or those
 // whose traits match ("Hat: Crown or Halo; Eyes: Laser").
-func offerTakes(o store.AdminOffer) string {
+func offerTakes(o admin.Offer) string {
 	switch o.Kind {
 	case store.OfferItem:
 		if o.Serial != nil {

@@ -179,19 +179,19 @@ func TestOffers_ListFiltersByCollectionMakerKindAndState(t *testing.T) {
 		}
 		// Keyset pages both ways, and a cursor of one filter is refused by another.
 		ctx := context.Background()
-		first, err := e.store.AdminOffers(ctx, store.OfferFilter{}, store.PageRequest{Limit: 2})
+		first, err := admin.New(e.store).Offers(ctx, admin.OfferFilter{}, store.PageRequest{Limit: 2})
 		if err != nil || len(first.Items) != 2 || first.Cursor == "" {
 			t.Fatalf("first page: %d %v", len(first.Items), err)
 		}
-		second, err := e.store.AdminOffers(ctx, store.OfferFilter{}, store.PageRequest{Limit: 2, Cursor: first.Cursor})
+		second, err := admin.New(e.store).Offers(ctx, admin.OfferFilter{}, store.PageRequest{Limit: 2, Cursor: first.Cursor})
 		if err != nil || len(second.Items) != 2 || second.Items[0].OfferID != ob.trait || second.Items[1].OfferID != ob.partial {
 			t.Fatalf("second page: %v %v", second.Items, err)
 		}
-		back, err := e.store.AdminOffers(ctx, store.OfferFilter{}, store.PageRequest{Limit: 2, Cursor: second.Cursor, Backward: true})
+		back, err := admin.New(e.store).Offers(ctx, admin.OfferFilter{}, store.PageRequest{Limit: 2, Cursor: second.Cursor, Backward: true})
 		if err != nil || len(back.Items) != 2 || back.Items[0].OfferID != ob.cancelled || back.Items[1].OfferID != ob.trait {
 			t.Fatalf("back from the second page's end: %v %v", back.Items, err)
 		}
-		if _, err := e.store.AdminOffers(ctx, store.OfferFilter{State: "open"}, store.PageRequest{Limit: 2, Cursor: first.Cursor}); store.ErrorCode(err) != store.CodeInvalidCursor {
+		if _, err := admin.New(e.store).Offers(ctx, admin.OfferFilter{State: "open"}, store.PageRequest{Limit: 2, Cursor: first.Cursor}); store.ErrorCode(err) != store.CodeInvalidCursor {
 			t.Errorf("a cursor of another filter: %v, want invalid_cursor", err)
 		}
 	})

@@ -26,7 +26,7 @@ func TestAudit_PagesWalkBothWaysWithTheFilterKept(t *testing.T) {
 		e := newConsoleEnv(t, b)
 		e.user("ops", admin.RoleOperator)
 		for i := range 120 {
-			if err := e.store.Audit(context.Background(), store.AuditEntry{Actor: "robot", Action: "note", Target: fmt.Sprintf("n%03d", i)}); err != nil {
+			if err := admin.New(e.store).Audit(context.Background(), admin.AuditEntry{Actor: "robot", Action: "note", Target: fmt.Sprintf("n%03d", i)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -95,7 +95,7 @@ func TestLedger_UpdatesArePagedByOffsetBothWays(t *testing.T) {
 		if _, err := e.store.SeedDemo(context.Background(), store.DemoOptions{NFTs: 24, Seed: 5}); err != nil {
 			t.Fatal(err)
 		}
-		all, err := e.store.LatestUpdates(context.Background(), "", store.MaxPageSize)
+		all, err := admin.New(e.store).LatestUpdates(context.Background(), "", store.MaxPageSize)
 		if err != nil || len(all) < 60 {
 			t.Fatalf("the demo market made %d updates (%v); the test needs more than 50", len(all), err)
 		}

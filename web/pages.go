@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"marketd/store"
+	"marketd/store/admin"
 	"marketd/store/ratelimit"
 	"marketd/store/wallet"
 )
@@ -15,9 +16,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // sessionsPage lists sign-in sessions, newest first, searched by party.
 func (c *Console) sessionsPage(w http.ResponseWriter, r *http.Request, u *viewer) {
-	q := store.AdminSessionQuery{Party: strings.TrimSpace(r.URL.Query().Get("party")), Active: r.URL.Query().Get("active") == "1"}
+	q := admin.SessionQuery{Party: strings.TrimSpace(r.URL.Query().Get("party")), Active: r.URL.Query().Get("active") == "1"}
 	req := pageRequest(r, 50)
-	page, err := c.store.SessionsPage(r.Context(), q, req)
+	page, err := c.admin.SessionsPage(r.Context(), q, req)
 	if err != nil {
 		c.storeFail(w, r, u, err)
 		return
@@ -46,7 +47,7 @@ func sessionRow(s store.Session, now time.Time) sessionModel {
 // revokeSession revokes a party's sign-in session: every token of it is refused from now on.
 func (c *Console) revokeSession(w http.ResponseWriter, r *http.Request, u *viewer) {
 	sid := r.PathValue("sid")
-	err := c.store.RevokeSession(r.Context(), sid, c.auditEntry(r, u, "", "", ""))
+	err := c.admin.RevokeSession(r.Context(), sid, c.auditEntry(r, u, "", "", ""))
 	if err != nil && store.ErrorCode(err) == store.CodeInternal {
 		c.storeFail(w, r, u, err)
 		return
@@ -148,12 +149,12 @@ func (c *Console) listingPage(w http.ResponseWriter, r *http.Request, u *viewer)
 func (c *Console) ledgerPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 	ctx := r.Context()
 	req := pageRequest(r, 50)
-	ups, err := c.store.UpdatesPage(ctx, "", req)
+	ups, err := c.admin.UpdatesPage(ctx, "", req)
 	if err != nil {
 		c.storeFail(w, r, u, err)
 		return
 	}
-	preps, err := c.store.LatestPrepared(ctx, "", 50)
+	preps, err := c.admin.LatestPrepared(ctx, "", 50)
 	if err != nil {
 		c.storeFail(w, r, u, err)
 		return
@@ -172,7 +173,7 @@ func (c *Console) partyPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 		return
 	}
 	v := partyModel{Page: c.page(r, u, "Party"), Party: *party, Now: c.store.Now()}
-	sessions, err := c.store.SearchSessions(ctx, store.AdminSessionQuery{Party: id, Limit: 20})
+	sessions, err := c.admin.SearchSessions(ctx, admin.SessionQuery{Party: id, Limit: 20})
 	if err == nil {
 		for _, s := range sessions {
 			v.Sessions = append(v.Sessions, sessionRow(s, v.Now))
@@ -195,10 +196,10 @@ func (c *Console) partyPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 		v.Accepts = page.Items
 	}
 	if err == nil {
-		v.Updates, err = c.store.LatestUpdates(ctx, id, 20)
+		v.Updates, err = c.admin.LatestUpdates(ctx, id, 20)
 	}
 	if err == nil {
-		v.Prepared, err = c.store.LatestPrepared(ctx, id, 20)
+		v.Prepared, err = c.admin.LatestPrepared(ctx, id, 20)
 	}
 	if err != nil {
 		c.storeFail(w, r, u, err)
@@ -211,7 +212,7 @@ func (c *Console) partyPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 func (c *Console) auditPage(w http.ResponseWriter, r *http.Request, u *viewer) {
 	actor := strings.TrimSpace(r.URL.Query().Get("actor"))
 	req := pageRequest(r, 50)
-	page, err := c.store.AuditPage(r.Context(), actor, req)
+	page, err := c.admin.AuditPage(r.Context(), actor, req)
 	if err != nil {
 		c.storeFail(w, r, u, err)
 		return

@@ -341,7 +341,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	c.sessions.Put(ctx, keyAuthAt, now)
 	c.sessions.Put(ctx, keySeenAt, now)
 	c.sessions.Put(ctx, keyCSRF, newToken())
-	if err := c.store.Audit(ctx, store.AuditEntry{Actor: u.Name, Action: "login", Target: u.Name, Detail: "role " + string(u.Role), Addr: addr}); err != nil {
+	if err := c.admin.Audit(ctx, admin.AuditEntry{Actor: u.Name, Action: "login", Target: u.Name, Detail: "role " + string(u.Role), Addr: addr}); err != nil {
 		c.log.WarnContext(ctx, "audit login", "error", err.Error())
 	}
 	http.Redirect(w, r, safeNext(form.Next), http.StatusSeeOther)
@@ -382,11 +382,11 @@ func newToken() string {
 
 // audit records an operator action that made no store write of its own.
 func (c *Console) audit(r *http.Request, u *viewer, action, target, detail string) error {
-	return c.store.Audit(r.Context(), c.auditEntry(r, u, action, target, detail))
+	return c.admin.Audit(r.Context(), c.auditEntry(r, u, action, target, detail))
 }
 
-func (c *Console) auditEntry(r *http.Request, u *viewer, action, target, detail string) store.AuditEntry {
-	return store.AuditEntry{Actor: u.Name, Action: action, Target: target, Detail: detail, Addr: c.cfg.TrustedProxies.Addr(r)}
+func (c *Console) auditEntry(r *http.Request, u *viewer, action, target, detail string) admin.AuditEntry {
+	return admin.AuditEntry{Actor: u.Name, Action: action, Target: target, Detail: detail, Addr: c.cfg.TrustedProxies.Addr(r)}
 }
 
 // flash leaves a message for the next page the user sees.

@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/term"
 
-	"marketd/store"
 	"marketd/store/admin"
 )
 
@@ -101,13 +100,13 @@ func adminCmd(args []string) error {
 }
 
 // cliActor is who the audit log says acted from the command line: the OS user, on this host.
-func cliActor() store.AuditEntry {
+func cliActor() admin.AuditEntry {
 	name := "unknown"
 	if u, err := user.Current(); err == nil {
 		name = u.Username
 	}
 	host, _ := os.Hostname()
-	return store.AuditEntry{Actor: "cli:" + name, Addr: "host " + host}
+	return admin.AuditEntry{Actor: "cli:" + name, Addr: "host " + host}
 }
 
 // readPassword reads a password: prompted twice without echo on a terminal, else one line

@@ -91,7 +91,7 @@ func TestAdminCmd_CreateDisableResetOnTheStore(t *testing.T) {
 	if _, err := admin.New(s).Login(ctx, "ada", "another passphrase"); err != nil {
 		t.Errorf("login with the reset password: %v", err)
 	}
-	es, _ := s.AuditLog(ctx, "", 10)
+	es, _ := admin.New(s).AuditLog(ctx, "", 10)
 	if len(es) != 3 || es[0].Action != "reset-user" || es[2].Action != "create-user" || es[0].Actor[:4] != "cli:" {
 		t.Errorf("audit: %+v", es)
 	}

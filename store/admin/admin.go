@@ -1,7 +1,10 @@
-// Package admin holds the admin console's data: its users, its sign-in throttle, its browser
-// sessions (an scs store) and the landing page's charts. It builds on the store's exported
-// core (store/core.go: the databases, a write transaction, the clock): it writes only the
-// console's own tables and the audit log (through store.WriteAudit), and its charts read the
+// Package admin holds the admin console's data: its audit log, its users, its sign-in
+// throttle, its browser sessions (an scs store), the landing page's charts, and its lists of
+// what the market and its parties did (every offer, the ledger's updates and prepared
+// transactions, the parties' sign-in sessions, which an operator may revoke). It builds on the
+// store's exported core (store/core.go: the databases, a write transaction, the clock, keyset
+// pages under the service's cursor key) and the auth part's session hooks: it writes only the
+// console's own tables and the audit log, which the store itself never writes, and reads the
 // market's tables. The store never imports it, so the direction is admin to store.
 package admin
 

@@ -143,6 +143,17 @@ func (c *Console) RefusalsPerMinute(ctx context.Context, minutes int) (*ScopedCh
 	return out, nil
 }
 
+// refusalRetention is how long the per-minute refusal counts are kept.
+const refusalRetention = 7 * 24 * time.Hour
+
+// pruneRefusals removes the refusal counts older than refusalRetention: the store's flusher
+// adds them (store.FlushRefusals), the console reads and prunes them.
+func (c *Console) pruneRefusals(ctx context.Context) error {
+	_, err := c.s.WriteDB().NewDelete().Model((*store.RateLimitRefusal)(nil)).
+		Where("minute < ?", c.s.Now().Add(-refusalRetention).UnixMicro()).Exec(ctx)
+	return err
+}
+
 // OpenSessions is how many wallet sign-in sessions are open now: neither revoked nor past
 // their token's expiry.
 func (c *Console) OpenSessions(ctx context.Context) (int64, error) {

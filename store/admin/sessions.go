@@ -77,12 +77,12 @@ func (a SessionStore) DeleteCtx(ctx context.Context, token string) error {
 }
 
 // PruneSessions removes expired admin console sessions, sign-in attempt counts whose window
-// ended long ago and rate-limit refusal counts older than a week (store.PruneRefusals).
+// ended long ago and rate-limit refusal counts older than a week (pruneRefusals).
 func (c *Console) PruneSessions(ctx context.Context) (int64, error) {
 	if err := c.pruneLoginAttempts(ctx, time.Hour); err != nil {
 		return 0, err
 	}
-	if err := c.s.PruneRefusals(ctx); err != nil {
+	if err := c.pruneRefusals(ctx); err != nil {
 		return 0, err
 	}
 	res, err := c.s.WriteDB().NewDelete().Model((*adminSession)(nil)).Where("expiry <= ?", time.Now().UnixMicro()).Exec(ctx)

@@ -68,7 +68,7 @@ func checkPassword(pw string) error {
 
 // CreateUser adds an admin console user, recorded in the audit log as by's action; a taken
 // name is a conflict.
-func (c *Console) CreateUser(ctx context.Context, name string, role Role, password string, by store.AuditEntry) (*User, error) {
+func (c *Console) CreateUser(ctx context.Context, name string, role Role, password string, by AuditEntry) (*User, error) {
 	if !namePattern.MatchString(name) {
 		return nil, store.Errorf(store.CodeInvalidRequest, "user name %q: want 1 to 64 of [a-z0-9._-], starting with a letter or digit", ledger.Truncate(name, 80))
 	}
@@ -86,7 +86,7 @@ func (c *Console) CreateUser(ctx context.Context, name string, role Role, passwo
 			return err
 		}
 		by.Action, by.Target, by.Detail = "create-user", name, "role "+string(role)
-		return store.WriteAudit(ctx, tx, now, by)
+		return writeAudit(ctx, tx, now, by)
 	})
 	if store.IsUniqueViolation(err) {
 		return nil, store.Errorf(store.CodeConflict, "an admin user named %q exists", name)
@@ -120,7 +120,7 @@ func userByName(ctx context.Context, db bun.IDB, name string) (*User, error) {
 
 // DisableUser refuses the user's sign-ins and ends its open sessions at their next request;
 // by's action goes to the audit log.
-func (c *Console) DisableUser(ctx context.Context, name string, by store.AuditEntry) error {
+func (c *Console) DisableUser(ctx context.Context, name string, by AuditEntry) error {
 	return c.s.WriteTx(ctx, func(ctx context.Context, tx bun.Tx, now time.Time) error {
 		res, err := tx.NewUpdate().Model((*User)(nil)).Set("disabled_at = ?", store.At(now)).
 			Where("name = ?", name).Where("disabled_at IS NULL").Exec(ctx)
@@ -134,13 +134,13 @@ func (c *Console) DisableUser(ctx context.Context, name string, by store.AuditEn
 			return store.Errorf(store.CodeConflict, "admin user %q is already disabled", name)
 		}
 		by.Action, by.Target, by.Detail = "disable-user", name, ""
-		return store.WriteAudit(ctx, tx, now, by)
+		return writeAudit(ctx, tx, now, by)
 	})
 }
 
 // ResetPassword sets a new password and enables the user again; by's action goes to the
 // audit log. Sessions signed in before the reset end at their next request.
-func (c *Console) ResetPassword(ctx context.Context, name, password string, by store.AuditEntry) error {
+func (c *Console) ResetPassword(ctx context.Context, name, password string, by AuditEntry) error {
 	if err := checkPassword(password); err != nil {
 		return err
 	}
@@ -158,7 +158,7 @@ func (c *Console) ResetPassword(ctx context.Context, name, password string, by s
 			return store.Errorf(store.CodeNotFound, "no admin user %q", ledger.Truncate(name, 80))
 		}
 		by.Action, by.Target, by.Detail = "reset-user", name, "new password; enabled"
-		return store.WriteAudit(ctx, tx, now, by)
+		return writeAudit(ctx, tx, now, by)
 	})
 }
 

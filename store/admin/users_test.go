@@ -11,7 +11,7 @@ import (
 )
 
 // cli is who the command-line tool acts as in tests.
-var cli = store.AuditEntry{Actor: "cli:root", Addr: "local"}
+var cli = admin.AuditEntry{Actor: "cli:root", Addr: "local"}
 
 func TestUsers_CreateChecksInputAndStoresOnlyAnArgon2idHash(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, b storetest.Backend) {
@@ -62,7 +62,7 @@ func TestUsers_CreateChecksInputAndStoresOnlyAnArgon2idHash(t *testing.T) {
 		if err := con.ResetPassword(ctx, "ada", "another long password", cli); err != nil {
 			t.Fatal(err)
 		}
-		es, err := s.AuditLog(ctx, "cli:root", 10)
+		es, err := con.AuditLog(ctx, "cli:root", 10)
 		if err != nil {
 			t.Fatal(err)
 		}

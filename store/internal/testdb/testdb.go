@@ -1,6 +1,6 @@
-// Package testdb gives tests of the store a database of their own and a clock they move. It
-// imports nothing of the store, so the store's own internal tests can use it too; tests
-// outside the store use storetest, built on it.
+// Package testdb gives tests of the store a database of their own, a clock they move and the
+// plan tests' tools (plan.go). It imports nothing of the store, so the store's own internal
+// tests can use it too; tests outside the store use storetest, built on it.
 package testdb
 
 import (
