@@ -95,7 +95,7 @@ func TestNFTMeta_TheMigrationKeepsEveryNameAndImageBothWays(t *testing.T) {
 			t.Fatal("the hostile items are not among the stored ones")
 		}
 
-		runMigrationFile(t, s, "20261129000001_nft_meta.tx.down.sql")
+		runMigrationFile(t, s, "20261129000200_nft_meta.tx.down.sql")
 		for table, want := range map[string][]nftmeta.Fields{"nft_items": minted, "collection_items": unminted} {
 			var got []nftmeta.Fields
 			if err := s.WriteDB().NewRaw("SELECT name, image FROM "+table+" ORDER BY collection_id, serial").Scan(ctx, &got); err != nil {
@@ -106,7 +106,7 @@ func TestNFTMeta_TheMigrationKeepsEveryNameAndImageBothWays(t *testing.T) {
 			}
 		}
 
-		runMigrationFile(t, s, "20261129000001_nft_meta.tx.up.sql")
+		runMigrationFile(t, s, "20261129000200_nft_meta.tx.up.sql")
 		if got := metas("nft_items"); !reflect.DeepEqual(got, minted) {
 			t.Fatal("nft_items' objects differ after down and up")
 		}
