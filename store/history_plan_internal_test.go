@@ -35,11 +35,8 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 		}
 		party := onboardKeyed(t, s, "taker").id
 		nft := NFTRef{CollectionID: "col", Serial: 7}
-		feeds := []struct {
-			name string
-			read func(cursor bool) error
-		}{
-			{"swap history of a taker", func(c bool) error {
+		feeds := []testdb.PageRead{
+			{Name: "swap history of a taker", Read: func(c bool) error {
 				r := PageRequest{}
 				if c {
 					r.Cursor = mintCursor(t, s, "swaps:"+hashText(party+"|"), intentKey{1, "x"})
@@ -47,7 +44,7 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := s.SwapHistory(ctx, SwapHistoryFilter{Taker: party}, r)
 				return err
 			}},
-			{"swap history of a pool", func(c bool) error {
+			{Name: "swap history of a pool", Read: func(c bool) error {
 				r := PageRequest{}
 				if c {
 					r.Cursor = mintCursor(t, s, "swaps:"+hashText("|"+pool.PoolID), intentKey{1, "x"})
@@ -55,7 +52,7 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := s.SwapHistory(ctx, SwapHistoryFilter{PoolID: pool.PoolID}, r)
 				return err
 			}},
-			{"active intents", func(c bool) error {
+			{Name: "active intents", Read: func(c bool) error {
 				r := PageRequest{}
 				if c {
 					r.Cursor = mintCursor(t, s, "intents:"+hashText(party), intentKey{1, "x"})
@@ -63,7 +60,7 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := s.ActiveIntents(ctx, party, r)
 				return err
 			}},
-			{"active LP quotes", func(c bool) error {
+			{Name: "active LP quotes", Read: func(c bool) error {
 				r := PageRequest{}
 				if c {
 					r.Cursor = mintCursor(t, s, "lp-quotes:"+hashText(party), quoteKey{1, "x"})
@@ -71,7 +68,7 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := s.ActiveLPQuotes(ctx, party, r)
 				return err
 			}},
-			{"NFT history", func(c bool) error {
+			{Name: "NFT history", Read: func(c bool) error {
 				r := PageRequest{}
 				if c {
 					r.Cursor = mintCursor(t, s, "nft-history:"+nft.nftID(), int64(5))
@@ -79,7 +76,7 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := s.NFTHistory(ctx, nft, r)
 				return err
 			}},
-			{"reward history", func(c bool) error {
+			{Name: "reward history", Read: func(c bool) error {
 				r := PageRequest{}
 				if c {
 					r.Cursor = mintCursor(t, s, "rewards:"+party, int64(5))
@@ -87,7 +84,7 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := s.RewardHistory(ctx, party, r)
 				return err
 			}},
-			{"admin offer accepts of a party", func(c bool) error { // its last walk: the offers it bought
+			{Name: "admin offer accepts of a party", Read: func(c bool) error { // its last walk: the offers it bought
 				r := PageRequest{Limit: 50}
 				if c {
 					r.Cursor = mintCursor(t, s, "admin-offer-accepts:"+hashText(party), int64(5))
@@ -96,20 +93,6 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				return err
 			}},
 		}
-		for _, f := range feeds {
-			for _, cursor := range []bool{false, true} {
-				log.Last()
-				if err := f.read(cursor); err != nil {
-					t.Fatalf("%s: %v", f.name, err)
-				}
-				q := log.Last()
-				if q == "" {
-					t.Fatalf("%s: no page read was logged", f.name)
-				}
-				if plan := testdb.ExplainPlan(t, s.db, s.dialect == Postgres, q); !testdb.FlatPlan(s.dialect == Postgres, plan) {
-					t.Errorf("%s (cursor %v) does not walk an index in page order:\n%s\n%s", f.name, cursor, q, plan)
-				}
-			}
-		}
+		testdb.WalkInPageOrder(t, s.db, s.dialect == Postgres, log, feeds)
 	})
 }

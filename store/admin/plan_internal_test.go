@@ -40,11 +40,8 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 		log := &testdb.QueryLog{Skip: store.InBackground}
 		s.AddQueryHook(log)
 		postgres := s.Dialect() == store.Postgres
-		feeds := []struct {
-			name string
-			read func(cursor bool) error
-		}{
-			{"admin audit log", func(cur bool) error {
+		feeds := []testdb.PageRead{
+			{Name: "admin audit log", Read: func(cur bool) error {
 				r := store.PageRequest{Limit: 50}
 				if cur {
 					r.Cursor = mintCursor(t, s, "admin-audit:"+store.HashText(""), int64(5))
@@ -52,7 +49,7 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := c.AuditPage(ctx, "", r)
 				return err
 			}},
-			{"admin audit log of an actor", func(cur bool) error {
+			{Name: "admin audit log of an actor", Read: func(cur bool) error {
 				r := store.PageRequest{Limit: 50}
 				if cur {
 					r.Cursor = mintCursor(t, s, "admin-audit:"+store.HashText("ops"), int64(5))
@@ -60,7 +57,7 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := c.AuditPage(ctx, "ops", r)
 				return err
 			}},
-			{"admin updates", func(cur bool) error {
+			{Name: "admin updates", Read: func(cur bool) error {
 				r := store.PageRequest{Limit: 50}
 				if cur {
 					r.Cursor = mintCursor(t, s, "admin-updates:"+store.HashText(""), int64(5))
@@ -68,7 +65,7 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := c.UpdatesPage(ctx, "", r)
 				return err
 			}},
-			{"admin updates of a party", func(cur bool) error {
+			{Name: "admin updates of a party", Read: func(cur bool) error {
 				r := store.PageRequest{Limit: 50}
 				if cur {
 					r.Cursor = mintCursor(t, s, "admin-updates:"+store.HashText(party), int64(5))
@@ -76,9 +73,9 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := c.UpdatesPage(ctx, party, r)
 				return err
 			}},
-			{"admin latest prepared", func(bool) error { _, err := c.LatestPrepared(ctx, "", 50); return err }},
-			{"admin latest prepared of a party", func(bool) error { _, err := c.LatestPrepared(ctx, party, 50); return err }},
-			{"admin sessions", func(cur bool) error {
+			{Name: "admin latest prepared", Read: func(bool) error { _, err := c.LatestPrepared(ctx, "", 50); return err }},
+			{Name: "admin latest prepared of a party", Read: func(bool) error { _, err := c.LatestPrepared(ctx, party, 50); return err }},
+			{Name: "admin sessions", Read: func(cur bool) error {
 				r := store.PageRequest{Limit: 50}
 				if cur {
 					r.Cursor = mintCursor(t, s, "admin-sessions:"+store.HashText("|"), sessionKey{CreatedAt: 5, SID: "s"})
@@ -86,7 +83,7 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := c.SessionsPage(ctx, SessionQuery{}, r)
 				return err
 			}},
-			{"admin offers", func(cur bool) error {
+			{Name: "admin offers", Read: func(cur bool) error {
 				r := store.PageRequest{Limit: 50}
 				if cur {
 					r.Cursor = mintCursor(t, s, "admin-offers:"+store.HashText("|||"), offerListKey{5, "x"})
@@ -94,7 +91,7 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := c.Offers(ctx, OfferFilter{}, r)
 				return err
 			}},
-			{"admin offers of a maker", func(cur bool) error {
+			{Name: "admin offers of a maker", Read: func(cur bool) error {
 				r := store.PageRequest{Limit: 50}
 				if cur {
 					r.Cursor = mintCursor(t, s, "admin-offers:"+store.HashText("|"+party+"||open"), offerListKey{5, "x"})
@@ -102,7 +99,7 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				_, err := c.Offers(ctx, OfferFilter{Maker: party, State: "open"}, r)
 				return err
 			}},
-			{"admin offers of a collection", func(cur bool) error {
+			{Name: "admin offers of a collection", Read: func(cur bool) error {
 				r := store.PageRequest{Limit: 50}
 				if cur {
 					r.Cursor = mintCursor(t, s, "admin-offers:"+store.HashText("col||trait|closed"), offerListKey{5, "x"})
@@ -111,20 +108,6 @@ func TestHistoryReads_WalkAnIndexInPageOrder(t *testing.T) {
 				return err
 			}},
 		}
-		for _, f := range feeds {
-			for _, cursor := range []bool{false, true} {
-				log.Last()
-				if err := f.read(cursor); err != nil {
-					t.Fatalf("%s: %v", f.name, err)
-				}
-				q := log.Last()
-				if q == "" {
-					t.Fatalf("%s: no page read was logged", f.name)
-				}
-				if plan := testdb.ExplainPlan(t, s.ReadDB(), postgres, q); !testdb.FlatPlan(postgres, plan) {
-					t.Errorf("%s (cursor %v) does not walk an index in page order:\n%s\n%s", f.name, cursor, q, plan)
-				}
-			}
-		}
+		testdb.WalkInPageOrder(t, s.ReadDB(), postgres, log, feeds)
 	})
 }

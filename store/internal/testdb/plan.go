@@ -108,3 +108,32 @@ func FlatPlan(postgres bool, plan string) bool {
 	// (audit log, updates) order by their INTEGER PRIMARY KEY.
 	return !strings.Contains(plan, "TEMP B-TREE")
 }
+
+// PageRead is one list's page read for WalkInPageOrder: Read reads its first page, or with
+// cursor a page from a position.
+type PageRead struct {
+	Name string
+	Read func(cursor bool) error
+}
+
+// WalkInPageOrder fails t unless each read, on its first page and from a cursor, logs an
+// ordered query in log whose plan on db (PostgreSQL when postgres) reads rows in page order
+// (FlatPlan).
+func WalkInPageOrder(t *testing.T, db bun.IDB, postgres bool, log *QueryLog, reads []PageRead) {
+	t.Helper()
+	for _, f := range reads {
+		for _, cursor := range []bool{false, true} {
+			log.Last()
+			if err := f.Read(cursor); err != nil {
+				t.Fatalf("%s: %v", f.Name, err)
+			}
+			q := log.Last()
+			if q == "" {
+				t.Fatalf("%s: no page read was logged", f.Name)
+			}
+			if plan := ExplainPlan(t, db, postgres, q); !FlatPlan(postgres, plan) {
+				t.Errorf("%s (cursor %v) does not walk an index in page order:\n%s\n%s", f.Name, cursor, q, plan)
+			}
+		}
+	}
+}
