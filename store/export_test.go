@@ -250,3 +250,10 @@ func (noLog) append(ctx context.Context, tx *Tx, us []*Update) error {
 	}
 	return nil
 }
+
+// RunMigration runs the migration file whose name ends with suffix (its statements for s's
+// dialect) in one write transaction of s, as a test of that migration's up or down needs.
+func (s *Store) RunMigration(t *testing.T, suffix string) {
+	t.Helper()
+	runStatements(t, s, renderMigration(t, s, suffix))
+}

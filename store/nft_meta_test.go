@@ -6,32 +6,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"text/template"
 
-	"marketd/migrations"
 	"marketd/store"
 	"marketd/store/nftmeta"
 	"marketd/store/storetest"
 )
-
-// runMigrationFile runs one of the migrations' files on s's database, as the migrator would:
-// its template filled for the dialect, its statements one by one.
-func runMigrationFile(t *testing.T, s *store.Store, name string) {
-	t.Helper()
-	src, err := migrations.Files.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sql strings.Builder
-	if err := template.Must(template.New(name).Parse(string(src))).Execute(&sql, migrations.TypesFor(string(s.Dialect()))); err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range strings.Split(sql.String(), "--bun:split") {
-		if _, err := s.WriteDB().ExecContext(context.Background(), stmt); err != nil {
-			t.Fatalf("%s: %v\n%s", name, err, stmt)
-		}
-	}
-}
 
 // TestNFTMeta_TheMigrationKeepsEveryNameAndImageBothWays takes a market whose NFTs and unminted
 // items hold names and images (hostile text among them) down to the two columns they had
@@ -95,7 +74,7 @@ func TestNFTMeta_TheMigrationKeepsEveryNameAndImageBothWays(t *testing.T) {
 			t.Fatal("the hostile items are not among the stored ones")
 		}
 
-		runMigrationFile(t, s, "20261129000200_nft_meta.tx.down.sql")
+		s.RunMigration(t, "nft_meta.tx.down.sql")
 		for table, want := range map[string][]nftmeta.Fields{"nft_items": minted, "collection_items": unminted} {
 			var got []nftmeta.Fields
 			if err := s.WriteDB().NewRaw("SELECT name, image FROM "+table+" ORDER BY collection_id, serial").Scan(ctx, &got); err != nil {
@@ -106,7 +85,7 @@ func TestNFTMeta_TheMigrationKeepsEveryNameAndImageBothWays(t *testing.T) {
 			}
 		}
 
-		runMigrationFile(t, s, "20261129000200_nft_meta.tx.up.sql")
+		s.RunMigration(t, "nft_meta.tx.up.sql")
 		if got := metas("nft_items"); !reflect.DeepEqual(got, minted) {
 			t.Fatal("nft_items' objects differ after down and up")
 		}
